@@ -1,0 +1,51 @@
+"""gulpio-rs: fast, checksummed, gulpio2-compatible storage for video and image datasets.
+
+Drop-in for gulpio2: ``import gulpio_rs as gulpio2``. See README.md and docs/FORMAT.md.
+"""
+
+from __future__ import annotations
+
+from . import errors
+from ._native import __version__
+from .errors import (
+    BrokenChunkWarning,
+    CorruptDataError,
+    DecodeError,
+    DuplicateIdError,
+    FormatError,
+    GulpError,
+    GulpWarning,
+    StaleIndexError,
+    UnsupportedJpegError,
+)
+from .fileio import ChunkWriter, GulpChunk, GulpDirectory, GulpIngestor
+
+
+def write_index(data_file_path: str, meta_file_path: str) -> int:
+    """Write the checksummed index (``data_k.gidx``) of a chunk written by gulpio/gulpio2.
+
+    Neither the ``.gulp`` nor the ``.gmeta`` is modified. Returns the number of videos.
+    """
+    from . import _native
+
+    return _native.write_index(str(data_file_path), str(meta_file_path))
+
+
+__all__ = [
+    "__version__",
+    "errors",
+    "GulpDirectory",
+    "GulpChunk",
+    "ChunkWriter",
+    "GulpIngestor",
+    "write_index",
+    "GulpError",
+    "FormatError",
+    "StaleIndexError",
+    "CorruptDataError",
+    "DecodeError",
+    "UnsupportedJpegError",
+    "DuplicateIdError",
+    "GulpWarning",
+    "BrokenChunkWarning",
+]

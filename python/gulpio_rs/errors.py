@@ -1,0 +1,68 @@
+"""Exception hierarchy of gulpio-rs.
+
+Every error about stored data derives from :class:`GulpError` and carries ``path`` (the file),
+``video_id`` and ``frame`` (``None`` where they do not apply). Each class also derives from the
+builtin exception that gulpio2 code would have caught for the same situation, so existing
+``except ValueError`` / ``except AssertionError`` handlers keep working.
+
+Unknown ids raise :class:`KeyError`, out-of-range frames :class:`IndexError`, and operating
+system failures :class:`OSError` (``FileNotFoundError``, ``PermissionError``, ...).
+"""
+
+from __future__ import annotations
+
+
+class GulpError(Exception):
+    """Base class of all gulpio-rs data errors."""
+
+    path: str | None = None
+    video_id: str | None = None
+    frame: int | None = None
+
+
+class FormatError(GulpError, ValueError):
+    """A file is malformed: bad JSON, bad index, truncated data, a limit exceeded."""
+
+
+class StaleIndexError(FormatError):
+    """A checksummed index no longer matches its ``.gulp``/``.gmeta`` (never trusted)."""
+
+
+class CorruptDataError(GulpError, ValueError):
+    """Stored frame bytes do not match their CRC32: the data was damaged after writing."""
+
+
+class DecodeError(GulpError, ValueError):
+    """A frame's JPEG bytes could not be decoded."""
+
+
+class UnsupportedJpegError(DecodeError):
+    """A valid JPEG that the built-in decoder does not support (arithmetic coding, 12-bit).
+
+    Pass ``jpeg_decoder=`` to read such data with another decoder.
+    """
+
+
+class DuplicateIdError(GulpError, AssertionError):
+    """The same video id appears in two chunks (gulpio2 raised ``AssertionError`` here)."""
+
+
+class GulpWarning(UserWarning):
+    """Base class of gulpio-rs warnings."""
+
+
+class BrokenChunkWarning(GulpWarning):
+    """A chunk of a directory could not be used (or its index was ignored) while opening."""
+
+
+__all__ = [
+    "GulpError",
+    "FormatError",
+    "StaleIndexError",
+    "CorruptDataError",
+    "DecodeError",
+    "UnsupportedJpegError",
+    "DuplicateIdError",
+    "GulpWarning",
+    "BrokenChunkWarning",
+]

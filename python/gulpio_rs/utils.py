@@ -1,0 +1,194 @@
+"""gulpio2's ``utils`` helpers, kept under the same names for drop-in use.
+
+Differences from gulpio2, all deliberate: ``jpeg_bytes_to_img`` uses the built-in Rust decoder
+(strict: damaged data raises :class:`~gulpio_rs.errors.DecodeError`); ``img_to_jpeg_bytes``
+accepts ``HxWx1`` and RGBA/LA arrays (converted) instead of rejecting them; the ffmpeg helpers
+raise instead of printing and returning no frames.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from glob import glob
+
+import numpy as np
+import simplejpeg
+from PIL import Image
+
+from . import _native
+
+#: JPEG quality used by :func:`img_to_jpeg_bytes`; read on every call (tests may change it).
+_JPEG_WRITE_QUALITY = 90
+
+
+class FFMPEGNotFound(Exception):
+    """No ``ffmpeg`` binary on PATH."""
+
+
+class ImageNotFound(Exception):
+    """An image file could not be read."""
+
+
+class DuplicateIdException(Exception):
+    """Every entry was a duplicate of one already present."""
+
+
+def check_ffmpeg_exists() -> bool:
+    """True if an ``ffmpeg`` binary is on PATH."""
+    return shutil.which("ffmpeg") is not None
+
+
+@contextmanager
+def temp_dir_for_bursting(shm_dir_path: str = "/dev/shm") -> Iterator[str]:
+    """A fresh temporary directory under ``shm_dir_path``, removed afterwards (also on error)."""
+    path = os.path.join(shm_dir_path, uuid.uuid4().hex)
+    os.makedirs(path)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def burst_frames_to_shm(vid_path: str, temp_burst_dir: str, frame_rate: float | None = None):
+    """Extract a video's frames as JPEG files with the ``ffmpeg`` binary (gulpio2's way).
+
+    Unlike gulpio2, a failing ffmpeg raises :class:`RuntimeError` with its stderr instead of
+    silently yielding no frames.
+    """
+    if not check_ffmpeg_exists():
+        raise FFMPEGNotFound("ffmpeg was not found on PATH")
+    cmd = ["ffmpeg", "-nostdin", "-loglevel", "error", "-i", vid_path]
+    if frame_rate is not None:
+        cmd += ["-r", str(frame_rate)]
+    cmd += ["-q:v", "1", "-f", "image2", os.path.join(temp_burst_dir, "%010d.jpg")]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ffmpeg failed on {vid_path}: {proc.stderr.strip()}")
+
+
+def burst_video_into_frames(
+    vid_path: str, temp_burst_dir: str, frame_rate: float | None = None
+) -> list[str]:
+    """Burst a video with ffmpeg and return the sorted frame paths."""
+    burst_frames_to_shm(vid_path, temp_burst_dir, frame_rate=frame_rate)
+    return find_images_in_folder(temp_burst_dir, formats=["jpg"])
+
+
+def _to_rgb_or_gray(img: np.ndarray) -> np.ndarray:
+    """Normalise an image array to ``HxWx3`` RGB or ``HxW`` gray uint8, C-contiguous."""
+    img = np.asarray(img)
+    if img.dtype != np.uint8:
+        raise ValueError(f"frames must be uint8 arrays, got {img.dtype}")
+    if img.ndim == 3 and img.shape[2] == 1:
+        img = img[:, :, 0]
+    elif img.ndim == 3 and img.shape[2] == 4:
+        img = img[:, :, :3]
+    elif img.ndim == 3 and img.shape[2] == 2:
+        img = img[:, :, 0]
+    if img.ndim not in (2, 3) or (img.ndim == 3 and img.shape[2] != 3):
+        raise ValueError(f"frames must be HxW, HxWx1, HxWx3 or HxWx4 arrays, got {img.shape}")
+    return np.ascontiguousarray(img)
+
+
+def img_to_jpeg_bytes(img: np.ndarray) -> bytes:
+    """Encode an RGB (``HxWx3``) or gray (``HxW``) uint8 array as JPEG, like gulpio2.
+
+    Uses libjpeg-turbo (simplejpeg) at quality ``_JPEG_WRITE_QUALITY`` with 4:4:4 sampling,
+    so it writes the same bytes gulpio2 writes.
+    """
+    img = _to_rgb_or_gray(img)
+    if img.ndim == 2:
+        return simplejpeg.encode_jpeg(
+            img[:, :, None], quality=_JPEG_WRITE_QUALITY, colorspace="Gray"
+        )
+    return simplejpeg.encode_jpeg(img, quality=_JPEG_WRITE_QUALITY, colorspace="RGB")
+
+
+def jpeg_bytes_to_img(jpeg_bytes) -> np.ndarray:
+    """Decode JPEG bytes to ``HxWx3`` RGB, or ``HxW`` for grayscale JPEGs."""
+    arr = _native.decode_jpeg(jpeg_bytes)
+    return arr[:, :, 0] if arr.shape[2] == 1 else arr
+
+
+def resize_by_short_edge(img, size: int) -> np.ndarray:
+    """Resize so the shorter side is ``size`` (bilinear); ``size < 1`` returns the input.
+
+    ``img`` may be a path, a PIL image or an array.
+    """
+    if isinstance(img, str):
+        img = Image.open(img)
+    if isinstance(img, np.ndarray):
+        if size < 1:
+            return img
+        img = Image.fromarray(img)
+    if size < 1:
+        return np.asarray(img)
+    w, h = img.size
+    if h < w:
+        new = (int(size * w / h), size)
+    else:
+        new = (size, int(size * h / w))
+    return np.asarray(img.resize(new, Image.BILINEAR))
+
+
+def resize_images(imgs: Iterable, img_size: int = -1) -> Iterator[np.ndarray]:
+    """Yield each image (path or array) as an array, resized by its short edge when asked.
+
+    Palette and RGBA images are converted to RGB (gulpio2 stored palette indices as gray).
+    """
+    for img in imgs:
+        if isinstance(img, str):
+            try:
+                pil = Image.open(img)
+                pil.load()
+            except (OSError, ValueError) as e:
+                raise ImageNotFound(f"cannot read image {img}: {e}") from e
+            if pil.mode not in ("RGB", "L"):
+                pil = pil.convert("RGB")
+            img = pil
+        yield resize_by_short_edge(img, img_size)
+
+
+def remove_entries_with_duplicate_ids(output_directory: str, meta_dict: list) -> list:
+    """Drop entries whose id repeats, or that already exist in ``output_directory``."""
+    from .fileio import GulpDirectory
+
+    meta_dict = _remove_duplicates_in_metadict(meta_dict)
+    if os.path.isdir(output_directory):
+        gd = GulpDirectory(output_directory)
+        existing = set(gd.keys())
+        meta_dict = [m for m in meta_dict if str(m["id"]) not in existing]
+    if not meta_dict:
+        raise DuplicateIdException("no entries are left after removing duplicate ids")
+    return meta_dict
+
+
+def _remove_duplicates_in_metadict(meta_dict: list) -> list:
+    seen: set = set()
+    out = []
+    for entry in meta_dict:
+        if entry["id"] not in seen:
+            seen.add(entry["id"])
+            out.append(entry)
+    return out
+
+
+def find_images_in_folder(folder: str, formats: list[str] | None = None) -> list[str]:
+    """Sorted paths of the images with the given extensions in ``folder``."""
+    formats = formats or ["jpg"]
+    images: list[str] = []
+    for fmt in formats:
+        images.extend(glob(os.path.join(folder, "*." + fmt)))
+    return sorted(images)
+
+
+def get_single_video_path(folder_name: str, format_: str = "mp4") -> str:
+    """The one video with extension ``format_`` in ``folder_name`` (AssertionError otherwise)."""
+    video_filenames = glob(os.path.join(folder_name, "*." + format_))
+    assert len(video_filenames) == 1, f"expected one .{format_} in {folder_name}"
+    return video_filenames[0]

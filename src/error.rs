@@ -1,0 +1,116 @@
+//! The one error type of the core. Every variant carries enough context (file, video id, frame)
+//! for the message alone to locate the problem; the Python layer maps variants to exception
+//! classes (see `python/errors.rs`).
+
+use std::io;
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+
+    /// A file is not what the format says it must be (bad magic, bad JSON, a limit exceeded,
+    /// an offset beyond the end of the data file, ...).
+    #[error("{path}: {msg}")]
+    Format { path: PathBuf, msg: String },
+
+    /// An index exists but no longer describes its `.gulp`/`.gmeta` pair (or belongs to another
+    /// chunk). It is never trusted.
+    #[error("{path}: index does not match its chunk: {msg}")]
+    StaleIndex { path: PathBuf, msg: String },
+
+    /// Stored bytes do not match their recorded CRC32.
+    #[error(
+        "{path}: CRC mismatch in video {id:?} frame {frame} (bytes {offset}..{end}): \
+         expected {expected:#010x}, found {actual:#010x}"
+    )]
+    Crc {
+        path: PathBuf,
+        id: String,
+        frame: usize,
+        offset: u64,
+        end: u64,
+        expected: u32,
+        actual: u32,
+    },
+
+    #[error("{path}: cannot decode video {id:?} frame {frame}: {msg}")]
+    Decode {
+        path: PathBuf,
+        id: String,
+        frame: usize,
+        msg: String,
+    },
+
+    /// The JPEG uses a feature the built-in decoder does not implement (arithmetic coding,
+    /// 12-bit samples, ...). Distinct from `Decode` so callers can fall back to another decoder.
+    #[error("{path}: video {id:?} frame {frame}: unsupported JPEG: {msg}")]
+    UnsupportedJpeg {
+        path: PathBuf,
+        id: String,
+        frame: usize,
+        msg: String,
+    },
+
+    #[error("duplicate video id {id:?} in {first} and {second}")]
+    DuplicateId {
+        id: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
+
+    #[error("unknown video id {0:?}")]
+    UnknownId(String),
+
+    #[error("{path}: video {id:?} has {count} frames; frame index {frame} is out of range")]
+    FrameOutOfRange {
+        path: PathBuf,
+        id: String,
+        frame: i64,
+        count: usize,
+    },
+
+    #[error("{0}")]
+    InvalidArgument(String),
+}
+
+impl Error {
+    pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub fn format(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
+        Error::Format {
+            path: path.into(),
+            msg: msg.into(),
+        }
+    }
+
+    pub fn stale(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
+        Error::StaleIndex {
+            path: path.into(),
+            msg: msg.into(),
+        }
+    }
+}
+
+/// Extension for `io::Result` so I/O errors always carry the path they concern.
+pub trait IoContext<T> {
+    fn at(self, path: &std::path::Path) -> Result<T>;
+}
+
+impl<T> IoContext<T> for io::Result<T> {
+    fn at(self, path: &std::path::Path) -> Result<T> {
+        self.map_err(|e| Error::io(path, e))
+    }
+}

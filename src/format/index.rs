@@ -1,0 +1,637 @@
+//! The binary chunk index (`.gidx`), version 1. `docs/FORMAT.md` is the normative description;
+//! this module is its only implementation. All integers are little-endian; every CRC is CRC-32
+//! (IEEE, as zlib's `crc32`).
+//!
+//! Layout: header (128 bytes) | video table (40 B per video) | ids (UTF-8, zero-padded to a
+//! multiple of 8) | frame table (24 B per frame) | meta blob (each video's `meta_data` JSON).
+//! Reading is two-step so that opening a directory stays cheap: [`Index::parse`] checks the
+//! header, the video table and the ids (all a directory open needs); [`Index::verify_full`]
+//! checks the frame table and meta blob, once, before a chunk is first read from.
+
+use super::Storage;
+
+pub const MAGIC: [u8; 8] = *b"GULPIDX\0";
+pub const VERSION: u32 = 1;
+pub const HEADER_LEN: usize = 128;
+pub const VIDEO_ENTRY_LEN: usize = 40;
+pub const FRAME_ENTRY_LEN: usize = 24;
+const HEADER_CRC_AT: usize = 124;
+
+/// Limits. They bound what a hostile or damaged index can make a reader do; nothing is
+/// allocated from a declared size before the file length has confirmed it.
+pub const MAX_VIDEOS: u64 = 1 << 24;
+pub const MAX_FRAMES: u64 = 1 << 28;
+pub const MAX_ID_LEN: u32 = 65_535;
+pub const MAX_META_LEN: u32 = 16 << 20;
+pub const MAX_FRAMES_PER_VIDEO: u32 = 1 << 24;
+/// 1 GiB: far above any real frame, and small enough that `u32` arithmetic stays exact.
+pub const MAX_JPEG_LEN: u32 = 1 << 30;
+pub const MAX_GULP_LEN: u64 = 1 << 48;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Header {
+    pub video_count: u64,
+    pub frame_count: u64,
+    pub ids_len: u64,
+    pub meta_len: u64,
+    /// Published length of the `.gulp`: bytes past it are an unpublished tail.
+    pub gulp_len: u64,
+    pub gmeta_len: u64,
+    pub gulp_crc: u32,
+    pub gmeta_crc: u32,
+    pub videos_crc: u32,
+    pub ids_crc: u32,
+    pub frames_crc: u32,
+    pub meta_crc: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct VideoRec {
+    pub frame_start: u64,
+    pub frame_count: u32,
+    pub id_len: u32,
+    pub id_off: u64,
+    pub meta_off: u64,
+    pub meta_len: u32,
+}
+
+/// One stored frame. `channels` and the size come from the JPEG's SOF header (0 = unknown,
+/// only in indexes built in memory for legacy chunks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct FrameRec {
+    pub offset: u64,
+    pub jpeg_len: u32,
+    pub crc: u32,
+    pub width: u16,
+    pub height: u16,
+    pub channels: u8,
+    pub pad: u8,
+}
+
+impl FrameRec {
+    /// `[loc, pad, length]` as gulpio's `.gmeta` stores it (length includes the padding).
+    pub fn frame_info(&self) -> (u64, u64, u64) {
+        (self.offset, self.pad as u64, self.jpeg_len as u64 + self.pad as u64)
+    }
+    pub fn jpeg_end(&self) -> u64 {
+        self.offset + self.jpeg_len as u64
+    }
+    pub fn record_end(&self) -> u64 {
+        self.jpeg_end() + self.pad as u64
+    }
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+fn pad8(n: u64) -> u64 {
+    (8 - n % 8) % 8
+}
+
+/// Byte offsets of the four sections, derived from the header counts with checked arithmetic.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    videos_at: usize,
+    ids_at: usize,
+    frames_at: usize,
+    meta_at: usize,
+    total: u64,
+}
+
+impl Layout {
+    fn of(h: &Header) -> Result<Layout, String> {
+        let overflow = || "section sizes overflow".to_string();
+        let videos_len = h
+            .video_count
+            .checked_mul(VIDEO_ENTRY_LEN as u64)
+            .ok_or_else(overflow)?;
+        let frames_len = h
+            .frame_count
+            .checked_mul(FRAME_ENTRY_LEN as u64)
+            .ok_or_else(overflow)?;
+        let ids_at = (HEADER_LEN as u64)
+            .checked_add(videos_len)
+            .ok_or_else(overflow)?;
+        let frames_at = ids_at
+            .checked_add(h.ids_len)
+            .and_then(|x| x.checked_add(pad8(h.ids_len)))
+            .ok_or_else(overflow)?;
+        let meta_at = frames_at.checked_add(frames_len).ok_or_else(overflow)?;
+        let total = meta_at.checked_add(h.meta_len).ok_or_else(overflow)?;
+        let to_usize = |x: u64| usize::try_from(x).map_err(|_| overflow());
+        Ok(Layout {
+            videos_at: HEADER_LEN,
+            ids_at: to_usize(ids_at)?,
+            frames_at: to_usize(frames_at)?,
+            meta_at: to_usize(meta_at)?,
+            total,
+        })
+    }
+}
+
+pub fn encode_header(h: &Header) -> [u8; HEADER_LEN] {
+    let mut b = [0u8; HEADER_LEN];
+    b[0..8].copy_from_slice(&MAGIC);
+    b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    b[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+    b[16..24].copy_from_slice(&h.video_count.to_le_bytes());
+    b[24..32].copy_from_slice(&h.frame_count.to_le_bytes());
+    b[32..40].copy_from_slice(&h.ids_len.to_le_bytes());
+    b[40..48].copy_from_slice(&h.meta_len.to_le_bytes());
+    b[48..56].copy_from_slice(&h.gulp_len.to_le_bytes());
+    b[56..64].copy_from_slice(&h.gmeta_len.to_le_bytes());
+    b[64..68].copy_from_slice(&h.gulp_crc.to_le_bytes());
+    b[68..72].copy_from_slice(&h.gmeta_crc.to_le_bytes());
+    b[72..76].copy_from_slice(&h.videos_crc.to_le_bytes());
+    b[76..80].copy_from_slice(&h.ids_crc.to_le_bytes());
+    b[80..84].copy_from_slice(&h.frames_crc.to_le_bytes());
+    b[84..88].copy_from_slice(&h.meta_crc.to_le_bytes());
+    let crc = crc32fast::hash(&b[..HEADER_CRC_AT]);
+    b[HEADER_CRC_AT..].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// Parses and checks the fixed header: magic, version, header CRC, reserved bytes, limits.
+pub fn decode_header(b: &[u8]) -> Result<Header, String> {
+    if b.len() < HEADER_LEN {
+        return Err(format!(
+            "index is {} bytes, shorter than its {HEADER_LEN}-byte header",
+            b.len()
+        ));
+    }
+    if b[0..8] != MAGIC {
+        return Err("not a gulpio-rs index (bad magic)".into());
+    }
+    let version = u32_at(b, 8);
+    if version != VERSION {
+        return Err(format!(
+            "index version {version} is not supported (this build reads version {VERSION})"
+        ));
+    }
+    let stored = u32_at(b, HEADER_CRC_AT);
+    let actual = crc32fast::hash(&b[..HEADER_CRC_AT]);
+    if stored != actual {
+        return Err(format!(
+            "header CRC mismatch: expected {stored:#010x}, found {actual:#010x}"
+        ));
+    }
+    if u32_at(b, 12) as usize != HEADER_LEN {
+        return Err("header length field is not 128".into());
+    }
+    if b[88..HEADER_CRC_AT].iter().any(|&x| x != 0) {
+        return Err("reserved header bytes are not zero".into());
+    }
+    let h = Header {
+        video_count: u64_at(b, 16),
+        frame_count: u64_at(b, 24),
+        ids_len: u64_at(b, 32),
+        meta_len: u64_at(b, 40),
+        gulp_len: u64_at(b, 48),
+        gmeta_len: u64_at(b, 56),
+        gulp_crc: u32_at(b, 64),
+        gmeta_crc: u32_at(b, 68),
+        videos_crc: u32_at(b, 72),
+        ids_crc: u32_at(b, 76),
+        frames_crc: u32_at(b, 80),
+        meta_crc: u32_at(b, 84),
+    };
+    if h.video_count > MAX_VIDEOS {
+        return Err(format!(
+            "video count {} exceeds the limit {MAX_VIDEOS}",
+            h.video_count
+        ));
+    }
+    if h.frame_count > MAX_FRAMES {
+        return Err(format!(
+            "frame count {} exceeds the limit {MAX_FRAMES}",
+            h.frame_count
+        ));
+    }
+    if h.gulp_len > MAX_GULP_LEN {
+        return Err(format!(
+            "data length {} exceeds the limit {MAX_GULP_LEN}",
+            h.gulp_len
+        ));
+    }
+    Ok(h)
+}
+
+fn encode_video(v: &VideoRec, out: &mut Vec<u8>) {
+    out.extend_from_slice(&v.frame_start.to_le_bytes());
+    out.extend_from_slice(&v.frame_count.to_le_bytes());
+    out.extend_from_slice(&v.id_len.to_le_bytes());
+    out.extend_from_slice(&v.id_off.to_le_bytes());
+    out.extend_from_slice(&v.meta_off.to_le_bytes());
+    out.extend_from_slice(&v.meta_len.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+}
+
+fn encode_frame(f: &FrameRec, out: &mut Vec<u8>) {
+    out.extend_from_slice(&f.offset.to_le_bytes());
+    out.extend_from_slice(&f.jpeg_len.to_le_bytes());
+    out.extend_from_slice(&f.crc.to_le_bytes());
+    out.extend_from_slice(&f.width.to_le_bytes());
+    out.extend_from_slice(&f.height.to_le_bytes());
+    out.push(f.channels);
+    out.push(f.pad);
+    out.extend_from_slice(&0u16.to_le_bytes());
+}
+
+/// Accumulates videos in chunk order and serialises them as one index file.
+#[derive(Default, Clone)]
+pub struct IndexBuilder {
+    videos: Vec<VideoRec>,
+    frames: Vec<FrameRec>,
+    ids: Vec<u8>,
+    meta: Vec<u8>,
+}
+
+impl IndexBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn video_count(&self) -> usize {
+        self.videos.len()
+    }
+
+    /// Adds one video. `meta_json` is the JSON text of its whole `meta_data` list.
+    pub fn push_video(
+        &mut self,
+        id: &str,
+        meta_json: &[u8],
+        frames: &[FrameRec],
+    ) -> Result<(), String> {
+        let id_len = u32::try_from(id.len())
+            .ok()
+            .filter(|&n| n <= MAX_ID_LEN)
+            .ok_or_else(|| format!("id of {} bytes exceeds the limit {MAX_ID_LEN}", id.len()))?;
+        let meta_len = u32::try_from(meta_json.len())
+            .ok()
+            .filter(|&n| n <= MAX_META_LEN)
+            .ok_or_else(|| {
+                format!(
+                    "metadata of video {id:?} is {} bytes, over the limit {MAX_META_LEN}",
+                    meta_json.len()
+                )
+            })?;
+        let frame_count = u32::try_from(frames.len())
+            .ok()
+            .filter(|&n| n <= MAX_FRAMES_PER_VIDEO)
+            .ok_or_else(|| format!("video {id:?} has too many frames ({})", frames.len()))?;
+        self.videos.push(VideoRec {
+            frame_start: self.frames.len() as u64,
+            frame_count,
+            id_len,
+            id_off: self.ids.len() as u64,
+            meta_off: self.meta.len() as u64,
+            meta_len,
+        });
+        self.frames.extend_from_slice(frames);
+        self.ids.extend_from_slice(id.as_bytes());
+        self.meta.extend_from_slice(meta_json);
+        Ok(())
+    }
+
+    /// Serialises the index for a chunk whose data and meta files have the given lengths/CRCs.
+    pub fn encode(&self, gulp_len: u64, gulp_crc: u32, gmeta_len: u64, gmeta_crc: u32) -> Vec<u8> {
+        let mut videos = Vec::with_capacity(self.videos.len() * VIDEO_ENTRY_LEN);
+        for v in &self.videos {
+            encode_video(v, &mut videos);
+        }
+        let mut frames = Vec::with_capacity(self.frames.len() * FRAME_ENTRY_LEN);
+        for f in &self.frames {
+            encode_frame(f, &mut frames);
+        }
+        let h = Header {
+            video_count: self.videos.len() as u64,
+            frame_count: self.frames.len() as u64,
+            ids_len: self.ids.len() as u64,
+            meta_len: self.meta.len() as u64,
+            gulp_len,
+            gmeta_len,
+            gulp_crc,
+            gmeta_crc,
+            videos_crc: crc32fast::hash(&videos),
+            ids_crc: crc32fast::hash(&self.ids),
+            frames_crc: crc32fast::hash(&frames),
+            meta_crc: crc32fast::hash(&self.meta),
+        };
+        let pad = pad8(self.ids.len() as u64) as usize;
+        let mut out = Vec::with_capacity(
+            HEADER_LEN + videos.len() + self.ids.len() + pad + frames.len() + self.meta.len(),
+        );
+        out.extend_from_slice(&encode_header(&h));
+        out.extend_from_slice(&videos);
+        out.extend_from_slice(&self.ids);
+        out.resize(out.len() + pad, 0);
+        out.extend_from_slice(&frames);
+        out.extend_from_slice(&self.meta);
+        out
+    }
+}
+
+/// A parsed index over its bytes (mapped or owned). Accessors are O(1) and never allocate.
+pub struct Index {
+    bytes: Storage,
+    header: Header,
+    layout: Layout,
+}
+
+impl Index {
+    /// Checks what opening a directory needs: header, exact file length, video table and ids
+    /// (CRCs and structure). The frame table and meta blob are checked by [`verify_full`].
+    pub fn parse(bytes: Storage) -> Result<Index, String> {
+        let header = decode_header(&bytes)?;
+        let layout = Layout::of(&header)?;
+        if layout.total != bytes.len() as u64 {
+            return Err(format!(
+                "index is {} bytes but its header describes {} bytes (truncated or extended)",
+                bytes.len(),
+                layout.total
+            ));
+        }
+        let idx = Index {
+            bytes,
+            header,
+            layout,
+        };
+        idx.check_section("video table", idx.videos_bytes(), header.videos_crc)?;
+        idx.check_section("id table", idx.ids_bytes(), header.ids_crc)?;
+        let ids_pad = &idx.bytes[idx.layout.ids_at + header.ids_len as usize..idx.layout.frames_at];
+        if ids_pad.iter().any(|&b| b != 0) {
+            return Err("id table padding is not zero".into());
+        }
+        idx.check_videos()?;
+        Ok(idx)
+    }
+
+    fn check_section(&self, what: &str, bytes: &[u8], expected: u32) -> Result<(), String> {
+        let actual = crc32fast::hash(bytes);
+        if actual != expected {
+            return Err(format!(
+                "{what} CRC mismatch: expected {expected:#010x}, found {actual:#010x}"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Video entries must tile the frame table, id table and meta blob exactly, in order.
+    fn check_videos(&self) -> Result<(), String> {
+        let (mut frames, mut ids, mut meta) = (0u64, 0u64, 0u64);
+        for i in 0..self.video_count() {
+            let v = self.video(i);
+            if v.frame_start != frames || v.id_off != ids || v.meta_off != meta {
+                return Err(format!(
+                    "video entry {i} is not contiguous with the one before it"
+                ));
+            }
+            if v.id_len > MAX_ID_LEN || v.meta_len > MAX_META_LEN {
+                return Err(format!("video entry {i} exceeds the id or meta length limit"));
+            }
+            if v.frame_count > MAX_FRAMES_PER_VIDEO {
+                return Err(format!("video entry {i} declares too many frames"));
+            }
+            if u32_at(&self.bytes, self.layout.videos_at + i * VIDEO_ENTRY_LEN + 36) != 0 {
+                return Err(format!("video entry {i} has non-zero reserved bytes"));
+            }
+            frames += v.frame_count as u64;
+            ids += v.id_len as u64;
+            meta += v.meta_len as u64;
+            if std::str::from_utf8(self.id_bytes(i)).is_err() {
+                return Err(format!("id of video entry {i} is not valid UTF-8"));
+            }
+            if frames > self.header.frame_count
+                || ids > self.header.ids_len
+                || meta > self.header.meta_len
+            {
+                return Err(format!("video entry {i} points past the end of its sections"));
+            }
+        }
+        if frames != self.header.frame_count
+            || ids != self.header.ids_len
+            || meta != self.header.meta_len
+        {
+            return Err("video entries do not cover the frame, id and meta sections".into());
+        }
+        Ok(())
+    }
+
+    /// Checks the frame table and meta blob CRCs and every frame's placement: inside the
+    /// published data, padding of at most 3 bytes, no two records overlapping.
+    pub fn verify_full(&self) -> Result<(), String> {
+        let h = &self.header;
+        self.check_section("frame table", self.frames_bytes(), h.frames_crc)?;
+        self.check_section("meta blob", self.meta_bytes(), h.meta_crc)?;
+        check_frames(
+            (0..self.frame_count()).map(|j| self.frame(j)),
+            self.frame_count(),
+            h.gulp_len,
+        )?;
+        for j in 0..self.frame_count() {
+            let at = self.layout.frames_at + j * FRAME_ENTRY_LEN;
+            if u16_at(&self.bytes, at + 22) != 0 {
+                return Err(format!("frame entry {j} has non-zero reserved bytes"));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+    pub fn video_count(&self) -> usize {
+        self.header.video_count as usize
+    }
+    pub fn frame_count(&self) -> usize {
+        self.header.frame_count as usize
+    }
+
+    fn videos_bytes(&self) -> &[u8] {
+        &self.bytes[self.layout.videos_at..self.layout.ids_at]
+    }
+    fn ids_bytes(&self) -> &[u8] {
+        &self.bytes[self.layout.ids_at..self.layout.ids_at + self.header.ids_len as usize]
+    }
+    fn frames_bytes(&self) -> &[u8] {
+        &self.bytes[self.layout.frames_at..self.layout.meta_at]
+    }
+    fn meta_bytes(&self) -> &[u8] {
+        &self.bytes[self.layout.meta_at..]
+    }
+
+    /// Panics if `i >= video_count()`; callers index with validated positions only.
+    pub fn video(&self, i: usize) -> VideoRec {
+        let at = self.layout.videos_at + i * VIDEO_ENTRY_LEN;
+        let b = &self.bytes;
+        VideoRec {
+            frame_start: u64_at(b, at),
+            frame_count: u32_at(b, at + 8),
+            id_len: u32_at(b, at + 12),
+            id_off: u64_at(b, at + 16),
+            meta_off: u64_at(b, at + 24),
+            meta_len: u32_at(b, at + 32),
+        }
+    }
+
+    fn id_bytes(&self, i: usize) -> &[u8] {
+        let v = self.video(i);
+        let ids = self.ids_bytes();
+        let start = (v.id_off as usize).min(ids.len());
+        let end = (start + v.id_len as usize).min(ids.len());
+        &ids[start..end]
+    }
+
+    /// The id of video `i`. Ids were checked to be UTF-8 by `parse`.
+    pub fn id(&self, i: usize) -> &str {
+        std::str::from_utf8(self.id_bytes(i)).unwrap_or("")
+    }
+
+    /// The JSON text of video `i`'s `meta_data` list.
+    pub fn meta(&self, i: usize) -> &[u8] {
+        let v = self.video(i);
+        let m = self.meta_bytes();
+        let start = (v.meta_off as usize).min(m.len());
+        let end = (start + v.meta_len as usize).min(m.len());
+        &m[start..end]
+    }
+
+    pub fn frame(&self, j: usize) -> FrameRec {
+        let at = self.layout.frames_at + j * FRAME_ENTRY_LEN;
+        let b = &self.bytes;
+        FrameRec {
+            offset: u64_at(b, at),
+            jpeg_len: u32_at(b, at + 8),
+            crc: u32_at(b, at + 12),
+            width: u16_at(b, at + 16),
+            height: u16_at(b, at + 18),
+            channels: b[at + 20],
+            pad: b[at + 21],
+        }
+    }
+}
+
+/// Shared by the binary index and the legacy JSON path: every record lies inside the first
+/// `gulp_len` bytes, has at most 3 padding bytes, and no two records overlap.
+pub fn check_frames(
+    frames: impl Iterator<Item = FrameRec>,
+    count: usize,
+    gulp_len: u64,
+) -> Result<(), String> {
+    let mut spans = Vec::with_capacity(count);
+    for (j, f) in frames.enumerate() {
+        if f.pad > 3 {
+            return Err(format!("frame entry {j} has padding {} (at most 3)", f.pad));
+        }
+        if f.jpeg_len > MAX_JPEG_LEN {
+            return Err(format!(
+                "frame entry {j} is {} bytes, over the limit {MAX_JPEG_LEN}",
+                f.jpeg_len
+            ));
+        }
+        let end = f
+            .offset
+            .checked_add(f.jpeg_len as u64 + f.pad as u64)
+            .filter(|&e| e <= gulp_len)
+            .ok_or_else(|| {
+                format!(
+                    "frame entry {j} (offset {}, {} bytes) lies beyond the data length {gulp_len}",
+                    f.offset,
+                    f.jpeg_len as u64 + f.pad as u64
+                )
+            })?;
+        spans.push((f.offset, end, j));
+    }
+    spans.sort_unstable();
+    for w in spans.windows(2) {
+        if w[1].0 < w[0].1 {
+            return Err(format!(
+                "frame entries {} and {} overlap (bytes {}..{} and {}..{})",
+                w[0].2, w[1].2, w[0].0, w[0].1, w[1].0, w[1].1
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<u8> {
+        let mut b = IndexBuilder::new();
+        let f = |offset, len| FrameRec {
+            offset,
+            jpeg_len: len,
+            crc: 7,
+            width: 4,
+            height: 2,
+            channels: 3,
+            pad: super::super::pad_for(len as u64),
+        };
+        b.push_video("a", b"[{\"x\": 1}]", &[f(0, 10), f(12, 8)])
+            .unwrap();
+        b.push_video("é/b", b"[{}]", &[]).unwrap();
+        b.push_video("c", b"[{}]", &[f(20, 5)]).unwrap();
+        b.encode(28, 1, 100, 2)
+    }
+
+    #[test]
+    fn round_trip() {
+        let idx = Index::parse(Storage::Owned(sample())).unwrap();
+        idx.verify_full().unwrap();
+        assert_eq!(idx.video_count(), 3);
+        assert_eq!(idx.frame_count(), 3);
+        assert_eq!(idx.id(1), "é/b");
+        assert_eq!(idx.meta(0), b"[{\"x\": 1}]");
+        assert_eq!(idx.video(2).frame_start, 2);
+        assert_eq!(idx.frame(1).frame_info(), (12, 0, 8));
+        assert_eq!(idx.header().gulp_len, 28);
+    }
+
+    #[test]
+    fn every_single_byte_corruption_is_detected() {
+        let good = sample();
+        for at in 0..good.len() {
+            for bit in [0x01u8, 0x80] {
+                let mut bad = good.clone();
+                bad[at] ^= bit;
+                let r = Index::parse(Storage::Owned(bad)).and_then(|i| i.verify_full());
+                assert!(r.is_err(), "flip of bit {bit:#x} at byte {at} went unnoticed");
+            }
+        }
+    }
+
+    #[test]
+    fn every_truncation_and_extension_is_detected() {
+        let good = sample();
+        for len in 0..good.len() {
+            assert!(Index::parse(Storage::Owned(good[..len].to_vec())).is_err());
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(Index::parse(Storage::Owned(longer)).is_err());
+    }
+
+    #[test]
+    fn overlapping_and_out_of_range_frames_are_rejected() {
+        let f = |offset, len| FrameRec {
+            offset,
+            jpeg_len: len,
+            ..Default::default()
+        };
+        assert!(check_frames([f(0, 8), f(4, 8)].into_iter(), 2, 100).is_err());
+        assert!(check_frames([f(0, 8), f(96, 8)].into_iter(), 2, 100).is_err());
+        assert!(check_frames([f(u64::MAX - 2, 8)].into_iter(), 1, 100).is_err());
+        assert!(check_frames([f(8, 8), f(0, 8)].into_iter(), 2, 16).is_ok());
+    }
+}

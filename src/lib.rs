@@ -1,0 +1,17 @@
+//! gulpio-rs core: gulpio-compatible chunk storage with a checksummed index, mmap reads and
+//! JPEG decoding. Pure Rust; the Python bindings live in `python/` behind the `python` feature.
+
+pub mod chunk;
+pub mod directory;
+pub mod error;
+pub mod format;
+pub mod jpeg;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use chunk::reader::ChunkReader;
+pub use chunk::writer::{ChunkWriter, WriteMode};
+pub use directory::Directory;
+pub use error::{Error, Result};
+pub use format::paths::ChunkPaths;

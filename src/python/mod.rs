@@ -1,0 +1,507 @@
+//! Thin PyO3 bindings: convert arguments, release the GIL around core calls, map errors.
+//! All Python-facing semantics (gulpio2's API shapes) live in `python/gulpio_rs/`.
+
+mod errors;
+
+use std::ffi::c_int;
+use std::os::raw::c_void;
+use std::sync::Arc;
+
+use numpy::ndarray::Array3;
+use numpy::{IntoPyArray, PyArray3};
+use pyo3::exceptions::{PyBufferError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+
+use crate::chunk::reader::{ChunkReader, IndexKind};
+use crate::chunk::writer::{self, ChunkWriter, WriteMode};
+use crate::directory::Directory;
+use crate::format::paths::ChunkPaths;
+use crate::jpeg::decode::Colorspace;
+use errors::IntoPy;
+
+fn colorspace(name: Option<&str>) -> PyResult<Colorspace> {
+    match name.map(|s| s.to_ascii_uppercase()).as_deref() {
+        None | Some("AUTO") => Ok(Colorspace::Auto),
+        Some("RGB") => Ok(Colorspace::Rgb),
+        Some("GRAY") | Some("GREY") | Some("L") => Ok(Colorspace::Gray),
+        Some(other) => Err(PyValueError::new_err(format!(
+            "colorspace must be 'RGB', 'GRAY' or None, not {other:?}"
+        ))),
+    }
+}
+
+/// Zero-copy, read-only view of one frame's JPEG bytes inside the mapped `.gulp`. Supports
+/// the buffer protocol (`memoryview(v)`, `np.frombuffer(v, np.uint8)`, `bytes(v)`); the
+/// mapping stays alive as long as any view or buffer derived from it does.
+#[pyclass(frozen, module = "gulpio_rs._native")]
+struct FrameView {
+    chunk: Arc<ChunkReader>,
+    start: usize,
+    len: usize,
+}
+
+#[pymethods]
+impl FrameView {
+    fn __len__(&self) -> usize {
+        self.len
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<FrameView of {} bytes>", self.len)
+    }
+
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        if view.is_null() {
+            return Err(PyBufferError::new_err("view is null"));
+        }
+        if (flags & pyo3::ffi::PyBUF_WRITABLE) == pyo3::ffi::PyBUF_WRITABLE {
+            return Err(PyBufferError::new_err("frame bytes are read-only"));
+        }
+        let this = slf.get();
+        let data = &this.chunk.data()[this.start..this.start + this.len];
+        // SAFETY: `view` is non-null and owned by the caller for the duration of the call; the
+        // bytes live in an mmap owned (through the Arc) by `slf`, whose reference is stored in
+        // `view.obj` and released by Python when the buffer is released.
+        unsafe {
+            (*view).obj = slf.clone().into_any().into_ptr();
+            (*view).buf = data.as_ptr() as *mut c_void;
+            (*view).len = data.len() as isize;
+            (*view).readonly = 1;
+            (*view).itemsize = 1;
+            (*view).format = if (flags & pyo3::ffi::PyBUF_FORMAT) == pyo3::ffi::PyBUF_FORMAT {
+                c"B".as_ptr() as *mut _
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).ndim = 1;
+            (*view).shape = if (flags & pyo3::ffi::PyBUF_ND) == pyo3::ffi::PyBUF_ND {
+                &mut (*view).len
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).strides = if (flags & pyo3::ffi::PyBUF_STRIDES) == pyo3::ffi::PyBUF_STRIDES {
+                &mut (*view).itemsize
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).suboffsets = std::ptr::null_mut();
+            (*view).internal = std::ptr::null_mut();
+        }
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {}
+}
+
+/// An open chunk (read side).
+#[pyclass(frozen, module = "gulpio_rs._native")]
+struct Chunk {
+    inner: Arc<ChunkReader>,
+}
+
+#[pymethods]
+impl Chunk {
+    /// Opens a chunk; returns `(chunk, warning)` where warning says why an index was ignored.
+    #[staticmethod]
+    fn open(py: Python<'_>, data_path: &str, meta_path: &str) -> PyResult<(Chunk, Option<String>)> {
+        let paths = ChunkPaths::new(data_path, meta_path);
+        let (reader, warning) = py.detach(|| ChunkReader::open(&paths)).py_err(py)?;
+        Ok((
+            Chunk {
+                inner: Arc::new(reader),
+            },
+            warning.map(|w| w.to_string()),
+        ))
+    }
+
+    #[getter]
+    fn indexed(&self) -> bool {
+        self.inner.kind() == IndexKind::Binary
+    }
+
+    #[getter]
+    fn data_path(&self) -> String {
+        self.inner.paths().data.display().to_string()
+    }
+
+    #[getter]
+    fn published_len(&self) -> u64 {
+        self.inner.published_len()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.video_count()
+    }
+
+    fn ids(&self) -> Vec<&str> {
+        (0..self.inner.video_count())
+            .map(|i| self.inner.id(i))
+            .collect()
+    }
+
+    fn lookup(&self, id: &str) -> Option<usize> {
+        self.inner.lookup(id)
+    }
+
+    fn id(&self, video: usize) -> PyResult<&str> {
+        self.check(video)?;
+        Ok(self.inner.id(video))
+    }
+
+    fn frame_count(&self, video: usize) -> PyResult<usize> {
+        self.check(video)?;
+        Ok(self.inner.frame_count(video))
+    }
+
+    /// The JSON text of the video's `meta_data` list.
+    fn meta_data(&self, video: usize) -> PyResult<String> {
+        self.check(video)?;
+        Ok(String::from_utf8_lossy(self.inner.meta_data(video)).into_owned())
+    }
+
+    /// gulpio's `frame_info`: `[(loc, pad, length), ...]`.
+    fn frame_info(&self, video: usize) -> PyResult<Vec<(u64, u64, u64)>> {
+        self.check(video)?;
+        Ok(self.inner.frames(video).map(|f| f.frame_info()).collect())
+    }
+
+    /// `[(height, width, channels), ...]` from the index (zeros when unknown: legacy chunks).
+    fn frame_shapes(&self, video: usize) -> PyResult<Vec<(u16, u16, u8)>> {
+        self.check(video)?;
+        Ok(self
+            .inner
+            .frames(video)
+            .map(|f| (f.height, f.width, f.channels))
+            .collect())
+    }
+
+    /// Zero-copy views of the JPEG bytes of the given frames, CRC-checked when `check`.
+    fn frame_views(
+        &self,
+        py: Python<'_>,
+        video: usize,
+        frames: Vec<i64>,
+        check: bool,
+    ) -> PyResult<Vec<FrameView>> {
+        self.check(video)?;
+        let inner = &self.inner;
+        let spans = py
+            .detach(|| {
+                frames
+                    .iter()
+                    .map(|&k| {
+                        let b = inner.frame_bytes(video, k, check)?;
+                        Ok((b.as_ptr() as usize - inner.data().as_ptr() as usize, b.len()))
+                    })
+                    .collect::<crate::Result<Vec<_>>>()
+            })
+            .py_err(py)?;
+        Ok(spans
+            .into_iter()
+            .map(|(start, len)| FrameView {
+                chunk: inner.clone(),
+                start,
+                len,
+            })
+            .collect())
+    }
+
+    /// Decodes the given frames with the built-in decoder into `(H, W, C)` uint8 arrays.
+    #[pyo3(signature = (video, frames, check=true, colorspace=None))]
+    fn decode<'py>(
+        &self,
+        py: Python<'py>,
+        video: usize,
+        frames: Vec<i64>,
+        check: bool,
+        colorspace: Option<&str>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.check(video)?;
+        let cs = self::colorspace(colorspace)?;
+        let inner = &self.inner;
+        let decoded = py
+            .detach(|| {
+                frames
+                    .iter()
+                    .map(|&k| inner.decode_frame(video, k, check, cs))
+                    .collect::<crate::Result<Vec<_>>>()
+            })
+            .py_err(py)?;
+        let arrays = decoded
+            .into_iter()
+            .map(|(px, h, w, c)| to_array(py, px, h, w, c))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, arrays)
+    }
+}
+
+impl Chunk {
+    fn check(&self, video: usize) -> PyResult<()> {
+        if video < self.inner.video_count() {
+            Ok(())
+        } else {
+            Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "video position {video} out of range ({} videos)",
+                self.inner.video_count()
+            )))
+        }
+    }
+}
+
+fn to_array(
+    py: Python<'_>,
+    px: Vec<u8>,
+    h: usize,
+    w: usize,
+    c: usize,
+) -> PyResult<Bound<'_, PyArray3<u8>>> {
+    let arr = Array3::from_shape_vec((h, w, c), px)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(arr.into_pyarray(py))
+}
+
+/// A dataset directory (read side).
+#[pyclass(frozen, module = "gulpio_rs._native")]
+struct NativeDirectory {
+    inner: Arc<Directory>,
+}
+
+#[pymethods]
+impl NativeDirectory {
+    #[new]
+    fn new(py: Python<'_>, path: &str) -> PyResult<Self> {
+        let dir = py.detach(|| Directory::open(path)).py_err(py)?;
+        Ok(NativeDirectory {
+            inner: Arc::new(dir),
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn ids(&self) -> Vec<&str> {
+        self.inner.ids().iter().map(|s| &**s).collect()
+    }
+
+    fn id_at(&self, g: usize) -> PyResult<&str> {
+        self.inner
+            .ids()
+            .get(g)
+            .map(|s| &**s)
+            .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(g))
+    }
+
+    fn lookup(&self, id: &str) -> Option<usize> {
+        self.inner.lookup(id)
+    }
+
+    /// `(chunk position, video position in chunk)` of global video `g`.
+    fn location(&self, g: usize) -> PyResult<(usize, usize)> {
+        self.inner
+            .location(g)
+            .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(g))
+    }
+
+    /// `[(number, data_path, meta_path, index_path, first_video, video_count), ...]`
+    fn chunk_table(&self) -> Vec<(u64, String, String, String, usize, usize)> {
+        self.inner
+            .chunks()
+            .iter()
+            .map(|c| {
+                (
+                    c.number,
+                    c.paths.data.display().to_string(),
+                    c.paths.meta.display().to_string(),
+                    c.paths.index.display().to_string(),
+                    c.first,
+                    c.video_count,
+                )
+            })
+            .collect()
+    }
+
+    /// The reader of chunk position `pos`, opened (and fully checked) on first use.
+    fn chunk(&self, py: Python<'_>, pos: usize) -> PyResult<Chunk> {
+        let slot = self
+            .inner
+            .chunks()
+            .get(pos)
+            .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(pos))?;
+        let reader = py.detach(|| slot.reader()).py_err(py)?;
+        Ok(Chunk { inner: reader })
+    }
+
+    /// `[(path, message, chunk_skipped), ...]`: chunks that could not be (fully) used.
+    fn problems(&self) -> Vec<(String, String, bool)> {
+        self.inner
+            .problems()
+            .iter()
+            .map(|p| (p.path.display().to_string(), p.message.clone(), p.chunk_skipped))
+            .collect()
+    }
+}
+
+/// Writes one chunk; see `chunk::writer` for the publication protocol.
+#[pyclass(module = "gulpio_rs._native")]
+struct NativeWriter {
+    inner: Option<ChunkWriter>,
+}
+
+impl NativeWriter {
+    fn writer(&mut self) -> PyResult<&mut ChunkWriter> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("the chunk writer is closed"))
+    }
+}
+
+#[pymethods]
+impl NativeWriter {
+    #[new]
+    fn new(py: Python<'_>, data_path: &str, meta_path: &str, mode: &str) -> PyResult<Self> {
+        let mode = match mode {
+            "wb" => WriteMode::Create,
+            "ab" => WriteMode::Append,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "mode must be 'wb' or 'ab', not {other:?}"
+                )))
+            }
+        };
+        let paths = ChunkPaths::new(data_path, meta_path);
+        let w = py.detach(|| ChunkWriter::open(&paths, mode)).py_err(py)?;
+        Ok(NativeWriter { inner: Some(w) })
+    }
+
+    /// Appends a video; `frames` are JPEG files as bytes-like objects.
+    fn append(
+        &mut self,
+        py: Python<'_>,
+        id: &str,
+        meta_json: &str,
+        frames: Vec<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let buffers = frames
+            .iter()
+            .map(|f| pyo3::buffer::PyBuffer::<u8>::get(f))
+            .collect::<PyResult<Vec<_>>>()?;
+        let owned: Vec<Vec<u8>>;
+        let slices: Vec<&[u8]> = if buffers.iter().all(|b| b.is_c_contiguous()) {
+            // SAFETY: the buffers are C-contiguous u8 and stay alive (held in `buffers`) while
+            // the slices are used; nothing else runs Python code meanwhile (GIL held).
+            buffers
+                .iter()
+                .map(|b| unsafe { std::slice::from_raw_parts(b.buf_ptr() as *const u8, b.len_bytes()) })
+                .collect()
+        } else {
+            owned = buffers
+                .iter()
+                .map(|b| b.to_vec(py))
+                .collect::<PyResult<Vec<_>>>()?;
+            owned.iter().map(|v| v.as_slice()).collect()
+        };
+        let w = self.writer()?;
+        w.append(id, meta_json.as_bytes(), &slices).py_err(py)
+    }
+
+    /// Publishes everything appended so far (durable, atomic).
+    fn publish(&mut self, py: Python<'_>) -> PyResult<()> {
+        let w = self.writer()?;
+        py.detach(|| w.publish()).py_err(py)
+    }
+
+    /// Publishes and closes.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        let w = self.inner.take();
+        match w {
+            Some(w) => py.detach(|| w.close()).py_err(py),
+            None => Ok(()),
+        }
+    }
+
+    /// Discards everything not yet published and closes.
+    fn abort(&mut self, py: Python<'_>) -> PyResult<()> {
+        match self.inner.take() {
+            Some(w) => py.detach(|| w.abort()).py_err(py),
+            None => Ok(()),
+        }
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    /// The `.gmeta` text for the current content.
+    fn meta_text(&mut self) -> PyResult<String> {
+        let w = self.writer()?;
+        Ok(String::from_utf8_lossy(&w.meta_text()).into_owned())
+    }
+
+    fn __len__(&mut self) -> PyResult<usize> {
+        Ok(self.writer()?.video_count())
+    }
+}
+
+/// Writes the checksummed index for a chunk that lacks one; returns the number of videos.
+#[pyfunction]
+fn write_index(py: Python<'_>, data_path: &str, meta_path: &str) -> PyResult<usize> {
+    let paths = ChunkPaths::new(data_path, meta_path);
+    py.detach(|| writer::write_index(&paths)).py_err(py)
+}
+
+/// Decodes one JPEG with the built-in decoder to an `(H, W, C)` uint8 array.
+#[pyfunction]
+#[pyo3(signature = (data, colorspace=None))]
+fn decode_jpeg<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    colorspace: Option<&str>,
+) -> PyResult<Bound<'py, PyArray3<u8>>> {
+    let cs = self::colorspace(colorspace)?;
+    let bytes: Vec<u8> = match data.cast::<PyBytes>() {
+        Ok(b) => b.as_bytes().to_vec(),
+        Err(_) => pyo3::buffer::PyBuffer::<u8>::get(data)?.to_vec(py)?,
+    };
+    let (px, h, w, c) = py
+        .detach(|| crate::jpeg::decode::decode(&bytes, cs))
+        .map_err(|f| {
+            let cls = match f {
+                crate::jpeg::decode::DecodeFailure::Unsupported(_) => "UnsupportedJpegError",
+                crate::jpeg::decode::DecodeFailure::Corrupt(_) => "DecodeError",
+            };
+            PyModule::import(py, "gulpio_rs.errors")
+                .and_then(|m| m.getattr(cls))
+                .and_then(|c| c.call1((f.message().to_owned(),)))
+                .map(PyErr::from_value)
+                .unwrap_or_else(|e| e)
+        })?;
+    to_array(py, px, h, w, c)
+}
+
+/// `(width, height, components)` from a JPEG's frame header, without decoding.
+#[pyfunction]
+fn jpeg_info(data: &[u8]) -> PyResult<(u16, u16, u8)> {
+    crate::jpeg::header::read_info(data)
+        .map(|i| (i.width, i.height, i.components))
+        .map_err(PyValueError::new_err)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<FrameView>()?;
+    m.add_class::<Chunk>()?;
+    m.add_class::<NativeDirectory>()?;
+    m.add_class::<NativeWriter>()?;
+    m.add_function(wrap_pyfunction!(write_index, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_jpeg, m)?)?;
+    m.add_function(wrap_pyfunction!(jpeg_info, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
