@@ -94,8 +94,7 @@ def calculate_chunk_slices(items_per_chunk: int, num_items: int) -> list[slice]:
     assert items_per_chunk > 0
     assert num_items > 0
     return [
-        slice(i, min(i + items_per_chunk, num_items))
-        for i in range(0, num_items, items_per_chunk)
+        slice(i, min(i + items_per_chunk, num_items)) for i in range(0, num_items, items_per_chunk)
     ]
 
 
@@ -324,9 +323,7 @@ class GulpChunk:
                 f"{self.data_file_path} is not open for writing; use `with chunk.open('wb'):`"
             )
         encode = img_to_jpeg_bytes  # module global, looked up now
-        jpegs = [
-            f if isinstance(f, (bytes, bytearray, memoryview)) else encode(f) for f in frames
-        ]
+        jpegs = [f if isinstance(f, (bytes, bytearray, memoryview)) else encode(f) for f in frames]
         self._writer.append(_id_str(id_), json.dumps(meta_data), jpegs)
 
     @staticmethod
@@ -431,9 +428,7 @@ class GulpDirectory:
     def __getitem__(self, element):
         id_, selection = extract_input_for_getitem(element)
         chunk, video = self._resolve(id_)
-        frames = _read(
-            chunk, video, selection, self.jpeg_decoder, self.check_data, self.colorspace
-        )
+        frames = _read(chunk, video, selection, self.jpeg_decoder, self.check_data, self.colorspace)
         return frames, _first_meta(chunk.meta_data(video))
 
     def frame_bytes(self, id_, selection=None) -> list:
@@ -547,7 +542,7 @@ class GulpDirectory:
         reopen the directory to read through the new indexes.
         """
         written = 0
-        for pos, (_number, data, meta, index, _first, _count) in enumerate(self._table):
+        for pos, (_number, data, meta, _index, _first, _count) in enumerate(self._table):
             if not self._handle().chunk(pos).indexed:
                 _native.write_index(data, meta)
                 written += 1
@@ -606,9 +601,7 @@ class ChunkWriter:
                     output_chunk.append(id_, meta_data, frames)
                 else:
                     self.skipped.append(str(id_))
-                    warnings.warn(
-                        f"Failed to write video with id: {id_}; no frames", stacklevel=2
-                    )
+                    warnings.warn(f"Failed to write video with id: {id_}; no frames", stacklevel=2)
         return self.skipped
 
 
@@ -631,7 +624,10 @@ class GulpIngestor:
         new_chunks = list(gulp_directory.new_chunks(len(chunk_slices)))
         chunk_writer = ChunkWriter(self.adapter)
         if self.num_workers == 1:
-            results = [chunk_writer.write_chunk(c, s) for c, s in zip(new_chunks, chunk_slices)]
+            results = [
+                chunk_writer.write_chunk(c, s)
+                for c, s in zip(new_chunks, chunk_slices, strict=True)
+            ]
         else:
             with ProcessPoolExecutor(max_workers=self.num_workers) as executor:
                 results = list(executor.map(chunk_writer.write_chunk, new_chunks, chunk_slices))

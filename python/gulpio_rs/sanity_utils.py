@@ -6,7 +6,6 @@ import os
 from collections import Counter
 
 
-
 def _chunk_paths(gulp_directory):
     for number, data, meta, _index, _first, _count in gulp_directory._table:
         yield number, data, meta

@@ -234,9 +234,8 @@ pub fn legacy_index(text: &[u8]) -> Result<Index, String> {
     for e in &entries {
         frames.clear();
         for (k, &(loc, pad, length)) in e.frame_info.iter().enumerate() {
-            let jpeg_len = u32::try_from(length - pad).map_err(|_| {
-                format!("video {:?} frame {k}: length {length} is too large", e.id)
-            })?;
+            let jpeg_len = u32::try_from(length - pad)
+                .map_err(|_| format!("video {:?} frame {k}: length {length} is too large", e.id))?;
             frames.push(FrameRec {
                 offset: loc,
                 jpeg_len,

@@ -137,9 +137,8 @@ impl ChunkWriter {
         let mut recs = Vec::with_capacity(frames.len());
         let mut offset = self.data_len;
         for (k, jpeg) in frames.iter().enumerate() {
-            let info = read_info(jpeg).map_err(|m| {
-                Error::InvalidArgument(format!("video {id:?} frame {k}: {m}"))
-            })?;
+            let info = read_info(jpeg)
+                .map_err(|m| Error::InvalidArgument(format!("video {id:?} frame {k}: {m}")))?;
             let jpeg_len = u32::try_from(jpeg.len())
                 .ok()
                 .filter(|&n| n <= MAX_JPEG_LEN)
@@ -238,7 +237,7 @@ impl ChunkWriter {
         for e in &self.entries {
             builder
                 .push_video(&e.id, &e.meta_data, &e.frames)
-                .map_err(|m| Error::InvalidArgument(m))?;
+                .map_err(Error::InvalidArgument)?;
         }
         let index = builder.encode(
             self.data_len,
@@ -370,7 +369,12 @@ pub fn write_index(paths: &ChunkPaths) -> Result<usize> {
             .push_video(&e.id, &e.meta_data, &e.frames)
             .map_err(|m| Error::format(&paths.meta, m))?;
     }
-    let index = builder.encode(gulp_len, gulp_crc, meta.len() as u64, crc32fast::hash(&meta));
+    let index = builder.encode(
+        gulp_len,
+        gulp_crc,
+        meta.len() as u64,
+        crc32fast::hash(&meta),
+    );
     write_atomically(&paths.index, &index)?;
     sync_dir(&paths.index)?;
     Ok(entries.len())

@@ -161,7 +161,13 @@ mod tests {
     fn writes_like_python_json_dump() {
         let mut out = Vec::new();
         begin(&mut out);
-        write_entry(&mut out, true, "v1", [(0, 3, 632), (632, 1, 12)], b"[{\"l\": 1}]");
+        write_entry(
+            &mut out,
+            true,
+            "v1",
+            [(0, 3, 632), (632, 1, 12)],
+            b"[{\"l\": 1}]",
+        );
         write_entry(&mut out, false, "é", [], b"[{}]");
         finish(&mut out);
         assert_eq!(
@@ -202,6 +208,9 @@ mod tests {
     #[test]
     fn meta_elements_append() {
         assert_eq!(push_meta_element(b"[]", b"{}"), b"[{}]".to_vec());
-        assert_eq!(push_meta_element(b"[{\"a\": 1}]", b"{}"), b"[{\"a\": 1}, {}]".to_vec());
+        assert_eq!(
+            push_meta_element(b"[{\"a\": 1}]", b"{}"),
+            b"[{\"a\": 1}, {}]".to_vec()
+        );
     }
 }

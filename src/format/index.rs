@@ -71,7 +71,11 @@ pub struct FrameRec {
 impl FrameRec {
     /// `[loc, pad, length]` as gulpio's `.gmeta` stores it (length includes the padding).
     pub fn frame_info(&self) -> (u64, u64, u64) {
-        (self.offset, self.pad as u64, self.jpeg_len as u64 + self.pad as u64)
+        (
+            self.offset,
+            self.pad as u64,
+            self.jpeg_len as u64 + self.pad as u64,
+        )
     }
     pub fn jpeg_end(&self) -> u64 {
         self.offset + self.jpeg_len as u64
@@ -396,12 +400,18 @@ impl Index {
                 ));
             }
             if v.id_len > MAX_ID_LEN || v.meta_len > MAX_META_LEN {
-                return Err(format!("video entry {i} exceeds the id or meta length limit"));
+                return Err(format!(
+                    "video entry {i} exceeds the id or meta length limit"
+                ));
             }
             if v.frame_count > MAX_FRAMES_PER_VIDEO {
                 return Err(format!("video entry {i} declares too many frames"));
             }
-            if u32_at(&self.bytes, self.layout.videos_at + i * VIDEO_ENTRY_LEN + 36) != 0 {
+            if u32_at(
+                &self.bytes,
+                self.layout.videos_at + i * VIDEO_ENTRY_LEN + 36,
+            ) != 0
+            {
                 return Err(format!("video entry {i} has non-zero reserved bytes"));
             }
             frames += v.frame_count as u64;
@@ -414,7 +424,9 @@ impl Index {
                 || ids > self.header.ids_len
                 || meta > self.header.meta_len
             {
-                return Err(format!("video entry {i} points past the end of its sections"));
+                return Err(format!(
+                    "video entry {i} points past the end of its sections"
+                ));
             }
         }
         if frames != self.header.frame_count
@@ -441,6 +453,12 @@ impl Index {
             let at = self.layout.frames_at + j * FRAME_ENTRY_LEN;
             if u16_at(&self.bytes, at + 22) != 0 {
                 return Err(format!("frame entry {j} has non-zero reserved bytes"));
+            }
+        }
+        let mut seen = std::collections::HashSet::with_capacity(self.video_count());
+        for i in 0..self.video_count() {
+            if !seen.insert(self.id_bytes(i)) {
+                return Err(format!("duplicate video id {:?}", self.id(i)));
             }
         }
         Ok(())
@@ -606,7 +624,10 @@ mod tests {
                 let mut bad = good.clone();
                 bad[at] ^= bit;
                 let r = Index::parse(Storage::Owned(bad)).and_then(|i| i.verify_full());
-                assert!(r.is_err(), "flip of bit {bit:#x} at byte {at} went unnoticed");
+                assert!(
+                    r.is_err(),
+                    "flip of bit {bit:#x} at byte {at} went unnoticed"
+                );
             }
         }
     }

@@ -150,7 +150,8 @@ impl<'a> Scanner<'a> {
                                 if !(0xDC00..0xE000).contains(&lo) {
                                     return Err(self.err("unpaired surrogate in string"));
                                 }
-                                let v = 0x10000 + (((hi as u32) - 0xD800) << 10) + (lo as u32 - 0xDC00);
+                                let v =
+                                    0x10000 + (((hi as u32) - 0xD800) << 10) + (lo as u32 - 0xDC00);
                                 char::from_u32(v)
                             } else {
                                 char::from_u32(hi as u32)
@@ -297,7 +298,14 @@ mod tests {
 
     #[test]
     fn strings_round_trip_through_escaping() {
-        for s in ["", "plain", "tab\there", "ü/../x", "😀 smile", "\u{0}\u{1f}"] {
+        for s in [
+            "",
+            "plain",
+            "tab\there",
+            "ü/../x",
+            "😀 smile",
+            "\u{0}\u{1f}",
+        ] {
             let mut out = Vec::new();
             write_str(s, &mut out);
             assert_eq!(Scanner::new(&out).string().unwrap(), s);

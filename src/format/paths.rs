@@ -58,10 +58,7 @@ pub fn temp_for(target: &Path) -> PathBuf {
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    target.with_file_name(format!(
-        "{TMP_PREFIX}{name}.{}-{n}",
-        std::process::id()
-    ))
+    target.with_file_name(format!("{TMP_PREFIX}{name}.{}-{n}", std::process::id()))
 }
 
 #[cfg(test)]
@@ -77,6 +74,11 @@ mod tests {
         assert_eq!(chunk_number(&p.data), Some(12));
         assert_eq!(chunk_number(Path::new("data.gulp")), None);
         let t = temp_for(&p.meta);
-        assert!(t.file_name().unwrap().to_str().unwrap().starts_with(".gulpio-tmp.meta_12"));
+        assert!(t
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with(".gulpio-tmp.meta_12"));
     }
 }

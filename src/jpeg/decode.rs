@@ -109,7 +109,10 @@ pub fn decode_into(jpeg: &[u8], want: Colorspace, out: &mut [u8]) -> Result<(), 
 }
 
 /// Convenience: decode into a new buffer; returns `(pixels, height, width, channels)`.
-pub fn decode(jpeg: &[u8], want: Colorspace) -> Result<(Vec<u8>, usize, usize, usize), DecodeFailure> {
+pub fn decode(
+    jpeg: &[u8],
+    want: Colorspace,
+) -> Result<(Vec<u8>, usize, usize, usize), DecodeFailure> {
     let (h, w, c, _) = output_shape(jpeg, want)?;
     let mut out = vec![0u8; h * w * c];
     decode_into(jpeg, want, &mut out)?;

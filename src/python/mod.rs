@@ -196,7 +196,10 @@ impl Chunk {
                     .iter()
                     .map(|&k| {
                         let b = inner.frame_bytes(video, k, check)?;
-                        Ok((b.as_ptr() as usize - inner.data().as_ptr() as usize, b.len()))
+                        Ok((
+                            b.as_ptr() as usize - inner.data().as_ptr() as usize,
+                            b.len(),
+                        ))
                     })
                     .collect::<crate::Result<Vec<_>>>()
             })
@@ -260,8 +263,8 @@ fn to_array(
     w: usize,
     c: usize,
 ) -> PyResult<Bound<'_, PyArray3<u8>>> {
-    let arr = Array3::from_shape_vec((h, w, c), px)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let arr =
+        Array3::from_shape_vec((h, w, c), px).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(arr.into_pyarray(py))
 }
 
@@ -342,7 +345,13 @@ impl NativeDirectory {
         self.inner
             .problems()
             .iter()
-            .map(|p| (p.path.display().to_string(), p.message.clone(), p.chunk_skipped))
+            .map(|p| {
+                (
+                    p.path.display().to_string(),
+                    p.message.clone(),
+                    p.chunk_skipped,
+                )
+            })
             .collect()
     }
 }
@@ -397,7 +406,9 @@ impl NativeWriter {
             // the slices are used; nothing else runs Python code meanwhile (GIL held).
             buffers
                 .iter()
-                .map(|b| unsafe { std::slice::from_raw_parts(b.buf_ptr() as *const u8, b.len_bytes()) })
+                .map(|b| unsafe {
+                    std::slice::from_raw_parts(b.buf_ptr() as *const u8, b.len_bytes())
+                })
                 .collect()
         } else {
             owned = buffers

@@ -1,0 +1,53 @@
+"""Generic fixtures shared by the test suite (keep this small and library-agnostic)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def synthetic_frame(height: int, width: int, *, gray: bool = False, seed: int = 0) -> np.ndarray:
+    """A real-looking uint8 frame: smooth gradients, a few flat shapes and sensor noise.
+
+    Pure noise compresses unrealistically badly and flat images unrealistically well; this mix
+    gives JPEG sizes and decoder behaviour close to camera frames. Deterministic in ``seed``.
+    Returns ``HxWx3`` RGB, or ``HxW`` when ``gray``.
+    """
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
+    fy = y / max(height - 1, 1)
+    fx = x / max(width - 1, 1)
+    phase = rng.uniform(0, 2 * np.pi)
+    img = np.stack(
+        [
+            255 * fx,
+            255 * fy,
+            127.5 + 120 * np.sin(2 * np.pi * rng.uniform(0.5, 2) * (fx + fy) + phase),
+        ],
+        axis=-1,
+    )
+    for _ in range(3):  # discs and rectangles with hard edges
+        cy, cx = rng.uniform(0, height), rng.uniform(0, width)
+        r = rng.uniform(0.1, 0.35) * min(height, width)
+        img[(y - cy) ** 2 + (x - cx) ** 2 <= r**2] = rng.uniform(0, 255, 3)
+        top, left = rng.integers(0, height), rng.integers(0, width)
+        img[top : top + max(1, height // 4), left : left + max(1, width // 3)] = rng.uniform(
+            0, 255, 3
+        )
+    img += rng.normal(0, 6, img.shape)
+    img = np.clip(np.rint(img), 0, 255).astype(np.uint8)
+    if gray:
+        img = np.rint(img @ np.array([0.299, 0.587, 0.114])).clip(0, 255).astype(np.uint8)
+    return np.ascontiguousarray(img)
+
+
+@pytest.fixture
+def make_frame():
+    """Factory: ``make_frame(height, width, gray=False, seed=0)`` -> uint8 frame."""
+    return synthetic_frame
+
+
+@pytest.fixture
+def real_frames():
+    """Four real-looking 48x64 RGB frames (uint8, ``HxWx3``)."""
+    return [synthetic_frame(48, 64, seed=seed) for seed in range(4)]
