@@ -29,24 +29,49 @@ pub struct ChunkSlot {
     pub video_count: usize,
     /// The probed index, until the first read completes the check and maps the data.
     pending: Mutex<Option<Index>>,
-    reader: OnceLock<std::result::Result<Arc<ChunkReader>, String>>,
+    reader: OnceLock<Result<Arc<ChunkReader>>>,
 }
 
 impl ChunkSlot {
+    /// True once the reader was opened (or failed to open): `reader()` then does no I/O.
+    pub fn is_loaded(&self) -> bool {
+        self.reader.get().is_some()
+    }
+
     /// The chunk's reader, opening it on first use. A failure is remembered and reported on
-    /// every later use, so a damaged chunk fails the same way each time.
-    pub fn reader(&self) -> Result<Arc<ChunkReader>> {
+    /// every later use, so a damaged chunk fails the same way each time. `ids` are the ids the
+    /// directory registered for this chunk when it was opened.
+    fn reader(&self, ids: &[Box<str>]) -> Result<Arc<ChunkReader>> {
         self.reader
             .get_or_init(|| {
                 let pending = self.pending.lock().map(|mut p| p.take()).ok().flatten();
                 let opened = match pending {
-                    Some(index) => ChunkReader::from_index(&self.paths, index),
+                    Some(index) => match ChunkReader::from_index(&self.paths, index) {
+                        Err(stale @ Error::StaleIndex { .. }) => self.fall_back(ids, stale),
+                        other => other,
+                    },
                     None => Err(Error::InvalidArgument("chunk has no reader".into())),
                 };
-                opened.map(Arc::new).map_err(|e| e.to_string())
+                opened.map(Arc::new)
             })
             .clone()
-            .map_err(|msg| Error::format(&self.paths.data, msg))
+    }
+
+    /// The index passed the open-time checks but not the full one (the `.gmeta` changed
+    /// without changing size): read through the `.gmeta` if it still lists the videos the
+    /// directory registered, in the same order; otherwise the directory must be reopened.
+    fn fall_back(&self, ids: &[Box<str>], stale: Error) -> Result<ChunkReader> {
+        let mut legacy = ChunkReader::open_legacy(&self.paths)?;
+        let same = legacy.video_count() == ids.len()
+            && ids.iter().enumerate().all(|(i, id)| legacy.id(i) == &**id);
+        if !same {
+            return Err(Error::stale(
+                &self.paths.index,
+                format!("{stale}; the chunk changed after the directory was opened: reopen it"),
+            ));
+        }
+        legacy.set_index_problem(stale.to_string());
+        Ok(legacy)
     }
 }
 
@@ -181,6 +206,15 @@ impl Directory {
         &self.problems
     }
 
+    /// The reader of chunk position `pos`, opened (and fully checked) on first use.
+    pub fn reader(&self, pos: usize) -> Result<Arc<ChunkReader>> {
+        let slot = self
+            .chunks
+            .get(pos)
+            .ok_or_else(|| Error::InvalidArgument(format!("chunk position {pos} out of range")))?;
+        slot.reader(&self.ids[slot.first..slot.first + slot.video_count])
+    }
+
     /// `(chunk position, video position inside the chunk)` of global video `g`.
     pub fn location(&self, g: usize) -> Option<(usize, usize)> {
         let c = *self.chunk_of.get(g)? as usize;
@@ -195,7 +229,7 @@ impl Directory {
         let (c, v) = self
             .location(g)
             .ok_or_else(|| Error::UnknownId(id.to_owned()))?;
-        Ok((self.chunks[c].reader()?, v))
+        Ok((self.reader(c)?, v))
     }
 }
 

@@ -104,6 +104,86 @@ impl Error {
     }
 }
 
+impl Clone for Error {
+    /// `io::Error` is not `Clone`; a copy keeps its kind, OS code and message.
+    fn clone(&self) -> Self {
+        match self {
+            Error::Io { path, source } => Error::Io {
+                path: path.clone(),
+                source: match source.raw_os_error() {
+                    Some(code) => io::Error::from_raw_os_error(code),
+                    None => io::Error::new(source.kind(), source.to_string()),
+                },
+            },
+            Error::Format { path, msg } => Error::Format {
+                path: path.clone(),
+                msg: msg.clone(),
+            },
+            Error::StaleIndex { path, msg } => Error::StaleIndex {
+                path: path.clone(),
+                msg: msg.clone(),
+            },
+            Error::Crc {
+                path,
+                id,
+                frame,
+                offset,
+                end,
+                expected,
+                actual,
+            } => Error::Crc {
+                path: path.clone(),
+                id: id.clone(),
+                frame: *frame,
+                offset: *offset,
+                end: *end,
+                expected: *expected,
+                actual: *actual,
+            },
+            Error::Decode {
+                path,
+                id,
+                frame,
+                msg,
+            } => Error::Decode {
+                path: path.clone(),
+                id: id.clone(),
+                frame: *frame,
+                msg: msg.clone(),
+            },
+            Error::UnsupportedJpeg {
+                path,
+                id,
+                frame,
+                msg,
+            } => Error::UnsupportedJpeg {
+                path: path.clone(),
+                id: id.clone(),
+                frame: *frame,
+                msg: msg.clone(),
+            },
+            Error::DuplicateId { id, first, second } => Error::DuplicateId {
+                id: id.clone(),
+                first: first.clone(),
+                second: second.clone(),
+            },
+            Error::UnknownId(id) => Error::UnknownId(id.clone()),
+            Error::FrameOutOfRange {
+                path,
+                id,
+                frame,
+                count,
+            } => Error::FrameOutOfRange {
+                path: path.clone(),
+                id: id.clone(),
+                frame: *frame,
+                count: *count,
+            },
+            Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+        }
+    }
+}
+
 /// Extension for `io::Result` so I/O errors always carry the path they concern.
 pub trait IoContext<T> {
     fn at(self, path: &std::path::Path) -> Result<T>;

@@ -261,3 +261,16 @@ def test_import_does_not_pull_torch():
     code = "import sys, gulpio_rs; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_directory_pickles_small_and_reopens(dataset):
+    import pickle
+
+    path, _ = dataset
+    gd = GulpDirectory(path, check_data=False)
+    blob = pickle.dumps(gd)
+    assert len(blob) < 500
+    clone = pickle.loads(blob)
+    assert clone.keys() == gd.keys() and not clone.check_data
+    for a, b in zip(clone["v2"][0], gd["v2"][0], strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -165,6 +165,11 @@ class _MetaView(Mapping):
         return True
 
 
+def _problem_text(problem: dict) -> str:
+    message = problem["message"]
+    return message if message.startswith(problem["path"]) else f"{problem['path']}: {message}"
+
+
 class GulpChunk:
     """One chunk: ``data_{k}.gulp`` + ``meta_{k}.gmeta`` (+ the ``data_{k}.gidx`` index).
 
@@ -217,6 +222,11 @@ class GulpChunk:
     def indexed(self) -> bool:
         """True when reads go through the checksummed index (frame CRCs verified)."""
         return self._native().indexed
+
+    @property
+    def published_len(self) -> int:
+        """Where the chunk's published records end in the data file."""
+        return self._native().published_len
 
     @property
     def meta_dict(self) -> OrderedDict:
@@ -369,6 +379,7 @@ class GulpDirectory:
         self._dir = _native.NativeDirectory(self.output_dir)
         self._table = self._dir.chunk_table()
         self._chunk_objs = None
+        self._warned: set[int] = set()
         self.problems = [
             {"path": p, "message": m, "chunk_skipped": skipped}
             for p, m, skipped in self._dir.problems()
@@ -377,12 +388,10 @@ class GulpDirectory:
             if strict:
                 from .errors import FormatError
 
-                err = FormatError(f"{problem['path']}: {problem['message']}")
+                err = FormatError(_problem_text(problem))
                 err.path = problem["path"]
                 raise err
-            warnings.warn(
-                f"{problem['path']}: {problem['message']}", BrokenChunkWarning, stacklevel=2
-            )
+            warnings.warn(_problem_text(problem), BrokenChunkWarning, stacklevel=2)
 
     # -- lookups -----------------------------------------------------------------------------
     def _handle(self):
@@ -396,7 +405,15 @@ class GulpDirectory:
         if g is None:
             raise KeyError(id_)
         pos, video = d.location(g)
-        return d.chunk(pos), video
+        return self._chunk(pos), video
+
+    def _chunk(self, pos: int):
+        chunk = self._handle().chunk(pos)
+        if chunk.index_problem is not None and pos not in self._warned:
+            # Found only now: the full index check runs before a chunk's first read.
+            self._warned.add(pos)
+            warnings.warn(chunk.index_problem, BrokenChunkWarning, stacklevel=3)
+        return chunk
 
     def __len__(self) -> int:
         return len(self._handle())
@@ -452,14 +469,14 @@ class GulpDirectory:
         """One lazy meta mapping per chunk, in chunk order."""
         return [
             _MetaView(
-                lambda pos=pos: self._handle().chunk(pos).ids(),
+                lambda pos=pos: self._chunk(pos).ids(),
                 lambda id_, pos=pos: self._chunk_resolve(pos, id_),
             )
             for pos in range(len(self._table))
         ]
 
     def _chunk_resolve(self, pos: int, id_: str):
-        chunk = self._handle().chunk(pos)
+        chunk = self._chunk(pos)
         video = chunk.lookup(id_)
         if video is None:
             raise KeyError(id_)
@@ -543,12 +560,33 @@ class GulpDirectory:
         """
         written = 0
         for pos, (_number, data, meta, _index, _first, _count) in enumerate(self._table):
-            if not self._handle().chunk(pos).indexed:
+            if not self._chunk(pos).indexed:
                 _native.write_index(data, meta)
                 written += 1
         return written
 
     # -- lifetime ----------------------------------------------------------------------------
+    def __getstate__(self):
+        # Pickles as its path and options (small, e.g. for DataLoader workers under spawn);
+        # the unpickled copy reopens the directory and maps the files itself.
+        return {
+            "output_dir": self.output_dir,
+            "jpeg_decoder": self.jpeg_decoder,
+            "check_data": self.check_data,
+            "colorspace": self.colorspace,
+        }
+
+    def __setstate__(self, state):
+        with warnings.catch_warnings():
+            # Problems were reported when the original was opened.
+            warnings.simplefilter("ignore", BrokenChunkWarning)
+            self.__init__(
+                state["output_dir"],
+                state["jpeg_decoder"],
+                check_data=state["check_data"],
+                colorspace=state["colorspace"],
+            )
+
     def close(self) -> None:
         """Release the directory (mappings stay alive while frame views still use them)."""
         self._dir = None
@@ -580,7 +618,7 @@ class _DirectoryChunk(GulpChunk):
 
     def _native(self):
         if self._reader is None:
-            self._reader = self._directory._handle().chunk(self._pos)
+            self._reader = self._directory._chunk(self._pos)
         return self._reader
 
 

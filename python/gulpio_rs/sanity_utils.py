@@ -1,64 +1,62 @@
-"""gulpio2's sanity checks (``gulp2_sanity_check``), over a :class:`GulpDirectory`."""
+"""gulpio2's sanity checks (``gulp2_sanity_check``), with gulpio2's signatures, over a
+:class:`~gulpio_rs.GulpDirectory`. Each check returns the list of failing paths or ids."""
 
 from __future__ import annotations
 
+import collections
 import os
-from collections import Counter
-
-
-def _chunk_paths(gulp_directory):
-    for number, data, meta, _index, _first, _count in gulp_directory._table:
-        yield number, data, meta
 
 
 def check_meta_file_size_larger_zero(gulp_directory) -> list[str]:
     """Paths of empty meta files."""
-    return [m for _n, _d, m in _chunk_paths(gulp_directory) if os.path.getsize(m) == 0]
+    return [
+        chunk.meta_file_path
+        for chunk in gulp_directory.chunks()
+        if os.stat(chunk.meta_file_path).st_size == 0
+    ]
 
 
 def check_data_file_size_larger_zero(gulp_directory) -> list[str]:
     """Paths of empty data files."""
-    return [d for _n, d, _m in _chunk_paths(gulp_directory) if os.path.getsize(d) == 0]
+    return [
+        chunk.data_file_path
+        for chunk in gulp_directory.chunks()
+        if os.stat(chunk.data_file_path).st_size == 0
+    ]
 
 
 def check_data_file_size(gulp_directory) -> list[str]:
-    """Paths of data files whose size differs from the end of their last record."""
-    failures = []
-    for pos, (_n, data, _m) in enumerate(_chunk_paths(gulp_directory)):
-        chunk = gulp_directory._handle().chunk(pos)
-        if os.path.getsize(data) != chunk.published_len:
-            failures.append(data)
-    return failures
-
-
-def extract_all_ids(all_meta_dicts) -> list[str]:
-    return [id_ for meta in all_meta_dicts for id_ in meta]
-
-
-def get_duplicate_entries(all_ids) -> list[str]:
-    return [item for item, count in Counter(all_ids).items() if count > 1]
+    """Paths of data files whose size differs from the published end of their records (an
+    unpublished tail or a truncation)."""
+    return [
+        chunk.data_file_path
+        for chunk in gulp_directory.chunks()
+        if os.stat(chunk.data_file_path).st_size != chunk.published_len
+    ]
 
 
 def check_for_duplicate_ids(gulp_directory) -> list[str]:
-    """Ids present in more than one chunk (opening the directory already refuses these)."""
-    return get_duplicate_entries(extract_all_ids(gulp_directory.all_meta_dicts))
+    """Ids present in more than one chunk (opening a directory already refuses these)."""
+    return get_duplicate_entries(extract_all_ids(gulp_directory))
+
+
+def extract_all_ids(gulp_directory) -> list[str]:
+    """Every video id of every chunk, in chunk order."""
+    all_ids: list[str] = []
+    for chunk in gulp_directory.chunks():
+        all_ids.extend(chunk.keys())
+    return all_ids
+
+
+def get_duplicate_entries(list_) -> list:
+    counts = collections.Counter(list_)
+    return [item for item in counts if counts[item] > 1]
 
 
 def check_for_failures(result) -> None:
-    """Print gulpio2's report for one check: ``result = {'message': ..., 'result': [...]}``."""
+    """Print gulpio2's report for one check: ``{'message': ..., 'failures': [...]}``."""
     print("Sanity Check: {}".format(result["message"]))
-    if result["result"]:
-        print("Test failed for: {}".format(result["result"]))
+    if len(result["failures"]):
+        print("Test failed for: {}".format(result["failures"]))
     else:
         print("Test passed")
-
-
-__all__ = [
-    "check_meta_file_size_larger_zero",
-    "check_data_file_size_larger_zero",
-    "check_data_file_size",
-    "check_for_duplicate_ids",
-    "extract_all_ids",
-    "get_duplicate_entries",
-    "check_for_failures",
-]

@@ -25,6 +25,8 @@ pub struct ChunkReader {
     data: Storage,
     index: Index,
     kind: IndexKind,
+    /// Why an existing index was not used (the chunk then reads through its `.gmeta`).
+    index_problem: Option<String>,
     by_id: OnceLock<HashMap<String, usize>>,
 }
 
@@ -68,7 +70,11 @@ impl ChunkReader {
         }
         match probe_index(paths).and_then(|idx| Self::from_index(paths, idx)) {
             Ok(r) => Ok((r, None)),
-            Err(e @ Error::StaleIndex { .. }) => Ok((Self::open_legacy(paths)?, Some(e))),
+            Err(e @ Error::StaleIndex { .. }) => {
+                let mut legacy = Self::open_legacy(paths)?;
+                legacy.index_problem = Some(e.to_string());
+                Ok((legacy, Some(e)))
+            }
             Err(e) => Err(e),
         }
     }
@@ -100,6 +106,7 @@ impl ChunkReader {
             paths: paths.clone(),
             index,
             kind: IndexKind::Binary,
+            index_problem: None,
             by_id: OnceLock::new(),
         })
     }
@@ -113,6 +120,7 @@ impl ChunkReader {
             paths: paths.clone(),
             index,
             kind: IndexKind::Legacy,
+            index_problem: None,
             by_id: OnceLock::new(),
         })
     }
@@ -122,6 +130,13 @@ impl ChunkReader {
     }
     pub fn kind(&self) -> IndexKind {
         self.kind
+    }
+    /// Why an existing index was not used, if one exists and was not.
+    pub fn index_problem(&self) -> Option<&str> {
+        self.index_problem.as_deref()
+    }
+    pub(crate) fn set_index_problem(&mut self, why: String) {
+        self.index_problem = Some(why);
     }
     pub fn index(&self) -> &Index {
         &self.index

@@ -124,6 +124,12 @@ impl Chunk {
         self.inner.kind() == IndexKind::Binary
     }
 
+    /// Why the chunk's index file was not used, if it has one that was not.
+    #[getter]
+    fn index_problem(&self) -> Option<&str> {
+        self.inner.index_problem()
+    }
+
     #[getter]
     fn data_path(&self) -> String {
         self.inner.paths().data.display().to_string()
@@ -336,7 +342,13 @@ impl NativeDirectory {
             .chunks()
             .get(pos)
             .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(pos))?;
-        let reader = py.detach(|| slot.reader()).py_err(py)?;
+        // Release the GIL only when opening may do I/O; afterwards this is a cheap lookup.
+        let reader = if slot.is_loaded() {
+            self.inner.reader(pos)
+        } else {
+            py.detach(|| self.inner.reader(pos))
+        }
+        .py_err(py)?;
         Ok(Chunk { inner: reader })
     }
 
