@@ -16,14 +16,15 @@ import math
 import warnings
 from pathlib import Path
 
+import numpy as np
+import pytest
+from PIL import Image
+
 import gulpio_rs
 import gulpio_rs.adapters
 import gulpio_rs.fileio
 import gulpio_rs.sanity_utils
 import gulpio_rs.utils
-import numpy as np
-import pytest
-from PIL import Image
 
 gulpio2 = pytest.importorskip(
     "gulpio2",
