@@ -47,7 +47,9 @@ impl ChunkSlot {
                 let pending = self.pending.lock().map(|mut p| p.take()).ok().flatten();
                 let opened = match pending {
                     Some(index) => match ChunkReader::from_index(&self.paths, index) {
-                        Err(stale @ Error::StaleIndex { .. }) => self.fall_back(ids, stale),
+                        Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
+                            self.fall_back(ids, e)
+                        }
                         other => other,
                     },
                     None => Err(Error::InvalidArgument("chunk has no reader".into())),
@@ -57,20 +59,21 @@ impl ChunkSlot {
             .clone()
     }
 
-    /// The index passed the open-time checks but not the full one (the `.gmeta` changed
-    /// without changing size): read through the `.gmeta` if it still lists the videos the
-    /// directory registered, in the same order; otherwise the directory must be reopened.
-    fn fall_back(&self, ids: &[Box<str>], stale: Error) -> Result<ChunkReader> {
+    /// The index passed the open-time checks but not the full one (a damaged frame table, or
+    /// a `.gmeta` changed without changing size): read through the `.gmeta` if it still lists
+    /// the videos the directory registered, in the same order; otherwise the directory must
+    /// be reopened.
+    fn fall_back(&self, ids: &[Box<str>], why: Error) -> Result<ChunkReader> {
         let mut legacy = ChunkReader::open_legacy(&self.paths)?;
         let same = legacy.video_count() == ids.len()
             && ids.iter().enumerate().all(|(i, id)| legacy.id(i) == &**id);
         if !same {
             return Err(Error::stale(
                 &self.paths.index,
-                format!("{stale}; the chunk changed after the directory was opened: reopen it"),
+                format!("{why}; the chunk changed after the directory was opened: reopen it"),
             ));
         }
-        legacy.set_index_problem(stale.to_string());
+        legacy.set_index_problem(why.to_string());
         Ok(legacy)
     }
 }

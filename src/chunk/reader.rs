@@ -62,15 +62,16 @@ pub fn probe_index(paths: &ChunkPaths) -> Result<Index> {
 }
 
 impl ChunkReader {
-    /// Opens a chunk, using its index when one exists and matches, and the `.gmeta` otherwise.
-    /// The second value says why an existing index was not used.
+    /// Opens a chunk, using its index when one exists and is intact and current, and the
+    /// `.gmeta` otherwise. The second value says why an existing index was not used.
     pub fn open(paths: &ChunkPaths) -> Result<(ChunkReader, Option<Error>)> {
         if !paths.index.exists() {
             return Ok((Self::open_legacy(paths)?, None));
         }
         match probe_index(paths).and_then(|idx| Self::from_index(paths, idx)) {
             Ok(r) => Ok((r, None)),
-            Err(e @ Error::StaleIndex { .. }) => {
+            // A damaged or stale index must not make a chunk with a good `.gmeta` unreadable.
+            Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
                 let mut legacy = Self::open_legacy(paths)?;
                 legacy.index_problem = Some(e.to_string());
                 Ok((legacy, Some(e)))
