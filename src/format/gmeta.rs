@@ -21,12 +21,12 @@ pub fn parse(text: &[u8]) -> Result<Vec<Entry>, String> {
     let mut s = Scanner::new(text);
     let mut entries = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    s.expect(b'{')?;
+    s.eat(b'{')?;
     if !s.empty_container(b'}') {
         loop {
             s.skip_ws();
             let id = s.string()?;
-            s.expect(b':')?;
+            s.eat(b':')?;
             let entry = parse_entry(&mut s, id)?;
             if !seen.insert(entry.id.clone()) {
                 return Err(format!("duplicate video id {:?}", entry.id));
@@ -46,12 +46,12 @@ pub fn parse(text: &[u8]) -> Result<Vec<Entry>, String> {
 fn parse_entry(s: &mut Scanner, id: String) -> Result<Entry, String> {
     let mut frame_info = None;
     let mut meta_data = None;
-    s.expect(b'{')?;
+    s.eat(b'{')?;
     if !s.empty_container(b'}') {
         loop {
             s.skip_ws();
             let key = s.string()?;
-            s.expect(b':')?;
+            s.eat(b':')?;
             match key.as_str() {
                 "frame_info" => frame_info = Some(parse_frame_info(s)?),
                 "meta_data" => {
@@ -80,18 +80,18 @@ fn parse_entry(s: &mut Scanner, id: String) -> Result<Entry, String> {
 
 fn parse_frame_info(s: &mut Scanner) -> Result<Vec<(u64, u64, u64)>, String> {
     let mut out = Vec::new();
-    s.expect(b'[')?;
+    s.eat(b'[')?;
     if s.empty_container(b']') {
         return Ok(out);
     }
     loop {
-        s.expect(b'[')?;
+        s.eat(b'[')?;
         let loc = s.uint()?;
-        s.expect(b',')?;
+        s.eat(b',')?;
         let pad = s.uint()?;
-        s.expect(b',')?;
+        s.eat(b',')?;
         let length = s.uint()?;
-        s.expect(b']')?;
+        s.eat(b']')?;
         if pad > 3 || pad > length {
             return Err(s.err(&format!(
                 "frame_info [{loc}, {pad}, {length}]: pad must be at most 3 and at most length"

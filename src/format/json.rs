@@ -57,7 +57,7 @@ impl<'a> Scanner<'a> {
         self.text.get(self.pos).copied()
     }
 
-    pub fn expect(&mut self, c: u8) -> Result<(), String> {
+    pub fn eat(&mut self, c: u8) -> Result<(), String> {
         if self.peek() == Some(c) {
             self.pos += 1;
             Ok(())
@@ -105,7 +105,7 @@ impl<'a> Scanner<'a> {
 
     /// Parses a string (the opening quote is next) into a Rust `String`.
     pub fn string(&mut self) -> Result<String, String> {
-        self.expect(b'"')?;
+        self.eat(b'"')?;
         let mut out = String::new();
         loop {
             let start = self.pos;
@@ -204,7 +204,7 @@ impl<'a> Scanner<'a> {
                     loop {
                         self.skip_ws();
                         self.string()?;
-                        self.expect(b':')?;
+                        self.eat(b':')?;
                         self.skip_value(depth + 1)?;
                         if !self.next_or_close(b'}')? {
                             break;
