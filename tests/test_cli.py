@@ -20,7 +20,7 @@ def test_demo_gulps_checks_reads_and_draws(tmp_path, capsys):
     assert "gulped 4 videos, 96 frames" in out and "all intact" in out
     gd = GulpDirectory(tmp_path)
     assert len(gd) == 4 and all(c.indexed for c in gd)
-    assert gd.meta("bbb_clip_01")["label"] == "standing_up"
+    assert gd.meta("bbb_clip_01")["label"] == "stretching"
     frames, _ = gd["bbb_clip_03"]
     assert len(frames) == 24 and frames[0].shape == (144, 256, 3)
     sheet = Image.open(tmp_path / "contact_sheet.png")
