@@ -1,11 +1,13 @@
 //! gulpio-rs core: gulpio-compatible chunk storage with a checksummed index, mmap reads and
 //! JPEG decoding. Pure Rust; the Python bindings live in `python/` behind the `python` feature.
 
+pub mod batch;
 pub mod chunk;
 pub mod directory;
 pub mod error;
 pub mod format;
 pub mod jpeg;
+pub mod pool;
 
 #[cfg(feature = "python")]
 mod python;

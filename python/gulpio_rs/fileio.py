@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import re
+import sys
 import warnings
 from abc import ABC, abstractmethod
 from collections import OrderedDict, namedtuple
@@ -130,8 +131,32 @@ def _read(native_chunk, video: int, selection, jpeg_decoder, check_data: bool, c
     if jpeg_decoder is not None:
         views = native_chunk.frame_views(video, positions, check_data)
         return [jpeg_decoder(bytes(v)) for v in views]
-    arrays = native_chunk.decode(video, positions, check_data, colorspace)
-    return [a[:, :, 0] if a.shape[2] == 1 else a for a in arrays]
+    decoded = native_chunk.decode(video, positions, check_data, colorspace, _threads())
+    if isinstance(decoded, np.ndarray):
+        # One (T, H, W, C) array: the frames are views into it, not separate allocations.
+        return list(decoded[..., 0] if decoded.shape[3] == 1 else decoded)
+    return [a[:, :, 0] if a.shape[2] == 1 else a for a in decoded]
+
+
+def _threads(threads: int | None = None) -> int:
+    """Decode threads: the argument, else ``GULPIO_NUM_THREADS``, else 1 inside a PyTorch
+    DataLoader worker (workers already run in parallel), else 0 (= every usable core)."""
+    if threads is not None:
+        if threads < 0:
+            raise ValueError(f"threads must be >= 0, not {threads}")
+        return int(threads)
+    env = os.environ.get("GULPIO_NUM_THREADS")
+    if env:
+        try:
+            return max(0, int(env))
+        except ValueError:
+            raise ValueError(f"GULPIO_NUM_THREADS must be an integer, not {env!r}") from None
+    torch = sys.modules.get("torch")  # never import torch ourselves
+    if torch is not None:
+        get_worker_info = getattr(getattr(torch.utils, "data", None), "get_worker_info", None)
+        if get_worker_info is not None and get_worker_info() is not None:
+            return 1
+    return 0
 
 
 class _MetaView(Mapping):

@@ -267,35 +267,3 @@ pub fn legacy_index(text: &[u8]) -> Result<Index, String> {
     index.verify_full()?;
     Ok(index)
 }
-
-impl ChunkReader {
-    /// Decodes one frame with the built-in decoder; returns `(pixels, height, width, channels)`.
-    pub fn decode_frame(
-        &self,
-        video: usize,
-        frame: i64,
-        check: bool,
-        colorspace: crate::jpeg::decode::Colorspace,
-    ) -> Result<(Vec<u8>, usize, usize, usize)> {
-        use crate::jpeg::decode::{decode, DecodeFailure};
-        let bytes = self.frame_bytes(video, frame, check)?;
-        let (k, _) = self.frame(video, frame)?;
-        decode(bytes, colorspace).map_err(|f| {
-            let (path, id) = (self.paths.data.clone(), self.id(video).to_owned());
-            match f {
-                DecodeFailure::Unsupported(msg) => Error::UnsupportedJpeg {
-                    path,
-                    id,
-                    frame: k,
-                    msg,
-                },
-                DecodeFailure::Corrupt(msg) => Error::Decode {
-                    path,
-                    id,
-                    frame: k,
-                    msg,
-                },
-            }
-        })
-    }
-}

@@ -79,9 +79,10 @@ pub fn decode_into(jpeg: &[u8], want: Colorspace, out: &mut [u8]) -> Result<(), 
     let (h, w, c, _) = output_shape(jpeg, want)?;
     if out.len() != h * w * c {
         return Err(DecodeFailure::Corrupt(format!(
-            "output buffer holds {} bytes, frame needs {}",
-            out.len(),
-            h * w * c
+            "the JPEG header declares {w}x{h} with {c} output channel(s) ({} bytes) but {} \
+             bytes were expected (does the index describe another frame?)",
+            h * w * c,
+            out.len()
         )));
     }
     let cs = if c == 1 {

@@ -8,11 +8,12 @@ use std::os::raw::c_void;
 use std::sync::Arc;
 
 use numpy::ndarray::Array3;
-use numpy::{IntoPyArray, PyArray3};
+use numpy::{IntoPyArray, PyArray3, PyArray4, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
+use crate::batch;
 use crate::chunk::reader::{ChunkReader, IndexKind};
 use crate::chunk::writer::{self, ChunkWriter, WriteMode};
 use crate::directory::Directory;
@@ -220,8 +221,10 @@ impl Chunk {
             .collect())
     }
 
-    /// Decodes the given frames with the built-in decoder into `(H, W, C)` uint8 arrays.
-    #[pyo3(signature = (video, frames, check=true, colorspace=None))]
+    /// Decodes frames for gulpio2's list shape: each frame keeps its own size and channels
+    /// (1 for gray JPEGs unless `colorspace` says otherwise). Returns one `(T, H, W, C)` array
+    /// when all frames agree (the caller hands out views of it), else a list of `(H, W, C)`.
+    #[pyo3(signature = (video, frames, check=true, colorspace=None, threads=0))]
     fn decode<'py>(
         &self,
         py: Python<'py>,
@@ -229,24 +232,147 @@ impl Chunk {
         frames: Vec<i64>,
         check: bool,
         colorspace: Option<&str>,
-    ) -> PyResult<Bound<'py, PyList>> {
+        threads: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
         self.check(video)?;
         let cs = self::colorspace(colorspace)?;
-        let inner = &self.inner;
-        let decoded = py
-            .detach(|| {
-                frames
-                    .iter()
-                    .map(|&k| inner.decode_frame(video, k, check, cs))
-                    .collect::<crate::Result<Vec<_>>>()
-            })
-            .py_err(py)?;
-        let arrays = decoded
+        let jobs = batch::plan(&self.inner, video, &frames, cs, false).py_err(py)?;
+        if let Some((h, w, c)) = batch::uniform(&jobs) {
+            let arr = new_array(py, [jobs.len(), h, w, c]);
+            decode_into_array(py, &jobs, &arr, check, threads)?;
+            return Ok(arr.into_any());
+        }
+        let arrays: Vec<Bound<'py, PyArray4<u8>>> = jobs
+            .iter()
+            .map(|j| new_array(py, [1, j.shape.0, j.shape.1, j.shape.2]))
+            .collect();
+        let mut outs = Vec::with_capacity(arrays.len());
+        for a in &arrays {
+            outs.push(array_slice(a)?);
+        }
+        run(py, &jobs, outs, check, threads)?;
+        let frames: Vec<Bound<'py, PyAny>> = arrays
             .into_iter()
-            .map(|(px, h, w, c)| to_array(py, px, h, w, c))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, arrays)
+            .map(|a| a.get_item(0))
+            .collect::<PyResult<_>>()?;
+        Ok(PyList::new(py, frames)?.into_any())
     }
+
+    /// Decodes frames into one `(T, H, W, C)` array, or into `out` (same shape, C-contiguous
+    /// uint8) without an extra copy. All frames must have the same size.
+    #[pyo3(signature = (video, frames, check=true, colorspace=None, out=None, threads=0))]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        video: usize,
+        frames: Vec<i64>,
+        check: bool,
+        colorspace: Option<&str>,
+        out: Option<Bound<'py, PyArray4<u8>>>,
+        threads: usize,
+    ) -> PyResult<Bound<'py, PyArray4<u8>>> {
+        self.check(video)?;
+        let cs = self::colorspace(colorspace)?;
+        let jobs = batch::plan(&self.inner, video, &frames, cs, true).py_err(py)?;
+        let (h, w, c) = uniform_shape(&self.inner, video, &jobs)?;
+        let arr = match out {
+            Some(arr) => {
+                check_out(&arr, [jobs.len(), h, w, c])?;
+                arr
+            }
+            None => new_array(py, [jobs.len(), h, w, c]),
+        };
+        decode_into_array(py, &jobs, &arr, check, threads)?;
+        Ok(arr)
+    }
+}
+
+/// Output shape of a stacked read, or a clear error naming the frames whose sizes differ.
+fn uniform_shape(
+    chunk: &ChunkReader,
+    video: usize,
+    jobs: &[batch::FrameJob],
+) -> PyResult<(usize, usize, usize)> {
+    match (batch::uniform(jobs), jobs.first()) {
+        (Some(shape), _) => Ok(shape),
+        (None, Some(first)) => {
+            let other = jobs.iter().find(|j| j.shape != first.shape);
+            let (k, shape) = other
+                .map(|j| (j.frame, j.shape))
+                .unwrap_or((0, first.shape));
+            Err(PyValueError::new_err(format!(
+                "{}: video {:?} has frames of different sizes (frame {} is {}x{}, frame {} is \
+                 {}x{}); read() stacks frames into one array: use gd[id] for a list of frames",
+                chunk.paths().data.display(),
+                chunk.id(video),
+                first.frame,
+                first.shape.1,
+                first.shape.0,
+                k,
+                shape.1,
+                shape.0
+            )))
+        }
+        // No frames: an empty (0, 0, 0, C) array.
+        (None, None) => Ok((0, 0, 0)),
+    }
+}
+
+fn new_array<'py>(py: Python<'py>, dims: [usize; 4]) -> Bound<'py, PyArray4<u8>> {
+    // SAFETY: every byte is written by the decoder before the array is returned; on error the
+    // array is dropped without being exposed.
+    unsafe { PyArray4::<u8>::new(py, dims, false) }
+}
+
+fn array_slice<'a, 'py>(arr: &'a Bound<'py, PyArray4<u8>>) -> PyResult<&'a mut [u8]> {
+    // SAFETY: the array is either freshly allocated here or a caller's `out` that was checked
+    // to be C-contiguous and writeable; no Python code runs while the slice is in use.
+    unsafe { arr.as_slice_mut() }
+        .map_err(|_| PyValueError::new_err("out must be a C-contiguous, writeable uint8 array"))
+}
+
+fn check_out(arr: &Bound<'_, PyArray4<u8>>, dims: [usize; 4]) -> PyResult<()> {
+    if arr.shape() != dims {
+        return Err(PyValueError::new_err(format!(
+            "out has shape {:?}, the frames need {:?}",
+            arr.shape(),
+            dims
+        )));
+    }
+    let writeable: bool = arr.getattr("flags")?.getattr("writeable")?.extract()?;
+    if !arr.is_c_contiguous() || !writeable {
+        return Err(PyValueError::new_err(
+            "out must be a C-contiguous, writeable uint8 array",
+        ));
+    }
+    Ok(())
+}
+
+/// Decodes `jobs` (all of one size) back to back into `arr`.
+fn decode_into_array(
+    py: Python<'_>,
+    jobs: &[batch::FrameJob],
+    arr: &Bound<'_, PyArray4<u8>>,
+    check: bool,
+    threads: usize,
+) -> PyResult<()> {
+    let slice = array_slice(arr)?;
+    let per = jobs.first().map(|j| j.len()).unwrap_or(0).max(1);
+    let outs: Vec<&mut [u8]> = slice.chunks_exact_mut(per).take(jobs.len()).collect();
+    run(py, jobs, outs, check, threads)
+}
+
+/// Runs the decode with the GIL released.
+fn run(
+    py: Python<'_>,
+    jobs: &[batch::FrameJob],
+    outs: Vec<&mut [u8]>,
+    check: bool,
+    threads: usize,
+) -> PyResult<()> {
+    let pool = crate::pool::pool(threads).py_err(py)?;
+    py.detach(|| batch::decode(jobs, outs, check, &pool))
+        .py_err(py)
 }
 
 impl Chunk {
