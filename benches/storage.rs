@@ -14,6 +14,7 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use gulpio_rs::batch::decode_frame;
 use gulpio_rs::chunk::reader::probe_index;
 use gulpio_rs::jpeg::decode::{decode, Colorspace};
 use gulpio_rs::{ChunkPaths, ChunkReader, ChunkWriter, Directory, WriteMode};
@@ -171,11 +172,7 @@ fn crc_vs_decode(c: &mut Criterion) {
         b.iter(|| decode(black_box(&jpeg), Colorspace::Rgb).expect("decode"))
     });
     g.bench_function("decode_frame_check", |b| {
-        b.iter(|| {
-            reader
-                .decode_frame(black_box(0), 0, true, Colorspace::Rgb)
-                .expect("decode")
-        })
+        b.iter(|| decode_frame(&reader, black_box(0), 0, true, Colorspace::Rgb).expect("decode"))
     });
     g.finish();
 }

@@ -128,6 +128,21 @@ pub fn decode(
     results.into_iter().collect()
 }
 
+/// Decodes a single frame into a new buffer: `(pixels, height, width, channels)`.
+pub fn decode_frame(
+    chunk: &ChunkReader,
+    video: usize,
+    frame: i64,
+    check: bool,
+    colorspace: Colorspace,
+) -> Result<(Vec<u8>, usize, usize, usize)> {
+    let jobs = plan(chunk, video, &[frame], colorspace, false)?;
+    let job = &jobs[0];
+    let mut out = vec![0u8; job.len()];
+    decode_one(job, &mut out, check)?;
+    Ok((out, job.shape.0, job.shape.1, job.shape.2))
+}
+
 fn decode_one(job: &FrameJob, out: &mut [u8], check: bool) -> Result<()> {
     if out.len() != job.len() {
         return Err(Error::InvalidArgument(format!(

@@ -261,6 +261,7 @@ impl Chunk {
     /// Decodes frames into one `(T, H, W, C)` array, or into `out` (same shape, C-contiguous
     /// uint8) without an extra copy. All frames must have the same size.
     #[pyo3(signature = (video, frames, check=true, colorspace=None, out=None, threads=0))]
+    #[allow(clippy::too_many_arguments)] // mirrors the Python signature
     fn read<'py>(
         &self,
         py: Python<'py>,
@@ -324,6 +325,8 @@ fn new_array<'py>(py: Python<'py>, dims: [usize; 4]) -> Bound<'py, PyArray4<u8>>
     unsafe { PyArray4::<u8>::new(py, dims, false) }
 }
 
+// A numpy array is shared, interior-mutable memory: `&Bound` is all Python ever gives us.
+#[allow(clippy::mut_from_ref)]
 fn array_slice<'a, 'py>(arr: &'a Bound<'py, PyArray4<u8>>) -> PyResult<&'a mut [u8]> {
     // SAFETY: the array is either freshly allocated here or a caller's `out` that was checked
     // to be C-contiguous and writeable; no Python code runs while the slice is in use.
