@@ -3,12 +3,15 @@
 //! indexed chunk is fully checked and its data mapped the first time it is read from.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
+
+use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::chunk::reader::{probe_index, ChunkReader};
 use crate::error::{Error, IoContext, Result};
-use crate::format::index::Index;
+use crate::format::index::{front_ids, HEADER_LEN};
 use crate::format::paths::{chunk_number, ChunkPaths, DATA_EXT, META_EXT};
 
 /// Something wrong with one chunk that did not stop the directory from opening.
@@ -27,8 +30,8 @@ pub struct ChunkSlot {
     /// Global position of the chunk's first video.
     pub first: usize,
     pub video_count: usize,
-    /// The probed index, until the first read completes the check and maps the data.
-    pending: Mutex<Option<Index>>,
+    /// Header of the index probed at open (None for legacy chunks, opened at once).
+    probed: Option<[u8; HEADER_LEN]>,
     reader: OnceLock<Result<Arc<ChunkReader>>>,
 }
 
@@ -41,12 +44,11 @@ impl ChunkSlot {
     /// The chunk's reader, opening it on first use. A failure is remembered and reported on
     /// every later use, so a damaged chunk fails the same way each time. `ids` are the ids the
     /// directory registered for this chunk when it was opened.
-    fn reader(&self, ids: &[Box<str>]) -> Result<Arc<ChunkReader>> {
+    fn reader(&self, ids: &IdTable) -> Result<Arc<ChunkReader>> {
         self.reader
             .get_or_init(|| {
-                let pending = self.pending.lock().map(|mut p| p.take()).ok().flatten();
-                let opened = match pending {
-                    Some(index) => match ChunkReader::from_index(&self.paths, index) {
+                let opened = match &self.probed {
+                    Some(header) => match ChunkReader::from_index(&self.paths, header) {
                         Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
                             self.fall_back(ids, e)
                         }
@@ -63,10 +65,10 @@ impl ChunkSlot {
     /// a `.gmeta` changed without changing size): read through the `.gmeta` if it still lists
     /// the videos the directory registered, in the same order; otherwise the directory must
     /// be reopened.
-    fn fall_back(&self, ids: &[Box<str>], why: Error) -> Result<ChunkReader> {
+    fn fall_back(&self, ids: &IdTable, why: Error) -> Result<ChunkReader> {
         let mut legacy = ChunkReader::open_legacy(&self.paths)?;
-        let same = legacy.video_count() == ids.len()
-            && ids.iter().enumerate().all(|(i, id)| legacy.id(i) == &**id);
+        let same = legacy.video_count() == self.video_count
+            && (0..self.video_count).all(|i| legacy.id(i) == ids.get(self.first + i));
         if !same {
             return Err(Error::stale(
                 &self.paths.index,
@@ -78,13 +80,77 @@ impl ChunkSlot {
     }
 }
 
+/// Every id of a directory in one string, with a hash table of positions: two allocations
+/// for any number of ids, instead of one or more per id.
+#[derive(Default)]
+pub struct IdTable {
+    blob: String,
+    ends: Vec<usize>,
+    table: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+}
+
+impl IdTable {
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Panics if `i >= len()`.
+    pub fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.blob[start..self.ends[i]]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    pub fn lookup(&self, id: &str) -> Option<usize> {
+        let hash = self.hasher.hash_one(id);
+        self.table
+            .find(hash, |&i| self.get(i as usize) == id)
+            .map(|&i| i as usize)
+    }
+
+    /// Adds `id` at position `len()`; if it is already present, returns its position instead.
+    fn insert(&mut self, id: &str) -> std::result::Result<usize, usize> {
+        if let Some(existing) = self.lookup(id) {
+            return Err(existing);
+        }
+        let pos = self.len();
+        self.blob.push_str(id);
+        self.ends.push(self.blob.len());
+        let hash = self.hasher.hash_one(id);
+        let (blob, ends, hasher) = (&self.blob, &self.ends, &self.hasher);
+        self.table.insert_unique(hash, pos as u32, |&i| {
+            let i = i as usize;
+            let start = if i == 0 { 0 } else { ends[i - 1] };
+            hasher.hash_one(&blob[start..ends[i]])
+        });
+        Ok(pos)
+    }
+
+    fn reserve(&mut self, ids: usize, bytes: usize) {
+        self.blob.reserve(bytes);
+        self.ends.reserve(ids);
+        let (blob, ends, hasher) = (&self.blob, &self.ends, &self.hasher);
+        self.table.reserve(ids, |&i| {
+            let i = i as usize;
+            let start = if i == 0 { 0 } else { ends[i - 1] };
+            hasher.hash_one(&blob[start..ends[i]])
+        });
+    }
+}
+
 pub struct Directory {
     root: PathBuf,
     chunks: Vec<ChunkSlot>,
-    ids: Vec<Box<str>>,
+    ids: IdTable,
     /// Chunk position of each video, parallel to `ids`.
     chunk_of: Vec<u32>,
-    by_id: HashMap<Box<str>, u32>,
     problems: Vec<Problem>,
 }
 
@@ -101,9 +167,8 @@ impl Directory {
         let mut dir = Directory {
             root,
             chunks: Vec::with_capacity(pairs.len()),
-            ids: Vec::new(),
+            ids: IdTable::default(),
             chunk_of: Vec::new(),
-            by_id: HashMap::new(),
             problems,
         };
         for (number, paths) in pairs {
@@ -113,77 +178,84 @@ impl Directory {
     }
 
     fn add_chunk(&mut self, number: u64, paths: ChunkPaths) -> Result<()> {
-        let pos = self.chunks.len() as u32;
         let first = self.ids.len();
-        let mut pending = None;
-        let reader = OnceLock::new();
-        let mut ids: Vec<Box<str>> = Vec::new();
-        let indexed = if paths.index.exists() {
+        if paths.index.exists() {
             match probe_index(&paths) {
-                Ok(index) => Some(index),
-                Err(e) => {
-                    self.problems.push(Problem {
-                        path: paths.index.clone(),
-                        message: format!("{e}; reading the chunk through its .gmeta instead"),
-                        chunk_skipped: false,
-                    });
-                    None
+                Ok(probe) => {
+                    let ids = front_ids(&probe.front, &probe.header)
+                        .map_err(|m| Error::format(&paths.index, m))?;
+                    let slot = ChunkSlot {
+                        number,
+                        paths,
+                        first,
+                        video_count: probe.header.video_count as usize,
+                        probed: Some(probe.header_bytes),
+                        reader: OnceLock::new(),
+                    };
+                    self.ids
+                        .reserve(slot.video_count, probe.header.ids_len as usize);
+                    return self.register(slot, ids);
                 }
+                Err(e) => self.problems.push(Problem {
+                    path: paths.index.clone(),
+                    message: format!("{e}; reading the chunk through its .gmeta instead"),
+                    chunk_skipped: false,
+                }),
             }
-        } else {
-            None
-        };
-        match indexed {
-            Some(index) => {
-                ids.extend((0..index.video_count()).map(|i| Box::from(index.id(i))));
-                pending = Some(index);
-            }
-            None => match ChunkReader::open_legacy(&paths) {
-                Ok(r) => {
-                    ids.extend((0..r.video_count()).map(|i| Box::from(r.id(i))));
-                    let _ = reader.set(Ok(Arc::new(r)));
-                }
-                Err(e) => {
-                    self.problems.push(Problem {
-                        path: paths.meta.clone(),
-                        message: format!("{e}; the chunk's videos are unavailable"),
-                        chunk_skipped: true,
-                    });
-                    return Ok(());
-                }
-            },
         }
-        for id in &ids {
-            if let Some(&other) = self.by_id.get(id) {
-                let other_chunk = &self.chunks[self.chunk_of[other as usize] as usize];
+        match ChunkReader::open_legacy(&paths) {
+            Ok(r) => {
+                let reader = Arc::new(r);
+                let slot = ChunkSlot {
+                    number,
+                    paths,
+                    first,
+                    video_count: reader.video_count(),
+                    probed: None,
+                    reader: OnceLock::from(Ok(reader.clone())),
+                };
+                self.register(slot, (0..reader.video_count()).map(|i| reader.id(i)))
+            }
+            Err(e) => {
+                self.problems.push(Problem {
+                    path: paths.meta.clone(),
+                    message: format!("{e}; the chunk's videos are unavailable"),
+                    chunk_skipped: true,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// Adds a chunk's ids (refusing duplicates, also inside the chunk) and the chunk.
+    fn register<'a>(&mut self, slot: ChunkSlot, ids: impl Iterator<Item = &'a str>) -> Result<()> {
+        let pos = u32::try_from(self.chunks.len())
+            .map_err(|_| Error::InvalidArgument("too many chunks".into()))?;
+        if u32::try_from(self.ids.len() + slot.video_count).is_err() {
+            return Err(Error::InvalidArgument(
+                "more than 4 billion videos in one directory".into(),
+            ));
+        }
+        for id in ids {
+            if let Err(other) = self.ids.insert(id) {
+                // `other` may be in this very chunk, which is not in `self.chunks` yet.
+                let first = match self
+                    .chunk_of
+                    .get(other)
+                    .and_then(|&c| self.chunks.get(c as usize))
+                {
+                    Some(c) => c.paths.meta.clone(),
+                    None => slot.paths.meta.clone(),
+                };
                 return Err(Error::DuplicateId {
-                    id: id.to_string(),
-                    first: other_chunk.paths.meta.clone(),
-                    second: paths.meta.clone(),
+                    id: id.to_owned(),
+                    first,
+                    second: slot.paths.meta.clone(),
                 });
             }
-            let g = u32::try_from(self.ids.len()).map_err(|_| {
-                Error::InvalidArgument("more than 4 billion videos in one directory".into())
-            })?;
-            // Duplicates inside one chunk are caught here too, before the chunk is pushed.
-            if self.by_id.insert(id.clone(), g).is_some() {
-                return Err(Error::DuplicateId {
-                    id: id.to_string(),
-                    first: paths.meta.clone(),
-                    second: paths.meta.clone(),
-                });
-            }
-            self.ids.push(id.clone());
             self.chunk_of.push(pos);
         }
-        self.chunks.push(ChunkSlot {
-            number,
-            paths,
-            first,
-            video_count: ids.len(),
-            pending: Mutex::new(pending),
-            reader,
-        });
+        self.chunks.push(slot);
         Ok(())
     }
 
@@ -196,11 +268,11 @@ impl Directory {
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
-    pub fn ids(&self) -> &[Box<str>] {
+    pub fn ids(&self) -> &IdTable {
         &self.ids
     }
     pub fn lookup(&self, id: &str) -> Option<usize> {
-        self.by_id.get(id).map(|&g| g as usize)
+        self.ids.lookup(id)
     }
     pub fn chunks(&self) -> &[ChunkSlot] {
         &self.chunks
@@ -215,7 +287,7 @@ impl Directory {
             .chunks
             .get(pos)
             .ok_or_else(|| Error::InvalidArgument(format!("chunk position {pos} out of range")))?;
-        slot.reader(&self.ids[slot.first..slot.first + slot.video_count])
+        slot.reader(&self.ids)
     }
 
     /// `(chunk position, video position inside the chunk)` of global video `g`.

@@ -290,7 +290,7 @@ class GulpChunk:
         video = self._video(id_)
         chunk = self._native()
         positions = _frame_positions(slice_, chunk.frame_count(video), _id_str(id_))
-        return [memoryview(v) for v in chunk.frame_views(video, positions, self.check_data)]
+        return chunk.frame_views(video, positions, self.check_data)
 
     def __getitem__(self, element):
         return self.read_frames(*extract_input_for_getitem(element))
@@ -477,7 +477,7 @@ class GulpDirectory:
         """Zero-copy read-only views (``memoryview``) of stored JPEG bytes, CRC-checked."""
         chunk, video = self._resolve(_id_str(id_))
         positions = _frame_positions(selection, chunk.frame_count(video), _id_str(id_))
-        return [memoryview(v) for v in chunk.frame_views(video, positions, self.check_data)]
+        return chunk.frame_views(video, positions, self.check_data)
 
     # -- gulpio2 attributes ------------------------------------------------------------------
     @property

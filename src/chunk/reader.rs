@@ -2,10 +2,14 @@
 //! either the binary `.gidx` (checksummed) or one built in memory from a legacy `.gmeta`.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
 use std::sync::OnceLock;
 
 use crate::error::{Error, IoContext, Result};
-use crate::format::index::{FrameRec, Index, IndexBuilder};
+use crate::format::index::{
+    check_front, decode_header, front_len, FrameRec, Header, Index, IndexBuilder, HEADER_LEN,
+};
 use crate::format::paths::ChunkPaths;
 use crate::format::{gmeta, Storage};
 
@@ -40,25 +44,60 @@ impl std::fmt::Debug for ChunkReader {
     }
 }
 
-/// Maps and parses `paths.index` (header, videos and ids only) and checks it against the sizes
-/// of the files it describes. This is all a directory open does per indexed chunk.
-pub fn probe_index(paths: &ChunkPaths) -> Result<Index> {
-    let storage = map_file(&paths.index)?;
-    let index = Index::parse(storage).map_err(|m| Error::format(&paths.index, m))?;
+/// What opening a directory reads of an index: the header and the front sections (videos
+/// and ids), with ordinary reads rather than a mapping (mapping would fault in 64 KiB per file
+/// through the kernel's fault-around, most of it frame entries not needed yet).
+pub struct Probe {
+    pub header: Header,
+    pub header_bytes: [u8; HEADER_LEN],
+    pub front: Vec<u8>,
+}
+
+/// Reads and checks the front of `paths.index` and that the `.gmeta` has the size the index
+/// was written for.
+pub fn probe_index(paths: &ChunkPaths) -> Result<Probe> {
+    let path = &paths.index;
+    let mut file = File::open(path).at(path)?;
+    let len = file.metadata().at(path)?.len();
+    let mut header_bytes = [0u8; HEADER_LEN];
+    if len < HEADER_LEN as u64 {
+        return Err(Error::format(
+            path,
+            format!("index is {len} bytes, shorter than its {HEADER_LEN}-byte header"),
+        ));
+    }
+    file.read_exact(&mut header_bytes).at(path)?;
+    let header = decode_header(&header_bytes).map_err(|m| Error::format(path, m))?;
+    let need = front_len(&header).map_err(|m| Error::format(path, m))?;
+    // Checked against the real length before allocating: a hostile header cannot make us
+    // allocate more than the file holds.
+    if need as u64 > len {
+        return Err(Error::format(
+            path,
+            format!("index is {len} bytes, its header describes at least {need}"),
+        ));
+    }
+    let mut front = vec![0u8; need];
+    front[..HEADER_LEN].copy_from_slice(&header_bytes);
+    file.read_exact(&mut front[HEADER_LEN..]).at(path)?;
+    check_front(&front, len).map_err(|m| Error::format(path, m))?;
     let meta_len = std::fs::metadata(&paths.meta).at(&paths.meta)?.len();
-    let h = index.header();
-    if meta_len != h.gmeta_len {
+    if meta_len != header.gmeta_len {
         return Err(Error::stale(
-            &paths.index,
+            path,
             format!(
                 "{} is {meta_len} bytes, the index was written for {} bytes (modified by \
                  another tool?)",
                 paths.meta.display(),
-                h.gmeta_len
+                header.gmeta_len
             ),
         ));
     }
-    Ok(index)
+    Ok(Probe {
+        header,
+        header_bytes,
+        front,
+    })
 }
 
 impl ChunkReader {
@@ -68,7 +107,8 @@ impl ChunkReader {
         if !paths.index.exists() {
             return Ok((Self::open_legacy(paths)?, None));
         }
-        match probe_index(paths).and_then(|idx| Self::from_index(paths, idx)) {
+        let opened = probe_index(paths).and_then(|p| Self::from_index(paths, &p.header_bytes));
+        match opened {
             Ok(r) => Ok((r, None)),
             // A damaged or stale index must not make a chunk with a good `.gmeta` unreadable.
             Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
@@ -80,9 +120,18 @@ impl ChunkReader {
         }
     }
 
-    /// Completes opening from a probed index: checks the frame table and meta blob, and that
-    /// the `.gmeta` is byte for byte the one the index was written with.
-    pub fn from_index(paths: &ChunkPaths, index: Index) -> Result<ChunkReader> {
+    /// Completes opening a probed chunk: maps the index and checks it is the one probed
+    /// (`header` carries every section's CRC), checks the frame table and meta blob, and
+    /// that the `.gmeta` is byte for byte the one the index was written with.
+    pub fn from_index(paths: &ChunkPaths, header: &[u8; HEADER_LEN]) -> Result<ChunkReader> {
+        let index =
+            Index::parse(map_file(&paths.index)?).map_err(|m| Error::format(&paths.index, m))?;
+        if index.header_bytes() != header {
+            return Err(Error::stale(
+                &paths.index,
+                "the index file was replaced after the chunk was opened",
+            ));
+        }
         index
             .verify_full()
             .map_err(|m| Error::format(&paths.index, m))?;

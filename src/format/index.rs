@@ -344,6 +344,126 @@ impl IndexBuilder {
     }
 }
 
+/// Checks the front of an index (header, video table, id table; everything a directory open
+/// needs) given the first `front_len(header)` bytes and the total file length.
+pub fn check_front(front: &[u8], file_len: u64) -> Result<Header, String> {
+    let header = decode_header(front)?;
+    let layout = Layout::of(&header)?;
+    if layout.total != file_len {
+        return Err(format!(
+            "index is {file_len} bytes but its header describes {} bytes (truncated or extended)",
+            layout.total
+        ));
+    }
+    if front.len() < layout.frames_at {
+        return Err("index front is truncated".into());
+    }
+    let videos = &front[layout.videos_at..layout.ids_at];
+    let ids = &front[layout.ids_at..layout.ids_at + header.ids_len as usize];
+    check_crc("video table", videos, header.videos_crc)?;
+    check_crc("id table", ids, header.ids_crc)?;
+    if front[layout.ids_at + header.ids_len as usize..layout.frames_at]
+        .iter()
+        .any(|&b| b != 0)
+    {
+        return Err("id table padding is not zero".into());
+    }
+    check_videos(front, &header, &layout)?;
+    Ok(header)
+}
+
+/// Bytes of an index file that [`check_front`] needs, from its header.
+pub fn front_len(header: &Header) -> Result<usize, String> {
+    Ok(Layout::of(header)?.frames_at)
+}
+
+/// The ids of a checked front, in video order.
+pub fn front_ids<'a>(
+    front: &'a [u8],
+    header: &Header,
+) -> Result<impl Iterator<Item = &'a str> + 'a, String> {
+    let layout = Layout::of(header)?;
+    let ids_len = header.ids_len as usize;
+    Ok((0..header.video_count as usize).map(move |i| {
+        let v = video_at(front, layout.videos_at, i);
+        id_at(front, layout.ids_at, ids_len, &v)
+    }))
+}
+
+fn check_crc(what: &str, bytes: &[u8], expected: u32) -> Result<(), String> {
+    let actual = crc32fast::hash(bytes);
+    if actual != expected {
+        return Err(format!(
+            "{what} CRC mismatch: expected {expected:#010x}, found {actual:#010x}"
+        ));
+    }
+    Ok(())
+}
+
+fn video_at(b: &[u8], videos_at: usize, i: usize) -> VideoRec {
+    let at = videos_at + i * VIDEO_ENTRY_LEN;
+    VideoRec {
+        frame_start: u64_at(b, at),
+        frame_count: u32_at(b, at + 8),
+        id_len: u32_at(b, at + 12),
+        id_off: u64_at(b, at + 16),
+        meta_off: u64_at(b, at + 24),
+        meta_len: u32_at(b, at + 32),
+    }
+}
+
+fn id_bytes_at<'a>(b: &'a [u8], ids_at: usize, ids_len: usize, v: &VideoRec) -> &'a [u8] {
+    let ids = &b[ids_at..ids_at + ids_len];
+    let start = (v.id_off as usize).min(ids.len());
+    let end = (start + v.id_len as usize).min(ids.len());
+    &ids[start..end]
+}
+
+/// Ids were checked to be UTF-8 by `check_videos`.
+fn id_at<'a>(b: &'a [u8], ids_at: usize, ids_len: usize, v: &VideoRec) -> &'a str {
+    std::str::from_utf8(id_bytes_at(b, ids_at, ids_len, v)).unwrap_or("")
+}
+
+/// Video entries must tile the frame table, id table and meta blob exactly, in order.
+fn check_videos(b: &[u8], header: &Header, layout: &Layout) -> Result<(), String> {
+    let (mut frames, mut ids, mut meta) = (0u64, 0u64, 0u64);
+    let ids_len = header.ids_len as usize;
+    for i in 0..header.video_count as usize {
+        let v = video_at(b, layout.videos_at, i);
+        if v.frame_start != frames || v.id_off != ids || v.meta_off != meta {
+            return Err(format!(
+                "video entry {i} is not contiguous with the one before it"
+            ));
+        }
+        if v.id_len > MAX_ID_LEN || v.meta_len > MAX_META_LEN {
+            return Err(format!(
+                "video entry {i} exceeds the id or meta length limit"
+            ));
+        }
+        if v.frame_count > MAX_FRAMES_PER_VIDEO {
+            return Err(format!("video entry {i} declares too many frames"));
+        }
+        if u32_at(b, layout.videos_at + i * VIDEO_ENTRY_LEN + 36) != 0 {
+            return Err(format!("video entry {i} has non-zero reserved bytes"));
+        }
+        frames += v.frame_count as u64;
+        ids += v.id_len as u64;
+        meta += v.meta_len as u64;
+        if frames > header.frame_count || ids > header.ids_len || meta > header.meta_len {
+            return Err(format!(
+                "video entry {i} points past the end of its sections"
+            ));
+        }
+        if std::str::from_utf8(id_bytes_at(b, layout.ids_at, ids_len, &v)).is_err() {
+            return Err(format!("id of video entry {i} is not valid UTF-8"));
+        }
+    }
+    if frames != header.frame_count || ids != header.ids_len || meta != header.meta_len {
+        return Err("video entries do not cover the frame, id and meta sections".into());
+    }
+    Ok(())
+}
+
 /// A parsed index over its bytes (mapped or owned). Accessors are O(1) and never allocate.
 pub struct Index {
     bytes: Storage,
@@ -352,98 +472,29 @@ pub struct Index {
 }
 
 impl Index {
-    /// Checks what opening a directory needs: header, exact file length, video table and ids
-    /// (CRCs and structure). The frame table and meta blob are checked by [`verify_full`].
+    /// Checks the front (see [`check_front`]) over the whole file. The frame table and meta
+    /// blob are checked by [`verify_full`].
     pub fn parse(bytes: Storage) -> Result<Index, String> {
-        let header = decode_header(&bytes)?;
+        let header = check_front(&bytes, bytes.len() as u64)?;
         let layout = Layout::of(&header)?;
-        if layout.total != bytes.len() as u64 {
-            return Err(format!(
-                "index is {} bytes but its header describes {} bytes (truncated or extended)",
-                bytes.len(),
-                layout.total
-            ));
-        }
-        let idx = Index {
+        Ok(Index {
             bytes,
             header,
             layout,
-        };
-        idx.check_section("video table", idx.videos_bytes(), header.videos_crc)?;
-        idx.check_section("id table", idx.ids_bytes(), header.ids_crc)?;
-        let ids_pad = &idx.bytes[idx.layout.ids_at + header.ids_len as usize..idx.layout.frames_at];
-        if ids_pad.iter().any(|&b| b != 0) {
-            return Err("id table padding is not zero".into());
-        }
-        idx.check_videos()?;
-        Ok(idx)
+        })
     }
 
-    fn check_section(&self, what: &str, bytes: &[u8], expected: u32) -> Result<(), String> {
-        let actual = crc32fast::hash(bytes);
-        if actual != expected {
-            return Err(format!(
-                "{what} CRC mismatch: expected {expected:#010x}, found {actual:#010x}"
-            ));
-        }
-        Ok(())
-    }
-
-    /// Video entries must tile the frame table, id table and meta blob exactly, in order.
-    fn check_videos(&self) -> Result<(), String> {
-        let (mut frames, mut ids, mut meta) = (0u64, 0u64, 0u64);
-        for i in 0..self.video_count() {
-            let v = self.video(i);
-            if v.frame_start != frames || v.id_off != ids || v.meta_off != meta {
-                return Err(format!(
-                    "video entry {i} is not contiguous with the one before it"
-                ));
-            }
-            if v.id_len > MAX_ID_LEN || v.meta_len > MAX_META_LEN {
-                return Err(format!(
-                    "video entry {i} exceeds the id or meta length limit"
-                ));
-            }
-            if v.frame_count > MAX_FRAMES_PER_VIDEO {
-                return Err(format!("video entry {i} declares too many frames"));
-            }
-            if u32_at(
-                &self.bytes,
-                self.layout.videos_at + i * VIDEO_ENTRY_LEN + 36,
-            ) != 0
-            {
-                return Err(format!("video entry {i} has non-zero reserved bytes"));
-            }
-            frames += v.frame_count as u64;
-            ids += v.id_len as u64;
-            meta += v.meta_len as u64;
-            if std::str::from_utf8(self.id_bytes(i)).is_err() {
-                return Err(format!("id of video entry {i} is not valid UTF-8"));
-            }
-            if frames > self.header.frame_count
-                || ids > self.header.ids_len
-                || meta > self.header.meta_len
-            {
-                return Err(format!(
-                    "video entry {i} points past the end of its sections"
-                ));
-            }
-        }
-        if frames != self.header.frame_count
-            || ids != self.header.ids_len
-            || meta != self.header.meta_len
-        {
-            return Err("video entries do not cover the frame, id and meta sections".into());
-        }
-        Ok(())
+    /// The raw 128-byte header (it carries the CRCs of every section).
+    pub fn header_bytes(&self) -> &[u8] {
+        &self.bytes[..HEADER_LEN]
     }
 
     /// Checks the frame table and meta blob CRCs and every frame's placement: inside the
     /// published data, padding of at most 3 bytes, no two records overlapping.
     pub fn verify_full(&self) -> Result<(), String> {
         let h = &self.header;
-        self.check_section("frame table", self.frames_bytes(), h.frames_crc)?;
-        self.check_section("meta blob", self.meta_bytes(), h.meta_crc)?;
+        check_crc("frame table", self.frames_bytes(), h.frames_crc)?;
+        check_crc("meta blob", self.meta_bytes(), h.meta_crc)?;
         check_frames(
             (0..self.frame_count()).map(|j| self.frame(j)),
             self.frame_count(),
@@ -474,12 +525,6 @@ impl Index {
         self.header.frame_count as usize
     }
 
-    fn videos_bytes(&self) -> &[u8] {
-        &self.bytes[self.layout.videos_at..self.layout.ids_at]
-    }
-    fn ids_bytes(&self) -> &[u8] {
-        &self.bytes[self.layout.ids_at..self.layout.ids_at + self.header.ids_len as usize]
-    }
     fn frames_bytes(&self) -> &[u8] {
         &self.bytes[self.layout.frames_at..self.layout.meta_at]
     }
@@ -489,29 +534,26 @@ impl Index {
 
     /// Panics if `i >= video_count()`; callers index with validated positions only.
     pub fn video(&self, i: usize) -> VideoRec {
-        let at = self.layout.videos_at + i * VIDEO_ENTRY_LEN;
-        let b = &self.bytes;
-        VideoRec {
-            frame_start: u64_at(b, at),
-            frame_count: u32_at(b, at + 8),
-            id_len: u32_at(b, at + 12),
-            id_off: u64_at(b, at + 16),
-            meta_off: u64_at(b, at + 24),
-            meta_len: u32_at(b, at + 32),
-        }
+        video_at(&self.bytes, self.layout.videos_at, i)
     }
 
     fn id_bytes(&self, i: usize) -> &[u8] {
-        let v = self.video(i);
-        let ids = self.ids_bytes();
-        let start = (v.id_off as usize).min(ids.len());
-        let end = (start + v.id_len as usize).min(ids.len());
-        &ids[start..end]
+        id_bytes_at(
+            &self.bytes,
+            self.layout.ids_at,
+            self.header.ids_len as usize,
+            &self.video(i),
+        )
     }
 
-    /// The id of video `i`. Ids were checked to be UTF-8 by `parse`.
+    /// The id of video `i`.
     pub fn id(&self, i: usize) -> &str {
-        std::str::from_utf8(self.id_bytes(i)).unwrap_or("")
+        id_at(
+            &self.bytes,
+            self.layout.ids_at,
+            self.header.ids_len as usize,
+            &self.video(i),
+        )
     }
 
     /// The JSON text of video `i`'s `meta_data` list.
@@ -569,7 +611,10 @@ pub fn check_frames(
             })?;
         spans.push((f.offset, end, j));
     }
-    spans.sort_unstable();
+    // Writers append in offset order, so the sort is usually skipped.
+    if !spans.windows(2).all(|w| w[0].0 <= w[1].0) {
+        spans.sort_unstable();
+    }
     for w in spans.windows(2) {
         if w[1].0 < w[0].1 {
             return Err(format!(

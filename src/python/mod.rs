@@ -5,13 +5,13 @@ mod errors;
 
 use std::ffi::c_int;
 use std::os::raw::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use numpy::ndarray::Array3;
 use numpy::{IntoPyArray, PyArray3, PyArray4, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice};
 
 use crate::batch;
 use crate::chunk::reader::{ChunkReader, IndexKind};
@@ -103,6 +103,37 @@ impl FrameView {
 #[pyclass(frozen, module = "gulpio_rs._native")]
 struct Chunk {
     inner: Arc<ChunkReader>,
+    /// A memoryview of the whole mapped `.gulp`; frame views are slices of it (one object per
+    /// frame instead of two).
+    base_view: OnceLock<Py<PyAny>>,
+}
+
+impl Chunk {
+    fn new(inner: Arc<ChunkReader>) -> Self {
+        Chunk {
+            inner,
+            base_view: OnceLock::new(),
+        }
+    }
+
+    fn base_view<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyAny>> {
+        if self.base_view.get().is_none() {
+            let owner = Bound::new(
+                py,
+                FrameView {
+                    chunk: self.inner.clone(),
+                    start: 0,
+                    len: self.inner.data().len(),
+                },
+            )?;
+            let view = PyMemoryView::from(owner.as_any())?.into_any().unbind();
+            let _ = self.base_view.set(view);
+        }
+        match self.base_view.get() {
+            Some(v) => Ok(v.bind(py)),
+            None => Err(PyValueError::new_err("chunk view unavailable")),
+        }
+    }
 }
 
 #[pymethods]
@@ -112,12 +143,7 @@ impl Chunk {
     fn open(py: Python<'_>, data_path: &str, meta_path: &str) -> PyResult<(Chunk, Option<String>)> {
         let paths = ChunkPaths::new(data_path, meta_path);
         let (reader, warning) = py.detach(|| ChunkReader::open(&paths)).py_err(py)?;
-        Ok((
-            Chunk {
-                inner: Arc::new(reader),
-            },
-            warning.map(|w| w.to_string()),
-        ))
+        Ok((Chunk::new(Arc::new(reader)), warning.map(|w| w.to_string())))
     }
 
     #[getter]
@@ -187,14 +213,15 @@ impl Chunk {
             .collect())
     }
 
-    /// Zero-copy views of the JPEG bytes of the given frames, CRC-checked when `check`.
-    fn frame_views(
+    /// Zero-copy read-only memoryviews of the JPEG bytes of the given frames, CRC-checked
+    /// when `check`.
+    fn frame_views<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         video: usize,
         frames: Vec<i64>,
         check: bool,
-    ) -> PyResult<Vec<FrameView>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         self.check(video)?;
         let inner = &self.inner;
         let spans = py
@@ -203,22 +230,18 @@ impl Chunk {
                     .iter()
                     .map(|&k| {
                         let b = inner.frame_bytes(video, k, check)?;
-                        Ok((
-                            b.as_ptr() as usize - inner.data().as_ptr() as usize,
-                            b.len(),
-                        ))
+                        let start = b.as_ptr() as usize - inner.data().as_ptr() as usize;
+                        Ok((start, start + b.len()))
                     })
                     .collect::<crate::Result<Vec<_>>>()
             })
             .py_err(py)?;
-        Ok(spans
+        let base = self.base_view(py)?;
+        let views = spans
             .into_iter()
-            .map(|(start, len)| FrameView {
-                chunk: inner.clone(),
-                start,
-                len,
-            })
-            .collect())
+            .map(|(a, b)| base.get_item(PySlice::new(py, a as isize, b as isize, 1)))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, views)
     }
 
     /// Decodes frames for gulpio2's list shape: each frame keeps its own size and channels
@@ -407,6 +430,8 @@ fn to_array(
 #[pyclass(frozen, module = "gulpio_rs._native")]
 struct NativeDirectory {
     inner: Arc<Directory>,
+    /// One Python `Chunk` per chunk position, made on first use and handed out again.
+    chunk_objs: Vec<OnceLock<Py<Chunk>>>,
 }
 
 #[pymethods]
@@ -414,8 +439,10 @@ impl NativeDirectory {
     #[new]
     fn new(py: Python<'_>, path: &str) -> PyResult<Self> {
         let dir = py.detach(|| Directory::open(path)).py_err(py)?;
+        let chunk_objs = (0..dir.chunks().len()).map(|_| OnceLock::new()).collect();
         Ok(NativeDirectory {
             inner: Arc::new(dir),
+            chunk_objs,
         })
     }
 
@@ -424,15 +451,15 @@ impl NativeDirectory {
     }
 
     fn ids(&self) -> Vec<&str> {
-        self.inner.ids().iter().map(|s| &**s).collect()
+        self.inner.ids().iter().collect()
     }
 
     fn id_at(&self, g: usize) -> PyResult<&str> {
-        self.inner
-            .ids()
-            .get(g)
-            .map(|s| &**s)
-            .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(g))
+        if g < self.inner.len() {
+            Ok(self.inner.ids().get(g))
+        } else {
+            Err(pyo3::exceptions::PyIndexError::new_err(g))
+        }
     }
 
     fn lookup(&self, id: &str) -> Option<usize> {
@@ -465,20 +492,19 @@ impl NativeDirectory {
     }
 
     /// The reader of chunk position `pos`, opened (and fully checked) on first use.
-    fn chunk(&self, py: Python<'_>, pos: usize) -> PyResult<Chunk> {
-        let slot = self
-            .inner
-            .chunks()
+    fn chunk(&self, py: Python<'_>, pos: usize) -> PyResult<Py<Chunk>> {
+        let cell = self
+            .chunk_objs
             .get(pos)
             .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(pos))?;
-        // Release the GIL only when opening may do I/O; afterwards this is a cheap lookup.
-        let reader = if slot.is_loaded() {
-            self.inner.reader(pos)
-        } else {
-            py.detach(|| self.inner.reader(pos))
+        if let Some(c) = cell.get() {
+            return Ok(c.clone_ref(py));
         }
-        .py_err(py)?;
-        Ok(Chunk { inner: reader })
+        // Opening may do I/O (and fails the same way every time for a damaged chunk).
+        let reader = py.detach(|| self.inner.reader(pos)).py_err(py)?;
+        let obj = Py::new(py, Chunk::new(reader))?;
+        let _ = cell.set(obj.clone_ref(py));
+        Ok(obj)
     }
 
     /// `[(path, message, chunk_skipped), ...]`: chunks that could not be (fully) used.
