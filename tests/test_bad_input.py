@@ -174,7 +174,7 @@ def test_unknown_id_and_out_of_range_frame(two_chunks):
     gd = GulpDirectory(two_chunks)
     with pytest.raises(KeyError):
         gd["zzz"]
-    with pytest.raises(IndexError, match="'a'.*3 frames.*7"):
+    with pytest.raises(IndexError, match='"a" has 3 frames.*7'):
         gd["a", [7]]
 
 

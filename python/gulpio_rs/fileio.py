@@ -99,24 +99,19 @@ def calculate_chunk_slices(items_per_chunk: int, num_items: int) -> list[slice]:
     ]
 
 
-def _frame_positions(selection, count: int, video_id: str) -> list[int]:
-    """gulpio2's frame selection semantics, resolved to non-negative frame positions."""
+def _selection(selection, native_chunk, video: int) -> list[int] | None:
+    """gulpio2's frame selection forms as a list of frame indices for the core (``None`` =
+    all frames). Negative indices count from the end; the core raises IndexError for indices
+    out of range."""
     if selection is None:
-        return list(range(count))
+        return None
     if isinstance(selection, slice):
-        return list(range(count))[selection]
+        return list(range(*selection.indices(native_chunk.frame_count(video))))
     if isinstance(selection, (int, np.integer)) and not isinstance(selection, bool):
-        positions = [int(selection)]
-    else:
-        positions = [int(k) for k in np.asarray(selection).reshape(-1)]
-    out = []
-    for k in positions:
-        if not -count <= k < count:
-            raise IndexError(
-                f"video {video_id!r} has {count} frames; frame index {k} is out of range"
-            )
-        out.append(k + count if k < 0 else k)
-    return out
+        return [int(selection)]
+    if isinstance(selection, list):
+        return selection
+    return np.asarray(selection).reshape(-1).tolist()
 
 
 def _first_meta(meta_data_json: str) -> dict:
@@ -126,12 +121,11 @@ def _first_meta(meta_data_json: str) -> dict:
 
 def _read(native_chunk, video: int, selection, jpeg_decoder, check_data: bool, colorspace):
     """Frames of one video as gulpio2 returns them: a list of HxWx3 / HxW arrays."""
-    video_id = native_chunk.id(video)
-    positions = _frame_positions(selection, native_chunk.frame_count(video), video_id)
+    frames = _selection(selection, native_chunk, video)
     if jpeg_decoder is not None:
-        views = native_chunk.frame_views(video, positions, check_data)
+        views = native_chunk.frame_views(video, frames, check_data)
         return [jpeg_decoder(bytes(v)) for v in views]
-    decoded = native_chunk.decode(video, positions, check_data, colorspace, _threads())
+    decoded = native_chunk.decode(video, frames, check_data, colorspace, _threads())
     if isinstance(decoded, np.ndarray):
         # One (T, H, W, C) array: the frames are views into it, not separate allocations.
         return list(decoded[..., 0] if decoded.shape[3] == 1 else decoded)
@@ -289,8 +283,7 @@ class GulpChunk:
         """Zero-copy read-only views (buffer protocol) of the stored JPEG bytes."""
         video = self._video(id_)
         chunk = self._native()
-        positions = _frame_positions(slice_, chunk.frame_count(video), _id_str(id_))
-        return chunk.frame_views(video, positions, self.check_data)
+        return chunk.frame_views(video, _selection(slice_, chunk, video), self.check_data)
 
     def __getitem__(self, element):
         return self.read_frames(*extract_input_for_getitem(element))
@@ -404,7 +397,6 @@ class GulpDirectory:
         self._dir = _native.NativeDirectory(self.output_dir)
         self._table = self._dir.chunk_table()
         self._chunk_objs = None
-        self._warned: set[int] = set()
         self.problems = [
             {"path": p, "message": m, "chunk_skipped": skipped}
             for p, m, skipped in self._dir.problems()
@@ -425,20 +417,11 @@ class GulpDirectory:
         return self._dir
 
     def _resolve(self, id_: str):
-        d = self._handle()
-        g = d.lookup(id_)
-        if g is None:
-            raise KeyError(id_)
-        pos, video = d.location(g)
-        return self._chunk(pos), video
+        # KeyError for unknown ids; warns once if the chunk's index had to be ignored.
+        return self._handle().resolve(id_)
 
     def _chunk(self, pos: int):
-        chunk = self._handle().chunk(pos)
-        if chunk.index_problem is not None and pos not in self._warned:
-            # Found only now: the full index check runs before a chunk's first read.
-            self._warned.add(pos)
-            warnings.warn(chunk.index_problem, BrokenChunkWarning, stacklevel=3)
-        return chunk
+        return self._handle().chunk(pos)
 
     def __len__(self) -> int:
         return len(self._handle())
@@ -476,8 +459,7 @@ class GulpDirectory:
     def frame_bytes(self, id_, selection=None) -> list:
         """Zero-copy read-only views (``memoryview``) of stored JPEG bytes, CRC-checked."""
         chunk, video = self._resolve(_id_str(id_))
-        positions = _frame_positions(selection, chunk.frame_count(video), _id_str(id_))
-        return chunk.frame_views(video, positions, self.check_data)
+        return chunk.frame_views(video, _selection(selection, chunk, video), self.check_data)
 
     # -- gulpio2 attributes ------------------------------------------------------------------
     @property

@@ -215,14 +215,16 @@ impl Chunk {
 
     /// Zero-copy read-only memoryviews of the JPEG bytes of the given frames, CRC-checked
     /// when `check`.
+    #[pyo3(signature = (video, frames=None, check=true))]
     fn frame_views<'py>(
         &self,
         py: Python<'py>,
         video: usize,
-        frames: Vec<i64>,
+        frames: Option<Vec<i64>>,
         check: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check(video)?;
+        let frames = self.selection(video, frames);
         let inner = &self.inner;
         let spans = py
             .detach(|| {
@@ -247,17 +249,18 @@ impl Chunk {
     /// Decodes frames for gulpio2's list shape: each frame keeps its own size and channels
     /// (1 for gray JPEGs unless `colorspace` says otherwise). Returns one `(T, H, W, C)` array
     /// when all frames agree (the caller hands out views of it), else a list of `(H, W, C)`.
-    #[pyo3(signature = (video, frames, check=true, colorspace=None, threads=0))]
+    #[pyo3(signature = (video, frames=None, check=true, colorspace=None, threads=0))]
     fn decode<'py>(
         &self,
         py: Python<'py>,
         video: usize,
-        frames: Vec<i64>,
+        frames: Option<Vec<i64>>,
         check: bool,
         colorspace: Option<&str>,
         threads: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
         self.check(video)?;
+        let frames = self.selection(video, frames);
         let cs = self::colorspace(colorspace)?;
         let jobs = batch::plan(&self.inner, video, &frames, cs, false).py_err(py)?;
         if let Some((h, w, c)) = batch::uniform(&jobs) {
@@ -283,19 +286,20 @@ impl Chunk {
 
     /// Decodes frames into one `(T, H, W, C)` array, or into `out` (same shape, C-contiguous
     /// uint8) without an extra copy. All frames must have the same size.
-    #[pyo3(signature = (video, frames, check=true, colorspace=None, out=None, threads=0))]
+    #[pyo3(signature = (video, frames=None, check=true, colorspace=None, out=None, threads=0))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python signature
     fn read<'py>(
         &self,
         py: Python<'py>,
         video: usize,
-        frames: Vec<i64>,
+        frames: Option<Vec<i64>>,
         check: bool,
         colorspace: Option<&str>,
         out: Option<Bound<'py, PyArray4<u8>>>,
         threads: usize,
     ) -> PyResult<Bound<'py, PyArray4<u8>>> {
         self.check(video)?;
+        let frames = self.selection(video, frames);
         let cs = self::colorspace(colorspace)?;
         let jobs = batch::plan(&self.inner, video, &frames, cs, true).py_err(py)?;
         let (h, w, c) = uniform_shape(&self.inner, video, &jobs)?;
@@ -402,6 +406,11 @@ fn run(
 }
 
 impl Chunk {
+    /// `None` selects every frame; indices may be negative (checked when used).
+    fn selection(&self, video: usize, frames: Option<Vec<i64>>) -> Vec<i64> {
+        frames.unwrap_or_else(|| (0..self.inner.frame_count(video) as i64).collect())
+    }
+
     fn check(&self, video: usize) -> PyResult<()> {
         if video < self.inner.video_count() {
             Ok(())
@@ -432,6 +441,33 @@ struct NativeDirectory {
     inner: Arc<Directory>,
     /// One Python `Chunk` per chunk position, made on first use and handed out again.
     chunk_objs: Vec<OnceLock<Py<Chunk>>>,
+}
+
+impl NativeDirectory {
+    fn chunk_obj(&self, py: Python<'_>, pos: usize) -> PyResult<Py<Chunk>> {
+        let cell = self
+            .chunk_objs
+            .get(pos)
+            .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(pos))?;
+        if let Some(c) = cell.get() {
+            return Ok(c.clone_ref(py));
+        }
+        // Opening may do I/O (and fails the same way every time for a damaged chunk).
+        let reader = py.detach(|| self.inner.reader(pos)).py_err(py)?;
+        if let Some(why) = reader.index_problem() {
+            // Found only now: the full index check runs before a chunk's first read.
+            let category =
+                PyModule::import(py, "gulpio_rs.errors")?.getattr("BrokenChunkWarning")?;
+            PyErr::warn(
+                py,
+                &category,
+                &std::ffi::CString::new(why.replace('\0', " "))?,
+                2,
+            )?;
+        }
+        let obj = Py::new(py, Chunk::new(reader))?;
+        Ok(cell.get_or_init(|| obj).clone_ref(py))
+    }
 }
 
 #[pymethods]
@@ -493,18 +529,17 @@ impl NativeDirectory {
 
     /// The reader of chunk position `pos`, opened (and fully checked) on first use.
     fn chunk(&self, py: Python<'_>, pos: usize) -> PyResult<Py<Chunk>> {
-        let cell = self
-            .chunk_objs
-            .get(pos)
-            .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(pos))?;
-        if let Some(c) = cell.get() {
-            return Ok(c.clone_ref(py));
-        }
-        // Opening may do I/O (and fails the same way every time for a damaged chunk).
-        let reader = py.detach(|| self.inner.reader(pos)).py_err(py)?;
-        let obj = Py::new(py, Chunk::new(reader))?;
-        let _ = cell.set(obj.clone_ref(py));
-        Ok(obj)
+        self.chunk_obj(py, pos)
+    }
+
+    /// `(chunk, video position)` of a video id; KeyError if unknown.
+    fn resolve(&self, py: Python<'_>, id: &str) -> PyResult<(Py<Chunk>, usize)> {
+        let (pos, video) = self
+            .inner
+            .lookup(id)
+            .and_then(|g| self.inner.location(g))
+            .ok_or_else(|| pyo3::exceptions::PyKeyError::new_err(id.to_owned()))?;
+        Ok((self.chunk_obj(py, pos)?, video))
     }
 
     /// `[(path, message, chunk_skipped), ...]`: chunks that could not be (fully) used.
