@@ -77,8 +77,8 @@ fn open_chunk(c: &mut Criterion) {
     });
     g.bench_function("probe_index+from_index", |b| {
         b.iter(|| {
-            let index = probe_index(black_box(&paths)).expect("probe");
-            ChunkReader::from_index(&paths, index).expect("open")
+            let probe = probe_index(black_box(&paths)).expect("probe");
+            ChunkReader::from_index(&paths, &probe.header_bytes).expect("open")
         })
     });
     g.bench_function("open_legacy(.gmeta)", |b| {
