@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import _native, utils
-from .errors import BrokenChunkWarning
+from .errors import BrokenChunkWarning, UnsupportedJpegError
 
 # Looked up at call time through this module, so monkeypatching `fileio.img_to_jpeg_bytes`
 # (as gulpio2 users do) still takes effect.
@@ -119,17 +119,69 @@ def _first_meta(meta_data_json: str) -> dict:
     return dict(items[0]) if items else {}
 
 
-def _read(native_chunk, video: int, selection, jpeg_decoder, check_data: bool, colorspace):
+_Decoders = namedtuple("_Decoders", ["jpeg_decoder", "fallback_decoder", "check_data"])
+
+
+def _read(
+    native_chunk,
+    video: int,
+    selection,
+    jpeg_decoder,
+    check_data: bool,
+    colorspace,
+    fallback_decoder=None,
+):
     """Frames of one video as gulpio2 returns them: a list of HxWx3 / HxW arrays."""
     frames = _selection(selection, native_chunk, video)
     if jpeg_decoder is not None:
         views = native_chunk.frame_views(video, frames, check_data)
         return [jpeg_decoder(bytes(v)) for v in views]
-    decoded = native_chunk.decode(video, frames, check_data, colorspace, _threads())
+    try:
+        decoded = native_chunk.decode(video, frames, check_data, colorspace, _threads())
+    except UnsupportedJpegError:
+        if fallback_decoder is None:
+            raise
+        decoded = [
+            f if f.ndim == 3 else f[:, :, None]
+            for f in _frames_one_by_one(
+                _Decoders(None, fallback_decoder, check_data),
+                native_chunk,
+                video,
+                frames,
+                colorspace,
+            )
+        ]
     if isinstance(decoded, np.ndarray):
         # One (T, H, W, C) array: the frames are views into it, not separate allocations.
         return list(decoded[..., 0] if decoded.shape[3] == 1 else decoded)
     return [a[:, :, 0] if a.shape[2] == 1 else a for a in decoded]
+
+
+def _frames_one_by_one(owner, native_chunk, video: int, selection, colorspace):
+    """Frames decoded one at a time: by ``owner.jpeg_decoder`` when set, else by the built-in
+    decoder with ``owner.fallback_decoder`` for the frames it does not support."""
+    views = native_chunk.frame_views(video, selection, owner.check_data)
+    if owner.jpeg_decoder is not None:
+        return [np.asarray(owner.jpeg_decoder(bytes(v))) for v in views]
+    frames = []
+    for view in views:
+        try:
+            frames.append(_native.decode_jpeg(view, colorspace))
+        except UnsupportedJpegError:
+            frames.append(np.asarray(owner.fallback_decoder(bytes(view))))
+    return frames
+
+
+def _stack(frames: list, video_id: str) -> np.ndarray:
+    """Stack decoded frames as ``(T, H, W, C)``."""
+    frames = [f[:, :, None] if f.ndim == 2 else f for f in frames]
+    if not frames:
+        return np.zeros((0, 0, 0, 3), np.uint8)
+    if any(f.shape != frames[0].shape for f in frames):
+        raise ValueError(
+            f"video {video_id!r} has frames of different sizes; use gd[id] for a list of frames"
+        )
+    return np.ascontiguousarray(np.stack(frames), dtype=np.uint8)
 
 
 def _threads(threads: int | None = None) -> int:
@@ -207,6 +259,7 @@ class GulpChunk:
         *,
         check_data: bool = True,
         colorspace: str | None = None,
+        fallback_decoder=None,
         _native_chunk=None,
     ):
         if not isinstance(serializer, JSONSerializer):
@@ -217,6 +270,7 @@ class GulpChunk:
         self.jpeg_decoder = jpeg_decoder
         self.check_data = check_data
         self.colorspace = colorspace
+        self.fallback_decoder = fallback_decoder
         self.fp = None
         self._reader = _native_chunk
         self._writer = None
@@ -276,7 +330,15 @@ class GulpChunk:
         """``(frames, meta)`` for one video; ``slice_`` may be a slice, list, array or int."""
         video = self._video(id_)
         chunk = self._native()
-        frames = _read(chunk, video, slice_, self.jpeg_decoder, self.check_data, self.colorspace)
+        frames = _read(
+            chunk,
+            video,
+            slice_,
+            self.jpeg_decoder,
+            self.check_data,
+            self.colorspace,
+            self.fallback_decoder,
+        )
         return frames, _first_meta(chunk.meta_data(video))
 
     def frame_bytes(self, id_, slice_=None) -> list:
@@ -379,6 +441,11 @@ class GulpDirectory:
     stays readable, unless ``strict=True``, which raises instead.
 
     ``iter(gd)`` yields chunks (gulpio2's meaning); ``gd.keys()`` iterates video ids.
+
+    Decoding: the built-in decoder runs frames in parallel with the GIL released.
+    ``jpeg_decoder=callable`` (gulpio2's option) replaces it for every frame;
+    ``fallback_decoder=callable`` is used only for frames the built-in decoder does not support
+    (arithmetic coding, 12-bit). Both are called with the JPEG ``bytes``.
     """
 
     def __init__(
@@ -388,12 +455,14 @@ class GulpDirectory:
         *,
         check_data: bool = True,
         colorspace: str | None = None,
+        fallback_decoder=None,
         strict: bool = False,
     ):
         self.output_dir = str(output_dir)
         self.jpeg_decoder = jpeg_decoder
         self.check_data = check_data
         self.colorspace = colorspace
+        self.fallback_decoder = fallback_decoder
         self._dir = _native.NativeDirectory(self.output_dir)
         self._table = self._dir.chunk_table()
         self._chunk_objs = None
@@ -453,8 +522,94 @@ class GulpDirectory:
     def __getitem__(self, element):
         id_, selection = extract_input_for_getitem(element)
         chunk, video = self._resolve(id_)
-        frames = _read(chunk, video, selection, self.jpeg_decoder, self.check_data, self.colorspace)
+        frames = _read(
+            chunk,
+            video,
+            selection,
+            self.jpeg_decoder,
+            self.check_data,
+            self.colorspace,
+            self.fallback_decoder,
+        )
         return frames, _first_meta(chunk.meta_data(video))
+
+    def read(
+        self,
+        id_,
+        frames=None,
+        *,
+        out: np.ndarray | None = None,
+        colorspace: str | None = None,
+        threads: int | None = None,
+    ) -> np.ndarray:
+        """Decode frames of one video into one ``(T, H, W, C)`` uint8 array.
+
+        ``frames`` is ``None`` (all), a slice, a list/array of indices or an int. ``C`` is 3
+        (RGB) unless every frame is grayscale (1); ``colorspace="RGB"`` or ``"GRAY"`` forces
+        it. ``out=`` decodes into a C-contiguous uint8 array of the right shape, without an
+        extra copy. Decoding runs on ``threads`` threads (default: ``GULPIO_NUM_THREADS``, 1 in
+        a DataLoader worker, else every usable core) with the GIL released. Frames of
+        different sizes raise ``ValueError`` (``gd[id]`` returns them as a list).
+        """
+        chunk, video = self._resolve(_id_str(id_))
+        selection = _selection(frames, chunk, video)
+        colorspace = colorspace or self.colorspace
+        if self.jpeg_decoder is None:
+            try:
+                return chunk.read(
+                    video, selection, self.check_data, colorspace, out, _threads(threads)
+                )
+            except UnsupportedJpegError:
+                if self.fallback_decoder is None:
+                    raise
+        stacked = _stack(
+            _frames_one_by_one(self, chunk, video, selection, colorspace), _id_str(id_)
+        )
+        if out is not None:
+            if out.shape != stacked.shape or out.dtype != np.uint8:
+                raise ValueError(f"out has shape {out.shape}, the frames need {stacked.shape}")
+            out[...] = stacked
+            return out
+        return stacked
+
+    def read_batch(
+        self,
+        ids,
+        frames=None,
+        *,
+        colorspace: str | None = None,
+        threads: int | None = None,
+    ):
+        """Decode several videos in one parallel pass (the training-loop path).
+
+        ``frames`` applies to every video, or is a list with one selection per video. Returns
+        one ``(N, T, H, W, C)`` array when all videos give the same frame count and size, else
+        a list of ``(T, H, W, C)`` arrays.
+        """
+        ids = [_id_str(i) for i in ids]
+        per_video = (
+            isinstance(frames, (list, tuple))
+            and len(frames) == len(ids)
+            and all(f is None or isinstance(f, (slice, list, tuple, np.ndarray)) for f in frames)
+        )
+        items = []
+        for n, id_ in enumerate(ids):
+            chunk, video = self._resolve(id_)
+            sel = frames[n] if per_video else frames
+            items.append((chunk, video, _selection(sel, chunk, video)))
+        colorspace = colorspace or self.colorspace
+        if self.jpeg_decoder is None:
+            try:
+                return _native.read_batch(items, self.check_data, colorspace, _threads(threads))
+            except UnsupportedJpegError:
+                if self.fallback_decoder is None:
+                    raise
+        videos = [
+            _stack(_frames_one_by_one(self, c, v, s, colorspace), c.id(v)) for c, v, s in items
+        ]
+        if videos and all(v.shape == videos[0].shape for v in videos):
+            return np.stack(videos)
+        return videos
 
     def frame_bytes(self, id_, selection=None) -> list:
         """Zero-copy read-only views (``memoryview``) of stored JPEG bytes, CRC-checked."""
@@ -581,6 +736,7 @@ class GulpDirectory:
             "jpeg_decoder": self.jpeg_decoder,
             "check_data": self.check_data,
             "colorspace": self.colorspace,
+            "fallback_decoder": self.fallback_decoder,
         }
 
     def __setstate__(self, state):
@@ -592,6 +748,7 @@ class GulpDirectory:
                 state["jpeg_decoder"],
                 check_data=state["check_data"],
                 colorspace=state["colorspace"],
+                fallback_decoder=state["fallback_decoder"],
             )
 
     def close(self) -> None:
@@ -619,6 +776,7 @@ class _DirectoryChunk(GulpChunk):
             jpeg_decoder=directory.jpeg_decoder,
             check_data=directory.check_data,
             colorspace=directory.colorspace,
+            fallback_decoder=directory.fallback_decoder,
         )
         self._directory = directory
         self._pos = pos

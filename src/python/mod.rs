@@ -8,7 +8,8 @@ use std::os::raw::c_void;
 use std::sync::{Arc, OnceLock};
 
 use numpy::ndarray::Array3;
-use numpy::{IntoPyArray, PyArray3, PyArray4, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::ndarray::IxDyn;
+use numpy::{IntoPyArray, PyArray3, PyArray4, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice};
@@ -662,6 +663,67 @@ impl NativeWriter {
     }
 }
 
+/// Decodes many videos in one parallel pass: `items` are `(chunk, video, frames or None)`.
+/// Returns one `(N, T, H, W, C)` array when every video has the same frame count and size,
+/// else a list of `(T, H, W, C)` arrays. Frames inside one video must share a size.
+#[pyfunction]
+#[pyo3(signature = (items, check=true, colorspace=None, threads=0))]
+fn read_batch<'py>(
+    py: Python<'py>,
+    items: Vec<(Bound<'py, Chunk>, usize, Option<Vec<i64>>)>,
+    check: bool,
+    colorspace: Option<&str>,
+    threads: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let cs = self::colorspace(colorspace)?;
+    let readers: Vec<Arc<ChunkReader>> = items
+        .iter()
+        .map(|(c, _, _)| c.get().inner.clone())
+        .collect();
+    let mut plans = Vec::with_capacity(items.len());
+    for ((chunk, video, frames), reader) in items.iter().zip(&readers) {
+        let chunk = chunk.get();
+        chunk.check(*video)?;
+        let frames = chunk.selection(*video, frames.clone());
+        let jobs = batch::plan(reader, *video, &frames, cs, true).py_err(py)?;
+        let shape = uniform_shape(reader, *video, &jobs)?;
+        plans.push((jobs, shape));
+    }
+    let same = plans
+        .windows(2)
+        .all(|w| w[0].0.len() == w[1].0.len() && w[0].1 == w[1].1);
+    let all_jobs: Vec<batch::FrameJob> =
+        plans.iter().flat_map(|(j, _)| j.iter().copied()).collect();
+    if same {
+        let (t, (h, w, c)) = plans.first().map_or((0, (0, 0, 0)), |(j, s)| (j.len(), *s));
+        // SAFETY: every byte is written by the decoder before the array is returned.
+        let arr = unsafe { PyArrayDyn::<u8>::new(py, IxDyn(&[plans.len(), t, h, w, c]), false) };
+        let slice = dyn_slice(&arr)?;
+        let per = (h * w * c).max(1);
+        let outs: Vec<&mut [u8]> = slice.chunks_exact_mut(per).take(all_jobs.len()).collect();
+        run(py, &all_jobs, outs, check, threads)?;
+        return Ok(arr.into_any());
+    }
+    let arrays: Vec<Bound<'py, PyArray4<u8>>> = plans
+        .iter()
+        .map(|(j, (h, w, c))| new_array(py, [j.len(), *h, *w, *c]))
+        .collect();
+    let mut outs = Vec::with_capacity(all_jobs.len());
+    for (a, (jobs, _)) in arrays.iter().zip(&plans) {
+        let per = jobs.first().map_or(1, |j| j.len().max(1));
+        outs.extend(array_slice(a)?.chunks_exact_mut(per).take(jobs.len()));
+    }
+    run(py, &all_jobs, outs, check, threads)?;
+    Ok(PyList::new(py, arrays)?.into_any())
+}
+
+// See `array_slice`.
+#[allow(clippy::mut_from_ref)]
+fn dyn_slice<'a>(arr: &'a Bound<'_, PyArrayDyn<u8>>) -> PyResult<&'a mut [u8]> {
+    // SAFETY: freshly allocated, C-contiguous, not yet shared with Python code.
+    unsafe { arr.as_slice_mut() }.map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// Writes the checksummed index for a chunk that lacks one; returns the number of videos.
 #[pyfunction]
 fn write_index(py: Python<'_>, data_path: &str, meta_path: &str) -> PyResult<usize> {
@@ -713,6 +775,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeDirectory>()?;
     m.add_class::<NativeWriter>()?;
     m.add_function(wrap_pyfunction!(write_index, m)?)?;
+    m.add_function(wrap_pyfunction!(read_batch, m)?)?;
     m.add_function(wrap_pyfunction!(decode_jpeg, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg_info, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
