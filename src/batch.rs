@@ -8,9 +8,7 @@ use crate::chunk::reader::ChunkReader;
 use crate::error::{Error, Result};
 use crate::jpeg::decode::{decode_into, output_shape, Colorspace, DecodeFailure};
 
-/// The largest frame the engine decodes, in pixels (8K UHD is 33 M). Refused before any
-/// allocation, whatever a header or an index declares.
-pub const MAX_FRAME_PIXELS: usize = 1 << 26;
+pub use crate::jpeg::decode::MAX_FRAME_PIXELS;
 
 /// One frame to decode.
 #[derive(Clone, Copy)]

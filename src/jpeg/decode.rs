@@ -44,6 +44,10 @@ impl DecodeFailure {
     }
 }
 
+/// The largest frame decoded, in pixels (8K UHD is 33 M). Checked against the header before
+/// anything is allocated.
+pub const MAX_FRAME_PIXELS: usize = 1 << 26;
+
 /// Output geometry of a frame: `(height, width, channels)`.
 pub fn output_shape(
     jpeg: &[u8],
@@ -53,7 +57,7 @@ pub fn output_shape(
     if info.is_arithmetic() || info.is_lossless() || info.precision != 8 {
         return Err(DecodeFailure::Unsupported(format!(
             "{}-bit {} JPEG (SOF 0xFF{:02X}) is not supported by the built-in decoder; pass \
-             jpeg_decoder= to use another one",
+             fallback_decoder= or jpeg_decoder= to use another one",
             info.precision,
             if info.is_arithmetic() {
                 "arithmetic-coded"
@@ -65,18 +69,61 @@ pub fn output_shape(
             info.sof
         )));
     }
-    Ok((
-        info.height as usize,
-        info.width as usize,
-        want.channels_for(&info),
-        info,
-    ))
+    let (h, w) = (info.height as usize, info.width as usize);
+    if h * w > MAX_FRAME_PIXELS {
+        return Err(DecodeFailure::Corrupt(format!(
+            "the frame header declares {w}x{h}, over the maximum of {MAX_FRAME_PIXELS} pixels"
+        )));
+    }
+    Ok((h, w, want.channels_for(&info), info))
+}
+
+fn options(strict: bool, w: usize, h: usize, out: ColorSpace) -> DecoderOptions {
+    DecoderOptions::default()
+        .set_strict_mode(strict)
+        .set_max_width(w)
+        .set_max_height(h)
+        .jpeg_set_out_colorspace(out)
 }
 
 /// Decodes into `out`, which must hold exactly `height * width * channels` bytes as given by
 /// [`output_shape`].
+///
+/// Headers are parsed leniently and the entropy-coded data strictly: stray bytes between
+/// segments or a short APP segment are what libjpeg only warns about (the pixels are intact),
+/// while a damaged or cut scan must be an error, never a partly grey image.
 pub fn decode_into(jpeg: &[u8], want: Colorspace, out: &mut [u8]) -> Result<(), DecodeFailure> {
-    let (h, w, c, _) = output_shape(jpeg, want)?;
+    match short_adobe_segment(jpeg) {
+        // zune-jpeg refuses an "Adobe" APP14 segment too short to hold its fields; libjpeg
+        // ignores such a segment. Decode a copy in which it is relabelled APP15 (skipped).
+        Some(at) => {
+            let mut patched = jpeg.to_vec();
+            patched[at] = 0xEF;
+            decode_checked(&patched, want, out)
+        }
+        None => decode_checked(jpeg, want, out),
+    }
+}
+
+/// Position of the marker byte of an "Adobe" APP14 segment shorter than its 12 data bytes.
+fn short_adobe_segment(b: &[u8]) -> Option<usize> {
+    let mut pos = 2;
+    while pos + 4 <= b.len() && b[pos] == 0xFF {
+        let marker = b[pos + 1];
+        if marker == 0xDA || marker == 0xD9 {
+            return None;
+        }
+        let len = u16::from_be_bytes([b[pos + 2], b[pos + 3]]) as usize;
+        if marker == 0xEE && len < 14 && b.get(pos + 4..pos + 9) == Some(b"Adobe") {
+            return Some(pos + 1);
+        }
+        pos += 2 + len;
+    }
+    None
+}
+
+fn decode_checked(jpeg: &[u8], want: Colorspace, out: &mut [u8]) -> Result<(), DecodeFailure> {
+    let (h, w, c, info) = output_shape(jpeg, want)?;
     if out.len() != h * w * c {
         return Err(DecodeFailure::Corrupt(format!(
             "the JPEG header declares {w}x{h} with {c} output channel(s) ({} bytes) but {} \
@@ -85,18 +132,62 @@ pub fn decode_into(jpeg: &[u8], want: Colorspace, out: &mut [u8]) -> Result<(), 
             out.len()
         )));
     }
+    // zune-jpeg's luma output covers baseline YCbCr and gray; for CMYK, YCCK, RGB-coded and
+    // progressive colour JPEGs gray output is made from its RGB output (BT.601 weights, as
+    // libjpeg converts).
+    let progressive = matches!(info.sof, 0xC2 | 0xC6 | 0xCA | 0xCE);
+    let mut luma_direct =
+        c == 1 && (info.components == 1 || (info.components == 3 && !progressive));
+    let mut dec = headers(
+        jpeg,
+        w,
+        h,
+        if luma_direct {
+            ColorSpace::Luma
+        } else {
+            ColorSpace::RGB
+        },
+    )?;
+    if luma_direct && info.components == 3 && dec.input_colorspace() != Some(ColorSpace::YCbCr) {
+        luma_direct = false;
+        dec = headers(jpeg, w, h, ColorSpace::RGB)?;
+    }
+    if c == 1 && !luma_direct {
+        let mut rgb = vec![0u8; h * w * 3];
+        scan(&mut dec, w, h, ColorSpace::RGB, &mut rgb)?;
+        for (g, px) in out.iter_mut().zip(rgb.chunks_exact(3)) {
+            let y = 19595 * px[0] as u32 + 38470 * px[1] as u32 + 7471 * px[2] as u32;
+            *g = ((y + 32768) >> 16) as u8;
+        }
+        return Ok(());
+    }
     let cs = if c == 1 {
         ColorSpace::Luma
     } else {
         ColorSpace::RGB
     };
-    let options = DecoderOptions::default()
-        .set_strict_mode(true)
-        .set_max_width(w)
-        .set_max_height(h)
-        .jpeg_set_out_colorspace(cs);
-    let mut dec = JpegDecoder::new_with_options(ZCursor::new(jpeg), options);
+    scan(&mut dec, w, h, cs, out)
+}
+
+fn headers(
+    jpeg: &[u8],
+    w: usize,
+    h: usize,
+    cs: ColorSpace,
+) -> Result<JpegDecoder<ZCursor<&[u8]>>, DecodeFailure> {
+    let mut dec = JpegDecoder::new_with_options(ZCursor::new(jpeg), options(false, w, h, cs));
     dec.decode_headers().map_err(failure)?;
+    Ok(dec)
+}
+
+fn scan(
+    dec: &mut JpegDecoder<ZCursor<&[u8]>>,
+    w: usize,
+    h: usize,
+    cs: ColorSpace,
+    out: &mut [u8],
+) -> Result<(), DecodeFailure> {
+    dec.set_options(options(true, w, h, cs));
     let got = dec
         .output_buffer_size()
         .ok_or_else(|| DecodeFailure::Corrupt("headers did not decode".into()))?;
