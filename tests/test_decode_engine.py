@@ -213,3 +213,21 @@ def test_unsupported_jpeg_uses_the_fallback_decoder(tmp_path):
     assert gd["ari"][0][0].shape == (149, 227, 3)
     assert gd.read_batch(["ari"]).shape == (1, 2, 149, 227, 3)
     np.testing.assert_array_equal(GulpDirectory(tmp_path, jpeg_decoder=pillow).read("ari"), arr)
+
+
+def test_one_thread_by_default_inside_a_dataloader_worker(monkeypatch):
+    import sys
+    import types
+
+    from gulpio_rs.fileio import _threads
+
+    monkeypatch.delenv("GULPIO_NUM_THREADS", raising=False)
+    assert _threads() == 0  # every usable core
+    # A stand-in for torch inside a DataLoader worker (gulpio_rs never imports torch itself).
+    fake = types.ModuleType("torch")
+    fake.utils = types.SimpleNamespace(data=types.SimpleNamespace(get_worker_info=lambda: object()))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert _threads() == 1
+    assert _threads(4) == 4
+    fake.utils.data.get_worker_info = lambda: None  # the main process
+    assert _threads() == 0
