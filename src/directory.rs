@@ -360,7 +360,8 @@ fn find_chunks(root: &Path, problems: &mut Vec<Problem>) -> Result<Vec<(u64, Chu
             (Some(d), None) => problems.push(Problem {
                 message: format!(
                     "chunk {k} has a data file but no meta file (an interrupted write?); its \
-                     videos are unavailable. `gulpio repair` removes it"
+                     videos are unavailable. Restore the meta file, or remove the data file if it is \
+                     the leftover of an interrupted write"
                 ),
                 path: d,
                 chunk_skipped: true,

@@ -324,7 +324,7 @@ fn indexed_entries(reader: &ChunkReader) -> Result<(Vec<Entry>, u32, u64)> {
             &reader.paths().data,
             format!(
                 "truncated: the chunk's records end at byte {published_len}, the file has {} \
-                 bytes (run `gulpio repair`)",
+                 bytes; the chunk cannot be appended to",
                 data.len()
             ),
         ));
