@@ -119,9 +119,6 @@ def _first_meta(meta_data_json: str) -> dict:
     return dict(items[0]) if items else {}
 
 
-_Decoders = namedtuple("_Decoders", ["jpeg_decoder", "fallback_decoder", "check_data"])
-
-
 def _read(
     native_chunk,
     video: int,
@@ -134,46 +131,43 @@ def _read(
     """Frames of one video as gulpio2 returns them: a list of HxWx3 / HxW arrays."""
     frames = _selection(selection, native_chunk, video)
     if jpeg_decoder is not None:
-        views = native_chunk.frame_views(video, frames, check_data)
-        return [jpeg_decoder(bytes(v)) for v in views]
+        return _user_decoded(native_chunk, video, frames, check_data, jpeg_decoder)
     try:
         decoded = native_chunk.decode(video, frames, check_data, colorspace, _threads())
     except UnsupportedJpegError:
         if fallback_decoder is None:
             raise
-        decoded = [
-            f if f.ndim == 3 else f[:, :, None]
-            for f in _frames_one_by_one(
-                _Decoders(None, fallback_decoder, check_data),
-                native_chunk,
-                video,
-                frames,
-                colorspace,
-            )
-        ]
+        return _with_fallback(native_chunk, video, frames, check_data, colorspace, fallback_decoder)
     if isinstance(decoded, np.ndarray):
         # One (T, H, W, C) array: the frames are views into it, not separate allocations.
         return list(decoded[..., 0] if decoded.shape[3] == 1 else decoded)
     return [a[:, :, 0] if a.shape[2] == 1 else a for a in decoded]
 
 
-def _frames_one_by_one(owner, native_chunk, video: int, selection, colorspace):
-    """Frames decoded one at a time: by ``owner.jpeg_decoder`` when set, else by the built-in
-    decoder with ``owner.fallback_decoder`` for the frames it does not support."""
-    views = native_chunk.frame_views(video, selection, owner.check_data)
-    if owner.jpeg_decoder is not None:
-        return [np.asarray(owner.jpeg_decoder(bytes(v))) for v in views]
-    frames = []
-    for view in views:
+def _user_decoded(native_chunk, video: int, frames, check_data: bool, decoder) -> list:
+    """Frames decoded by a user's callable, which receives the JPEG ``bytes``."""
+    return [decoder(bytes(v)) for v in native_chunk.frame_views(video, frames, check_data)]
+
+
+def _with_fallback(native_chunk, video: int, frames, check_data, colorspace, fallback) -> list:
+    """Frames decoded one at a time by the built-in decoder, and by ``fallback`` for those it
+    does not support (gray frames as HxW, like gulpio2)."""
+    if frames is None:
+        frames = list(range(native_chunk.frame_count(video)))
+    out = []
+    for k in frames:
         try:
-            frames.append(_native.decode_jpeg(view, colorspace))
+            frame = native_chunk.decode(video, [k], check_data, colorspace, 1)[0]
         except UnsupportedJpegError:
-            frames.append(np.asarray(owner.fallback_decoder(bytes(view))))
-    return frames
+            view = native_chunk.frame_views(video, [k], check_data)[0]
+            frame = np.asarray(fallback(bytes(view)))
+        out.append(frame[:, :, 0] if frame.ndim == 3 and frame.shape[2] == 1 else frame)
+    return out
 
 
 def _stack(frames: list, video_id: str) -> np.ndarray:
     """Stack decoded frames as ``(T, H, W, C)``."""
+    frames = [np.asarray(f) for f in frames]
     frames = [f[:, :, None] if f.ndim == 2 else f for f in frames]
     if not frames:
         return np.zeros((0, 0, 0, 3), np.uint8)
@@ -562,15 +556,21 @@ class GulpDirectory:
             except UnsupportedJpegError:
                 if self.fallback_decoder is None:
                     raise
-        stacked = _stack(
-            _frames_one_by_one(self, chunk, video, selection, colorspace), _id_str(id_)
-        )
+        stacked = _stack(self._decode_slowly(chunk, video, selection, colorspace), _id_str(id_))
         if out is not None:
             if out.shape != stacked.shape or out.dtype != np.uint8:
                 raise ValueError(f"out has shape {out.shape}, the frames need {stacked.shape}")
             out[...] = stacked
             return out
         return stacked
+
+    def _decode_slowly(self, chunk, video: int, selection, colorspace) -> list:
+        """The frame-by-frame path: a user ``jpeg_decoder``, or the fallback decoder."""
+        if self.jpeg_decoder is not None:
+            return _user_decoded(chunk, video, selection, self.check_data, self.jpeg_decoder)
+        return _with_fallback(
+            chunk, video, selection, self.check_data, colorspace, self.fallback_decoder
+        )
 
     def read_batch(
         self,
@@ -604,9 +604,7 @@ class GulpDirectory:
             except UnsupportedJpegError:
                 if self.fallback_decoder is None:
                     raise
-        videos = [
-            _stack(_frames_one_by_one(self, c, v, s, colorspace), c.id(v)) for c, v, s in items
-        ]
+        videos = [_stack(self._decode_slowly(c, v, s, colorspace), c.id(v)) for c, v, s in items]
         if videos and all(v.shape == videos[0].shape for v in videos):
             return np.stack(videos)
         return videos
