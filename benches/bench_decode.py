@@ -28,10 +28,11 @@ b. Thread scaling of gulpio_rs's own parallel decode: ``gd.read_batch(ids, threa
 
 c. End to end from the page cache (the datasets were just written/read; CRC32 verified, the
    default): gulpio_rs ``gd.read(id)``, ``gd.read(id, out=buffer)``, ``gd.read_batch(ids)``
-   and ``gd[id]`` against gulpio2 ``GulpDirectory(path)[id]`` on the same dataset (target
-   >= 3x), and against decode only at the same thread count (target >= 0.9x, i.e. within
-   10%): 1 thread against (a)'s ``decode_jpeg`` loop, all cores against ``decode_jpeg``
-   called from one Python thread per core (it releases the GIL while decoding).
+   (and ``gd.read_batch(ids, out=buffer)`` if the build has it) and ``gd[id]`` against
+   gulpio2 ``GulpDirectory(path)[id]`` on the same dataset (target >= 3x), and against
+   decode only at the same thread count (target >= 0.9x, i.e. within 10%): 1 thread against
+   (a)'s ``decode_jpeg`` loop, all cores against ``decode_jpeg`` called from one Python
+   thread per core (it releases the GIL while decoding).
 
 Every number is the median of ``--repeats`` timed repeats, every ratio the median of the
 per-repeat ratios. A repeat runs every measurement of every variant in turn for about
@@ -47,6 +48,7 @@ the frames are cached) is for CI.
 from __future__ import annotations
 
 import argparse
+import inspect
 import io
 import json
 import os
@@ -353,6 +355,13 @@ class Variant:
                 self.batches,
                 self.batch_units,
             )
+            if "out" in inspect.signature(gd.read_batch).parameters:
+                # Reusing the batch buffer avoids page-faulting a fresh (often > 32 MB, so
+                # mmap-allocated) array on every call.
+                bouts = {tuple(b): np.empty_like(gd.read_batch(b)) for b in self.batches}
+                groups["batches_n"][0]["batch_out_n"] = lambda b: gd.read_batch(
+                    b, out=bouts[tuple(b)], threads=cores
+                )
             groups["batches_1"] = (
                 {"batch_1": lambda b: gd.read_batch(b, threads=1)},
                 self.batches,
@@ -632,6 +641,10 @@ def main():
         table.compare(f"{v.name} gd.read(id)", m.get("read_n"), g2, TARGET_VS_GULPIO2)
         table.compare(f"{v.name} gd.read(id, out=)", m.get("read_out_n"), g2, TARGET_VS_GULPIO2)
         table.compare(f"{v.name} gd.read_batch(ids)", m.get("batch_n"), g2, TARGET_VS_GULPIO2)
+        if "batch_out_n" in m:
+            table.compare(
+                f"{v.name} gd.read_batch(ids, out=)", m["batch_out_n"], g2, TARGET_VS_GULPIO2
+            )
         table.compare(f"{v.name} gd[id]", m["rs_getitem"], g2, TARGET_VS_GULPIO2)
         if v.has_read:
             table.compare(f"{v.name} gd.read(id, threads=1)", m["read_1"], g2)
@@ -650,6 +663,13 @@ def main():
         if v.has_batch:
             table.compare(f"{v.name} gd.read_batch(ids), 1 thread", m["batch_1"], n1, tgt)
             table.compare(f"{v.name} gd.read_batch(ids), {cores} threads", m["batch_n"], nn, tgt)
+            if "batch_out_n" in m:
+                table.compare(
+                    f"{v.name} gd.read_batch(ids, out=), {cores} threads",
+                    m["batch_out_n"],
+                    nn,
+                    tgt,
+                )
         table.compare(f"{v.name} gd[id], {cores} threads", m["rs_getitem"], nn, tgt)
         if not v.has_read:
             table.compare(f"{v.name} gd[id], GULPIO_NUM_THREADS=1", m["getitem_env1"], n1, tgt)

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use crate::chunk::reader::ChunkReader;
 use crate::error::{Error, Result};
 use crate::jpeg::decode::{decode_into, output_shape, Colorspace, DecodeFailure};
+use crate::pool::Runner;
 
 pub use crate::jpeg::decode::MAX_FRAME_PIXELS;
 
@@ -102,28 +103,31 @@ pub fn uniform(jobs: &[FrameJob]) -> Option<(usize, usize, usize)> {
     jobs.iter().all(|j| j.shape == first).then_some(first)
 }
 
-/// Verifies (with `check`) and decodes every job into its output slice, in parallel on `pool`.
-/// `outs[i]` must be exactly `jobs[i].len()` bytes. On failure, the error of the first failing
-/// job in job order is returned, so errors are deterministic.
-pub fn decode(
-    jobs: &[FrameJob],
-    outs: Vec<&mut [u8]>,
-    check: bool,
-    pool: &rayon::ThreadPool,
-) -> Result<()> {
+/// Verifies (with `check`) and decodes every job into its output slice, in parallel on
+/// `runner`. `outs[i]` must be exactly `jobs[i].len()` bytes. On failure, the error of the
+/// first failing job in job order is returned, so errors are deterministic.
+pub fn decode(jobs: &[FrameJob], outs: Vec<&mut [u8]>, check: bool, runner: &Runner) -> Result<()> {
     if jobs.len() != outs.len() {
         return Err(Error::InvalidArgument(
             "internal: one output buffer per frame is needed".into(),
         ));
     }
-    let results: Vec<Result<()>> = pool.install(|| {
-        jobs.par_iter()
-            .zip(outs.into_par_iter())
-            .with_min_len(1)
-            .map(|(job, out)| decode_one(job, out, check))
-            .collect()
-    });
-    results.into_iter().collect()
+    match runner {
+        Runner::Caller => jobs
+            .iter()
+            .zip(outs)
+            .try_for_each(|(job, out)| decode_one(job, out, check)),
+        Runner::Pool(pool) => {
+            let results: Vec<Result<()>> = pool.install(|| {
+                jobs.par_iter()
+                    .zip(outs.into_par_iter())
+                    .with_min_len(1)
+                    .map(|(job, out)| decode_one(job, out, check))
+                    .collect()
+            });
+            results.into_iter().collect()
+        }
+    }
 }
 
 /// Decodes a single frame into a new buffer: `(pixels, height, width, channels)`.

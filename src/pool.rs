@@ -1,4 +1,4 @@
-//! The package's private decode thread pool. Private so we never fight the application's own
+//! The package's private decode thread pools. Private so we never fight the application's own
 //! rayon pool, and rebuilt in a forked child: a pool inherited across `fork()` has no threads
 //! behind it and would deadlock (PyTorch DataLoader workers are forked).
 
@@ -8,13 +8,14 @@ use rayon::{ThreadPool, ThreadPoolBuilder};
 
 use crate::error::{Error, Result};
 
-struct Cached {
+struct Pools {
     pid: u32,
-    threads: usize,
-    pool: Arc<ThreadPool>,
+    /// One pool per thread count asked for, so alternating `threads=` values does not start
+    /// new threads on every call.
+    by_threads: Vec<(usize, Arc<ThreadPool>)>,
 }
 
-static POOL: Mutex<Option<Cached>> = Mutex::new(None);
+static POOLS: Mutex<Option<Pools>> = Mutex::new(None);
 
 /// The number of CPUs this process may run on (its affinity mask and cgroup quota).
 pub fn available_threads() -> usize {
@@ -23,28 +24,40 @@ pub fn available_threads() -> usize {
         .unwrap_or(1)
 }
 
-/// A pool with `threads` workers (0 = `available_threads()`), reused across calls.
-pub fn pool(threads: usize) -> Result<Arc<ThreadPool>> {
+/// Where a parallel pass runs: on the calling thread, or on a pool.
+pub enum Runner {
+    Caller,
+    Pool(Arc<ThreadPool>),
+}
+
+/// A runner for `threads` workers (0 = `available_threads()`). One thread means the calling
+/// thread itself: no hand-off, no pool.
+pub fn runner(threads: usize) -> Result<Runner> {
     let threads = if threads == 0 {
         available_threads()
     } else {
         threads
     };
+    if threads == 1 {
+        return Ok(Runner::Caller);
+    }
     let pid = std::process::id();
-    let mut guard = POOL
+    let mut guard = POOLS
         .lock()
         .map_err(|_| Error::InvalidArgument("decode thread pool lock poisoned".into()))?;
-    if let Some(c) = guard.as_ref() {
-        if c.pid == pid && c.threads == threads {
-            return Ok(c.pool.clone());
-        }
-    }
-    if let Some(old) = guard.take() {
-        if old.pid != pid {
-            // Inherited from the parent: its threads do not exist here, and dropping it could
-            // block on their state. Leak it instead (a few hundred bytes per fork).
+    if guard.as_ref().is_some_and(|p| p.pid != pid) {
+        // Inherited from the parent: its threads do not exist here, and dropping the pools
+        // could block on their state. Leak them instead (a few hundred bytes per fork).
+        if let Some(old) = guard.take() {
             std::mem::forget(old);
         }
+    }
+    let pools = guard.get_or_insert_with(|| Pools {
+        pid,
+        by_threads: Vec::new(),
+    });
+    if let Some((_, pool)) = pools.by_threads.iter().find(|(n, _)| *n == threads) {
+        return Ok(Runner::Pool(pool.clone()));
     }
     let pool = ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -52,10 +65,6 @@ pub fn pool(threads: usize) -> Result<Arc<ThreadPool>> {
         .build()
         .map_err(|e| Error::InvalidArgument(format!("cannot start decode threads: {e}")))?;
     let pool = Arc::new(pool);
-    *guard = Some(Cached {
-        pid,
-        threads,
-        pool: pool.clone(),
-    });
-    Ok(pool)
+    pools.by_threads.push((threads, pool.clone()));
+    Ok(Runner::Pool(pool))
 }

@@ -102,7 +102,9 @@ def test_invalid_gmeta_skips_only_that_chunk(two_chunks, damage):
 
 def test_data_file_without_meta_file_keeps_the_rest_readable(two_chunks):
     (two_chunks / "meta_0.gmeta").unlink()
-    with pytest.warns(BrokenChunkWarning, match=r"data_0.gulp.*no meta file.*Restore the meta file"):
+    with pytest.warns(
+        BrokenChunkWarning, match=r"data_0.gulp.*no meta file.*Restore the meta file"
+    ):
         gd = GulpDirectory(two_chunks)
     assert gd.keys() == ["b"]
     with pytest.raises(KeyError):

@@ -112,6 +112,17 @@ def test_read_batch_stacks_or_lists(ds):
         ds.read_batch(["rgb", "sizes"])
 
 
+def test_read_batch_into_a_reused_buffer(ds):
+    out = np.zeros((2, 6, 24, 40, 3), np.uint8)
+    got = ds.read_batch(["rgb", "rgb2"], out=out)
+    assert got is out
+    np.testing.assert_array_equal(out, ds.read_batch(["rgb", "rgb2"]))
+    with pytest.raises(ValueError, match="shape"):
+        ds.read_batch(["rgb", "rgb2"], out=np.zeros((2, 5, 24, 40, 3), np.uint8))
+    with pytest.raises(ValueError, match="same number of frames"):
+        ds.read_batch(["rgb", "gray"], out=out)
+
+
 def test_thread_counts_give_identical_results(ds, monkeypatch):
     one = ds.read_batch(["rgb", "rgb2"], threads=1)
     two = ds.read_batch(["rgb", "rgb2"], threads=2)

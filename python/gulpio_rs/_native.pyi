@@ -82,6 +82,7 @@ def read_batch(
     check: bool = True,
     colorspace: str | None = None,
     threads: int = 0,
+    out: npt.NDArray[np.uint8] | None = None,
 ) -> npt.NDArray[np.uint8] | list[npt.NDArray[np.uint8]]: ...
 def decode_jpeg(
     data: bytes | bytearray | memoryview, colorspace: str | None = None

@@ -577,6 +577,7 @@ class GulpDirectory:
         ids,
         frames=None,
         *,
+        out: np.ndarray | None = None,
         colorspace: str | None = None,
         threads: int | None = None,
     ):
@@ -584,7 +585,8 @@ class GulpDirectory:
 
         ``frames`` applies to every video, or is a list with one selection per video. Returns
         one ``(N, T, H, W, C)`` array when all videos give the same frame count and size, else
-        a list of ``(T, H, W, C)`` arrays.
+        a list of ``(T, H, W, C)`` arrays. ``out=`` reuses a ``(N, T, H, W, C)`` uint8 buffer
+        across batches (a fresh array of tens of MB costs page faults on every call).
         """
         ids = [_id_str(i) for i in ids]
         per_video = (
@@ -600,13 +602,17 @@ class GulpDirectory:
         colorspace = colorspace or self.colorspace
         if self.jpeg_decoder is None:
             try:
-                return _native.read_batch(items, self.check_data, colorspace, _threads(threads))
+                return _native.read_batch(
+                    items, self.check_data, colorspace, _threads(threads), out
+                )
             except UnsupportedJpegError:
                 if self.fallback_decoder is None:
                     raise
         videos = [_stack(self._decode_slowly(c, v, s, colorspace), c.id(v)) for c, v, s in items]
         if videos and all(v.shape == videos[0].shape for v in videos):
-            return np.stack(videos)
+            return np.stack(videos, out=out) if out is not None else np.stack(videos)
+        if out is not None:
+            raise ValueError("out= needs every video to give the same number of frames")
         return videos
 
     def frame_bytes(self, id_, selection=None) -> list:

@@ -7,9 +7,8 @@ use std::ffi::c_int;
 use std::os::raw::c_void;
 use std::sync::{Arc, OnceLock};
 
-use numpy::ndarray::Array3;
 use numpy::ndarray::IxDyn;
-use numpy::{IntoPyArray, PyArray3, PyArray4, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{PyArray3, PyArray4, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice};
@@ -401,8 +400,8 @@ fn run(
     check: bool,
     threads: usize,
 ) -> PyResult<()> {
-    let pool = crate::pool::pool(threads).py_err(py)?;
-    py.detach(|| batch::decode(jobs, outs, check, &pool))
+    let runner = crate::pool::runner(threads).py_err(py)?;
+    py.detach(|| batch::decode(jobs, outs, check, &runner))
         .py_err(py)
 }
 
@@ -422,18 +421,6 @@ impl Chunk {
             )))
         }
     }
-}
-
-fn to_array(
-    py: Python<'_>,
-    px: Vec<u8>,
-    h: usize,
-    w: usize,
-    c: usize,
-) -> PyResult<Bound<'_, PyArray3<u8>>> {
-    let arr =
-        Array3::from_shape_vec((h, w, c), px).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok(arr.into_pyarray(py))
 }
 
 /// A dataset directory (read side).
@@ -667,13 +654,14 @@ impl NativeWriter {
 /// Returns one `(N, T, H, W, C)` array when every video has the same frame count and size,
 /// else a list of `(T, H, W, C)` arrays. Frames inside one video must share a size.
 #[pyfunction]
-#[pyo3(signature = (items, check=true, colorspace=None, threads=0))]
+#[pyo3(signature = (items, check=true, colorspace=None, threads=0, out=None))]
 fn read_batch<'py>(
     py: Python<'py>,
     items: Vec<(Bound<'py, Chunk>, usize, Option<Vec<i64>>)>,
     check: bool,
     colorspace: Option<&str>,
     threads: usize,
+    out: Option<Bound<'py, PyArrayDyn<u8>>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cs = self::colorspace(colorspace)?;
     let readers: Vec<Arc<ChunkReader>> = items
@@ -696,13 +684,32 @@ fn read_batch<'py>(
         plans.iter().flat_map(|(j, _)| j.iter().copied()).collect();
     if same {
         let (t, (h, w, c)) = plans.first().map_or((0, (0, 0, 0)), |(j, s)| (j.len(), *s));
-        // SAFETY: every byte is written by the decoder before the array is returned.
-        let arr = unsafe { PyArrayDyn::<u8>::new(py, IxDyn(&[plans.len(), t, h, w, c]), false) };
+        let dims = [plans.len(), t, h, w, c];
+        let arr = match out {
+            Some(arr) => {
+                let writeable: bool = arr.getattr("flags")?.getattr("writeable")?.extract()?;
+                if arr.shape() != dims || !arr.is_c_contiguous() || !writeable {
+                    return Err(PyValueError::new_err(format!(
+                        "out must be a C-contiguous, writeable uint8 array of shape {dims:?}, \
+                         not {:?}",
+                        arr.shape()
+                    )));
+                }
+                arr
+            }
+            // SAFETY: every byte is written by the decoder before the array is returned.
+            None => unsafe { PyArrayDyn::<u8>::new(py, IxDyn(&dims), false) },
+        };
         let slice = dyn_slice(&arr)?;
         let per = (h * w * c).max(1);
         let outs: Vec<&mut [u8]> = slice.chunks_exact_mut(per).take(all_jobs.len()).collect();
         run(py, &all_jobs, outs, check, threads)?;
         return Ok(arr.into_any());
+    }
+    if out.is_some() {
+        return Err(PyValueError::new_err(
+            "out= needs every video to give the same number of frames of the same size",
+        ));
     }
     let arrays: Vec<Bound<'py, PyArray4<u8>>> = plans
         .iter()
@@ -739,25 +746,35 @@ fn decode_jpeg<'py>(
     data: &Bound<'py, PyAny>,
     colorspace: Option<&str>,
 ) -> PyResult<Bound<'py, PyArray3<u8>>> {
+    use crate::jpeg::decode::{decode_into, output_shape, DecodeFailure};
     let cs = self::colorspace(colorspace)?;
-    let bytes: Vec<u8> = match data.cast::<PyBytes>() {
-        Ok(b) => b.as_bytes().to_vec(),
-        Err(_) => pyo3::buffer::PyBuffer::<u8>::get(data)?.to_vec(py)?,
+    // `bytes` is immutable and can be read without the GIL; other buffers are copied, since
+    // their owner could change them while we decode.
+    let copied: Vec<u8>;
+    let bytes: &[u8] = match data.cast::<PyBytes>() {
+        Ok(b) => b.as_bytes(),
+        Err(_) => {
+            copied = pyo3::buffer::PyBuffer::<u8>::get(data)?.to_vec(py)?;
+            &copied
+        }
     };
-    let (px, h, w, c) = py
-        .detach(|| crate::jpeg::decode::decode(&bytes, cs))
-        .map_err(|f| {
-            let cls = match f {
-                crate::jpeg::decode::DecodeFailure::Unsupported(_) => "UnsupportedJpegError",
-                crate::jpeg::decode::DecodeFailure::Corrupt(_) => "DecodeError",
-            };
-            PyModule::import(py, "gulpio_rs.errors")
-                .and_then(|m| m.getattr(cls))
-                .and_then(|c| c.call1((f.message().to_owned(),)))
-                .map(PyErr::from_value)
-                .unwrap_or_else(|e| e)
-        })?;
-    to_array(py, px, h, w, c)
+    let to_err = |f: DecodeFailure| {
+        let cls = match f {
+            DecodeFailure::Unsupported(_) => "UnsupportedJpegError",
+            DecodeFailure::Corrupt(_) => "DecodeError",
+        };
+        PyModule::import(py, "gulpio_rs.errors")
+            .and_then(|m| m.getattr(cls))
+            .and_then(|c| c.call1((f.message().to_owned(),)))
+            .map(PyErr::from_value)
+            .unwrap_or_else(|e| e)
+    };
+    let (h, w, c, _) = output_shape(bytes, cs).map_err(to_err)?;
+    // SAFETY: fully written by the decoder before it is returned; dropped on error.
+    let arr = unsafe { PyArray3::<u8>::new(py, [h, w, c], false) };
+    let out = unsafe { arr.as_slice_mut() }.map_err(|e| PyValueError::new_err(e.to_string()))?;
+    py.detach(|| decode_into(bytes, cs, out)).map_err(to_err)?;
+    Ok(arr)
 }
 
 /// `(width, height, components)` from a JPEG's frame header, without decoding.
