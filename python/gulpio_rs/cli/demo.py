@@ -1,31 +1,32 @@
-"""The ``gulpio`` command.
-
-Subcommands: ``demo`` (gulp a built-in clip, check it, read it back, draw a contact sheet) and
-``index`` (write checksummed indexes for chunks written by gulpio/gulpio2). Expected problems
-(missing directory, not a gulp directory, damaged data) are one line on stderr and exit code 1
-or 2, never a traceback.
-"""
+"""``gulpio demo``: gulp the built-in Big Buck Bunny sample, verify it, read it back and draw a
+contact sheet. Needs no network and no external binary."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from importlib import resources
 
-from . import __version__
-from .errors import GulpError
+from .. import __version__
+from ..errors import GulpError
 
-EPILOG_DEMO = """examples:
+EPILOG = """examples:
   gulpio demo                      gulp into a temporary directory and report
   gulpio demo --output /tmp/bbb    keep the dataset and contact sheet in /tmp/bbb
 """
 
-EPILOG_INDEX = """examples:
-  gulpio index /data/something_something_gulps
-"""
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="gulp a built-in sample clip, check it, read it back, draw a contact sheet",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--output", "-o", help="directory to write to (default: a temporary one)")
+    p.set_defaults(run=run)
 
 
 def _sample_dir() -> str:
@@ -36,10 +37,10 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.2f} MB"
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    from .adapters import JpegFolderClipsAdapter
-    from .contact_sheet import contact_sheet
-    from .fileio import GulpDirectory, GulpIngestor
+def run(args: argparse.Namespace) -> int:
+    from ..adapters import JpegFolderClipsAdapter
+    from ..contact_sheet import contact_sheet
+    from ..fileio import GulpDirectory, GulpIngestor
 
     sample = _sample_dir()
     clips_json = os.path.join(sample, "clips.json")
@@ -91,56 +92,3 @@ def cmd_demo(args: argparse.Namespace) -> int:
     sheet.save(sheet_path)
     print(f"4. contact sheet of {first!r}: {sheet_path}")
     return 0
-
-
-def cmd_index(args: argparse.Namespace) -> int:
-    from .fileio import GulpDirectory
-
-    if not os.path.isdir(args.directory):
-        raise GulpError(f"{args.directory}: no such directory")
-    gd = GulpDirectory(args.directory)
-    if gd.num_chunks == 0:
-        raise GulpError(f"{args.directory}: not a gulp directory (no data*.gulp / meta*.gmeta)")
-    written = gd.write_indexes()
-    print(f"{args.directory}: wrote {written} index file(s); {gd.num_chunks} chunk(s) in all")
-    return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="gulpio", description="Store and read video datasets in gulp chunks."
-    )
-    parser.add_argument("--version", action="version", version=f"gulpio-rs {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    demo = sub.add_parser(
-        "demo",
-        help="gulp a built-in sample clip, check it, read it back, draw a contact sheet",
-        epilog=EPILOG_DEMO,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    demo.add_argument("--output", "-o", help="directory to write to (default: a temporary one)")
-    demo.set_defaults(func=cmd_demo)
-
-    index = sub.add_parser(
-        "index",
-        help="write checksummed indexes for chunks that lack them (gulpio/gulpio2 data)",
-        epilog=EPILOG_INDEX,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    index.add_argument("directory")
-    index.set_defaults(func=cmd_index)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (GulpError, OSError, KeyError) as e:
-        print(f"gulpio {args.command}: error: {e}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

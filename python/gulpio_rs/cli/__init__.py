@@ -1,0 +1,42 @@
+"""The ``gulpio`` command: one module per subcommand, each with ``add_parser(subparsers)``
+and ``run(args) -> int``.
+
+Expected problems (missing directory, not a gulp directory, damaged data) are one line on
+stderr and exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import __version__
+from ..errors import GulpError
+from . import demo, index
+
+COMMANDS = [demo, index]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gulpio", description="Store and read video datasets in gulp chunks."
+    )
+    parser.add_argument("--version", action="version", version=f"gulpio-rs {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (GulpError, OSError, KeyError) as e:
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"gulpio {args.command}: error: {message}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
