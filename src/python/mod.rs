@@ -246,6 +246,35 @@ impl Chunk {
         PyList::new(py, views)
     }
 
+    /// Verifies every frame (CRC; with `decode`, a full decode) and the data CRC. Returns
+    /// `(videos, frames, bytes, [(kind, video_id, frame, message), ...])`.
+    #[pyo3(signature = (decode=false, threads=0))]
+    #[allow(clippy::type_complexity)] // a plain tuple is the simplest thing to hand Python
+    fn verify(
+        &self,
+        py: Python<'_>,
+        decode: bool,
+        threads: usize,
+    ) -> PyResult<(
+        usize,
+        usize,
+        u64,
+        Vec<(&'static str, Option<String>, Option<usize>, String)>,
+    )> {
+        let runner = crate::pool::runner(threads).py_err(py)?;
+        let report = py.detach(|| crate::verify::verify_chunk(&self.inner, decode, &runner));
+        Ok((
+            report.videos,
+            report.frames,
+            report.bytes,
+            report
+                .findings
+                .into_iter()
+                .map(|f| (f.kind, f.video, f.frame, f.message))
+                .collect(),
+        ))
+    }
+
     /// Decodes frames for gulpio2's list shape: each frame keeps its own size and channels
     /// (1 for gray JPEGs unless `colorspace` says otherwise). Returns one `(T, H, W, C)` array
     /// when all frames agree (the caller hands out views of it), else a list of `(H, W, C)`.

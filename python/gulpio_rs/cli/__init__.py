@@ -12,9 +12,9 @@ import sys
 
 from .. import __version__
 from ..errors import GulpError
-from . import demo, index
+from . import check, demo, index, info, show
 
-COMMANDS = [demo, index]
+COMMANDS = [demo, check, info, index, show]
 
 
 def build_parser() -> argparse.ArgumentParser:

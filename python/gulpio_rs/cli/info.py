@@ -1,0 +1,111 @@
+"""``gulpio info``: what a dataset holds: chunks, videos, frames, bytes, frame sizes and
+channels (from the indexes), and label counts when the metadata has labels."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import warnings
+from collections import Counter
+
+from ..errors import BrokenChunkWarning, GulpError
+
+EPILOG = """examples:
+  gulpio info /data/gulps
+  gulpio info /data/gulps --json
+"""
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "info",
+        help="chunks, videos, frames, bytes, frame sizes, channels and label counts",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("directory")
+    p.add_argument("--json", action="store_true", help="print a JSON report on stdout")
+    p.add_argument("--label-field", default="label", help="metadata field to count (label)")
+    p.set_defaults(run=run)
+
+
+def describe(directory: str, label_field: str = "label") -> dict:
+    """The summary as data (see ``--json``)."""
+    from ..fileio import GulpDirectory
+
+    if not os.path.isdir(directory):
+        raise GulpError(f"{directory}: no such directory")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BrokenChunkWarning)
+        gd = GulpDirectory(directory)
+    if gd.num_chunks == 0 and not gd.problems:
+        raise GulpError(f"{directory}: not a gulp directory (no data*.gulp / meta*.gmeta)")
+    sizes: Counter = Counter()
+    channels: Counter = Counter()
+    labels: Counter = Counter()
+    frames = data_bytes = indexed = 0
+    frame_counts = []
+    for pos, (_number, data, meta, _index, _first, _count) in enumerate(gd._handle().chunk_table()):
+        data_bytes += os.path.getsize(data) + os.path.getsize(meta)
+        chunk = gd._chunk(pos)
+        indexed += bool(chunk.indexed)
+        for video in range(len(chunk)):
+            shapes = chunk.frame_shapes(video)
+            frame_counts.append(len(shapes))
+            frames += len(shapes)
+            for h, w, c in shapes:
+                sizes[f"{w}x{h}" if w else "unknown"] += 1
+                channels[str(c) if c else "unknown"] += 1
+            if label_field:
+                value = json.loads(chunk.meta_data(video) or "[]")
+                if value and isinstance(value[0], dict) and label_field in value[0]:
+                    labels[str(value[0][label_field])] += 1
+    return {
+        "directory": directory,
+        "chunks": gd.num_chunks,
+        "indexed_chunks": indexed,
+        "broken_chunks": sum(p["chunk_skipped"] for p in gd.problems),
+        "videos": len(gd),
+        "frames": frames,
+        "bytes": data_bytes,
+        "frames_per_video": {
+            "min": min(frame_counts, default=0),
+            "max": max(frame_counts, default=0),
+            "mean": round(frames / len(frame_counts), 2) if frame_counts else 0,
+        },
+        "frame_sizes": dict(sizes.most_common()),
+        "channels": dict(channels.most_common()),
+        "labels": dict(labels.most_common()),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    info = describe(args.directory, args.label_field)
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    fpv = info["frames_per_video"]
+    print(f"{info['directory']}")
+    print(
+        f"  chunks   {info['chunks']} ({info['indexed_chunks']} with a checksummed index"
+        + (f", {info['broken_chunks']} unreadable" if info["broken_chunks"] else "")
+        + ")"
+    )
+    print(f"  videos   {info['videos']:,}")
+    print(
+        f"  frames   {info['frames']:,} ({fpv['min']}-{fpv['max']} per video, mean {fpv['mean']})"
+    )
+    print(f"  bytes    {info['bytes'] / 1e6:,.1f} MB")
+    top = list(info["frame_sizes"].items())[:5]
+    print("  sizes    " + ", ".join(f"{s} ({n:,})" for s, n in top))
+    print("  channels " + ", ".join(f"{c} ({n:,})" for c, n in info["channels"].items()))
+    if info["labels"]:
+        shown = list(info["labels"].items())[:10]
+        more = len(info["labels"]) - len(shown)
+        print(
+            f"  labels   {len(info['labels'])}: "
+            + ", ".join(f"{k} ({n:,})" for k, n in shown)
+            + (f", ... {more} more" if more > 0 else "")
+        )
+    return 0

@@ -1,0 +1,118 @@
+//! Full verification of a chunk, for `gulpio check`: every frame's CRC (and optionally a full
+//! decode) in parallel, the CRC of all published data, and leftovers past the published end.
+//! Problems are collected, not returned as the first error, so one pass reports all damage.
+
+use rayon::prelude::*;
+
+use crate::chunk::reader::{ChunkReader, IndexKind};
+use crate::error::Error;
+use crate::jpeg::decode::{decode_into, output_shape, Colorspace};
+use crate::pool::Runner;
+
+/// One problem found in a chunk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// `crc`, `truncated`, `decode`, `unsupported`, `data_crc` or `unpublished_tail`.
+    pub kind: &'static str,
+    pub video: Option<String>,
+    pub frame: Option<usize>,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub videos: usize,
+    pub frames: usize,
+    /// Bytes of published data covered.
+    pub bytes: u64,
+    pub findings: Vec<Finding>,
+}
+
+/// Verifies every frame of `reader` (CRC when the chunk is indexed; with `decode`, also a
+/// full decode) and the chunk-level data CRC.
+pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Report {
+    let frames: Vec<(usize, usize)> = (0..reader.video_count())
+        .flat_map(|v| (0..reader.frame_count(v)).map(move |k| (v, k)))
+        .collect();
+    let check = |&(v, k): &(usize, usize)| check_frame(reader, v, k, decode);
+    let mut findings: Vec<Finding> = match runner {
+        Runner::Caller => frames.iter().filter_map(check).collect(),
+        Runner::Pool(pool) => pool.install(|| frames.par_iter().filter_map(check).collect()),
+    };
+    let published = reader.published_len();
+    let data = reader.data();
+    if reader.kind() == IndexKind::Binary && data.len() as u64 >= published {
+        let expected = reader.index().header().gulp_crc;
+        let actual = crc32fast::hash(&data[..published as usize]);
+        if actual != expected {
+            findings.push(Finding {
+                kind: "data_crc",
+                video: None,
+                frame: None,
+                message: format!(
+                    "CRC of the published data (bytes 0..{published}): expected \
+                     {expected:#010x}, found {actual:#010x}"
+                ),
+            });
+        }
+    }
+    if data.len() as u64 > published {
+        findings.push(Finding {
+            kind: "unpublished_tail",
+            video: None,
+            frame: None,
+            message: format!(
+                "{} bytes past the published end (byte {published}): left by an interrupted \
+                 write",
+                data.len() as u64 - published
+            ),
+        });
+    }
+    Report {
+        videos: reader.video_count(),
+        frames: frames.len(),
+        bytes: published.min(data.len() as u64),
+        findings,
+    }
+}
+
+fn check_frame(reader: &ChunkReader, v: usize, k: usize, decode: bool) -> Option<Finding> {
+    let finding = |kind, message: String| Finding {
+        kind,
+        video: Some(reader.id(v).to_owned()),
+        frame: Some(k),
+        message,
+    };
+    let bytes = match reader.frame_bytes(v, k as i64, true) {
+        Ok(b) => b,
+        Err(Error::Crc {
+            offset,
+            end,
+            expected,
+            actual,
+            ..
+        }) => {
+            return Some(finding(
+                "crc",
+                format!(
+                    "CRC mismatch in bytes {offset}..{end}: expected {expected:#010x}, found \
+                     {actual:#010x}"
+                ),
+            ))
+        }
+        Err(Error::Format { msg, .. }) => return Some(finding("truncated", msg)),
+        Err(e) => return Some(finding("truncated", e.to_string())),
+    };
+    if !decode {
+        return None;
+    }
+    let result = output_shape(bytes, Colorspace::Auto).and_then(|(h, w, c, _)| {
+        let mut out = vec![0u8; h * w * c];
+        decode_into(bytes, Colorspace::Auto, &mut out)
+    });
+    match result {
+        Ok(()) => None,
+        Err(crate::jpeg::decode::DecodeFailure::Unsupported(m)) => Some(finding("unsupported", m)),
+        Err(crate::jpeg::decode::DecodeFailure::Corrupt(m)) => Some(finding("decode", m)),
+    }
+}
