@@ -274,3 +274,12 @@ def test_directory_pickles_small_and_reopens(dataset):
     assert clone.keys() == gd.keys() and not clone.check_data
     for a, b in zip(clone["v2"][0], gd["v2"][0], strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_monkeypatched_fileio_encoder_is_used(tmp_path, make_frame, monkeypatch):
+    from gulpio_rs import fileio
+
+    fixed = gulpio_rs.utils.img_to_jpeg_bytes(make_frame(8, 8, seed=3))
+    monkeypatch.setattr(fileio, "img_to_jpeg_bytes", lambda img: fixed)
+    _write(tmp_path, [("a", {}, [make_frame(16, 16)])])
+    assert [bytes(v) for v in GulpDirectory(tmp_path).frame_bytes("a")] == [fixed]

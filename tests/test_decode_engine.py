@@ -230,7 +230,7 @@ def test_one_thread_by_default_inside_a_dataloader_worker(monkeypatch):
     import sys
     import types
 
-    from gulpio_rs.fileio import _threads
+    from gulpio_rs._reading import _threads
 
     monkeypatch.delenv("GULPIO_NUM_THREADS", raising=False)
     assert _threads() == 0  # every usable core

@@ -53,7 +53,7 @@ def run_tests(gulp_directory) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Check the directory in ``argv`` (default: ``sys.argv[1:]``); exit code 0 if it is sane."""
-    from ..fileio import GulpDirectory, _problem_text
+    from ..directory import GulpDirectory, _problem_text
 
     parser = argparse.ArgumentParser(
         prog=PROG, description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter

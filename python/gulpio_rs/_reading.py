@@ -1,0 +1,133 @@
+"""Reading helpers shared by the Python API: gulpio2's id and frame-selection forms, the
+decode paths (built-in engine, user decoder, fallback decoder) and the decode thread count."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+from .errors import UnsupportedJpegError
+
+
+def extract_input_for_getitem(element) -> tuple[str, Any]:
+    """Split ``id`` or ``(id, frames)`` into ``(str(id), frames_or_None)``.
+
+    Accepts numpy integer ids, which gulpio2 rejected.
+    """
+    if isinstance(element, tuple) and len(element) == 2:
+        id_, slice_ = element
+    elif isinstance(element, (int, str, np.integer, np.str_)):
+        id_, slice_ = element, None
+    else:
+        raise TypeError("Undefined input type! id or (id, slice) expected")
+    return _id_str(id_), slice_
+
+
+def _id_str(id_) -> str:
+    if isinstance(id_, np.integer):
+        return str(int(id_))
+    return str(id_)
+
+
+def _selection(selection, native_chunk, video: int) -> list[int] | None:
+    """gulpio2's frame selection forms as a list of frame indices for the core (``None`` =
+    all frames). Negative indices count from the end; the core raises IndexError for indices
+    out of range."""
+    if selection is None:
+        return None
+    if isinstance(selection, slice):
+        return list(range(*selection.indices(native_chunk.frame_count(video))))
+    if isinstance(selection, (int, np.integer)) and not isinstance(selection, bool):
+        return [int(selection)]
+    if isinstance(selection, list):
+        return selection
+    return np.asarray(selection).reshape(-1).tolist()
+
+
+def _first_meta(meta_data_json: str) -> dict:
+    items = json.loads(meta_data_json)
+    return dict(items[0]) if items else {}
+
+
+def _read(
+    native_chunk,
+    video: int,
+    selection,
+    jpeg_decoder,
+    check_data: bool,
+    colorspace,
+    fallback_decoder=None,
+):
+    """Frames of one video as gulpio2 returns them: a list of HxWx3 / HxW arrays."""
+    frames = _selection(selection, native_chunk, video)
+    if jpeg_decoder is not None:
+        return _user_decoded(native_chunk, video, frames, check_data, jpeg_decoder)
+    try:
+        decoded = native_chunk.decode(video, frames, check_data, colorspace, _threads())
+    except UnsupportedJpegError:
+        if fallback_decoder is None:
+            raise
+        return _with_fallback(native_chunk, video, frames, check_data, colorspace, fallback_decoder)
+    if isinstance(decoded, np.ndarray):
+        # One (T, H, W, C) array: the frames are views into it, not separate allocations.
+        return list(decoded[..., 0] if decoded.shape[3] == 1 else decoded)
+    return [a[:, :, 0] if a.shape[2] == 1 else a for a in decoded]
+
+
+def _user_decoded(native_chunk, video: int, frames, check_data: bool, decoder) -> list:
+    """Frames decoded by a user's callable, which receives the JPEG ``bytes``."""
+    return [decoder(bytes(v)) for v in native_chunk.frame_views(video, frames, check_data)]
+
+
+def _with_fallback(native_chunk, video: int, frames, check_data, colorspace, fallback) -> list:
+    """Frames decoded one at a time by the built-in decoder, and by ``fallback`` for those it
+    does not support (gray frames as HxW, like gulpio2)."""
+    if frames is None:
+        frames = list(range(native_chunk.frame_count(video)))
+    out = []
+    for k in frames:
+        try:
+            frame = native_chunk.decode(video, [k], check_data, colorspace, 1)[0]
+        except UnsupportedJpegError:
+            view = native_chunk.frame_views(video, [k], check_data)[0]
+            frame = np.asarray(fallback(bytes(view)))
+        out.append(frame[:, :, 0] if frame.ndim == 3 and frame.shape[2] == 1 else frame)
+    return out
+
+
+def _stack(frames: list, video_id: str) -> np.ndarray:
+    """Stack decoded frames as ``(T, H, W, C)``."""
+    frames = [np.asarray(f) for f in frames]
+    frames = [f[:, :, None] if f.ndim == 2 else f for f in frames]
+    if not frames:
+        return np.zeros((0, 0, 0, 3), np.uint8)
+    if any(f.shape != frames[0].shape for f in frames):
+        raise ValueError(
+            f"video {video_id!r} has frames of different sizes; use gd[id] for a list of frames"
+        )
+    return np.ascontiguousarray(np.stack(frames), dtype=np.uint8)
+
+
+def _threads(threads: int | None = None) -> int:
+    """Decode threads: the argument, else ``GULPIO_NUM_THREADS``, else 1 inside a PyTorch
+    DataLoader worker (workers already run in parallel), else 0 (= every usable core)."""
+    if threads is not None:
+        if threads < 0:
+            raise ValueError(f"threads must be >= 0, not {threads}")
+        return int(threads)
+    env = os.environ.get("GULPIO_NUM_THREADS")
+    if env:
+        try:
+            return max(0, int(env))
+        except ValueError:
+            raise ValueError(f"GULPIO_NUM_THREADS must be an integer, not {env!r}") from None
+    torch = sys.modules.get("torch")  # never import torch ourselves
+    if torch is not None:
+        get_worker_info = getattr(getattr(torch.utils, "data", None), "get_worker_info", None)
+        if get_worker_info is not None and get_worker_info() is not None:
+            return 1
+    return 0

@@ -1,0 +1,435 @@
+"""``GulpDirectory``: a dataset directory read through the Rust core, with gulpio2's API
+(lazy ``merged_meta_dict``, ``chunk_lookup``, ...) and the stacked, parallel ``read`` /
+``read_batch`` paths."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from glob import glob
+
+import numpy as np
+
+from . import _native
+from ._reading import (
+    _first_meta,
+    _id_str,
+    _read,
+    _selection,
+    _stack,
+    _threads,
+    _user_decoded,
+    _with_fallback,
+    extract_input_for_getitem,
+)
+from .chunk import GulpChunk
+from .errors import BrokenChunkWarning, UnsupportedJpegError
+
+
+class _MetaView(Mapping):
+    """gulpio2's ``{id: {'frame_info': [...], 'meta_data': [...]}}``, built per id on access
+    from the index instead of held as parsed JSON."""
+
+    def __init__(self, ids, resolve):
+        self._ids = ids
+        self._resolve = resolve
+
+    def __getitem__(self, id_):
+        chunk, video = self._resolve(_id_str(id_))
+        return OrderedDict(
+            [
+                ("frame_info", [list(fi) for fi in chunk.frame_info(video)]),
+                ("meta_data", json.loads(chunk.meta_data(video))),
+            ]
+        )
+
+    def __iter__(self):
+        return iter(self._ids())
+
+    def __len__(self):
+        return len(self._ids())
+
+    def __contains__(self, id_):
+        try:
+            self._resolve(_id_str(id_))
+        except KeyError:
+            return False
+        return True
+
+
+def _problem_text(problem: dict) -> str:
+    message = problem["message"]
+    return message if message.startswith(problem["path"]) else f"{problem['path']}: {message}"
+
+
+class GulpDirectory:
+    """A directory of gulp chunks, read through the Rust core.
+
+    Opening reads only the chunks' binary indexes (no JSON), so it takes milliseconds for
+    100,000 videos; chunks without an index (written by gulpio/gulpio2) are parsed once.
+
+    ``gd[id]``, ``gd[id, slice]``, ``gd[id, [0, 2]]``, ``gd[id, ndarray]`` and ``gd[id, 3]``
+    return ``(frames, meta)`` as gulpio2 does. Every frame's CRC32 is verified on read unless
+    ``check_data=False``. Chunks that cannot be read (a data file without meta, a damaged
+    ``.gmeta``) are reported as :class:`BrokenChunkWarning` and in :attr:`problems`; the rest
+    stays readable, unless ``strict=True``, which raises instead.
+
+    ``iter(gd)`` yields chunks (gulpio2's meaning); ``gd.keys()`` iterates video ids.
+
+    Decoding: the built-in decoder runs frames in parallel with the GIL released.
+    ``jpeg_decoder=callable`` (gulpio2's option) replaces it for every frame;
+    ``fallback_decoder=callable`` is used only for frames the built-in decoder does not support
+    (arithmetic coding, 12-bit). Both are called with the JPEG ``bytes``.
+    """
+
+    def __init__(
+        self,
+        output_dir,
+        jpeg_decoder=None,
+        *,
+        check_data: bool = True,
+        colorspace: str | None = None,
+        fallback_decoder=None,
+        strict: bool = False,
+    ):
+        self.output_dir = str(output_dir)
+        self.jpeg_decoder = jpeg_decoder
+        self.check_data = check_data
+        self.colorspace = colorspace
+        self.fallback_decoder = fallback_decoder
+        self._dir = _native.NativeDirectory(self.output_dir)
+        self._table = self._dir.chunk_table()
+        self._chunk_objs = None
+        self.problems = [
+            {"path": p, "message": m, "chunk_skipped": skipped}
+            for p, m, skipped in self._dir.problems()
+        ]
+        for problem in self.problems:
+            if strict:
+                from .errors import FormatError
+
+                err = FormatError(_problem_text(problem))
+                err.path = problem["path"]
+                raise err
+            warnings.warn(_problem_text(problem), BrokenChunkWarning, stacklevel=2)
+
+    # -- lookups -----------------------------------------------------------------------------
+    def _handle(self):
+        if self._dir is None:
+            raise ValueError(f"GulpDirectory {self.output_dir!r} is closed")
+        return self._dir
+
+    def _resolve(self, id_: str):
+        # KeyError for unknown ids; warns once if the chunk's index had to be ignored.
+        return self._handle().resolve(id_)
+
+    def _chunk(self, pos: int):
+        return self._handle().chunk(pos)
+
+    def __len__(self) -> int:
+        return len(self._handle())
+
+    def __contains__(self, id_) -> bool:
+        return self._handle().lookup(_id_str(id_)) is not None
+
+    def keys(self) -> list[str]:
+        """All video ids, chunk by chunk in chunk-number order."""
+        return self._handle().ids()
+
+    ids = property(keys, doc="All video ids (a list).")
+
+    def num_frames(self, id_) -> int:
+        """Number of frames of a video."""
+        chunk, video = self._resolve(_id_str(id_))
+        return chunk.frame_count(video)
+
+    def frame_shapes(self, id_) -> list[tuple[int, int, int]]:
+        """``(height, width, channels)`` per frame from the index (zeros for legacy chunks)."""
+        chunk, video = self._resolve(_id_str(id_))
+        return chunk.frame_shapes(video)
+
+    def meta(self, id_) -> dict:
+        """A video's metadata (``meta_data[0]``), without reading frames."""
+        chunk, video = self._resolve(_id_str(id_))
+        return _first_meta(chunk.meta_data(video))
+
+    def __getitem__(self, element):
+        id_, selection = extract_input_for_getitem(element)
+        chunk, video = self._resolve(id_)
+        frames = _read(
+            chunk,
+            video,
+            selection,
+            self.jpeg_decoder,
+            self.check_data,
+            self.colorspace,
+            self.fallback_decoder,
+        )
+        return frames, _first_meta(chunk.meta_data(video))
+
+    def read(
+        self,
+        id_,
+        frames=None,
+        *,
+        out: np.ndarray | None = None,
+        colorspace: str | None = None,
+        threads: int | None = None,
+    ) -> np.ndarray:
+        """Decode frames of one video into one ``(T, H, W, C)`` uint8 array.
+
+        ``frames`` is ``None`` (all), a slice, a list/array of indices or an int. ``C`` is 3
+        (RGB) unless every frame is grayscale (1); ``colorspace="RGB"`` or ``"GRAY"`` forces
+        it. ``out=`` decodes into a C-contiguous uint8 array of the right shape, without an
+        extra copy. Decoding runs on ``threads`` threads (default: ``GULPIO_NUM_THREADS``, 1 in
+        a DataLoader worker, else every usable core) with the GIL released. Frames of
+        different sizes raise ``ValueError`` (``gd[id]`` returns them as a list).
+        """
+        chunk, video = self._resolve(_id_str(id_))
+        selection = _selection(frames, chunk, video)
+        colorspace = colorspace or self.colorspace
+        if self.jpeg_decoder is None:
+            try:
+                return chunk.read(
+                    video, selection, self.check_data, colorspace, out, _threads(threads)
+                )
+            except UnsupportedJpegError:
+                if self.fallback_decoder is None:
+                    raise
+        stacked = _stack(self._decode_slowly(chunk, video, selection, colorspace), _id_str(id_))
+        if out is not None:
+            if out.shape != stacked.shape or out.dtype != np.uint8:
+                raise ValueError(f"out has shape {out.shape}, the frames need {stacked.shape}")
+            out[...] = stacked
+            return out
+        return stacked
+
+    def _decode_slowly(self, chunk, video: int, selection, colorspace) -> list:
+        """The frame-by-frame path: a user ``jpeg_decoder``, or the fallback decoder."""
+        if self.jpeg_decoder is not None:
+            return _user_decoded(chunk, video, selection, self.check_data, self.jpeg_decoder)
+        return _with_fallback(
+            chunk, video, selection, self.check_data, colorspace, self.fallback_decoder
+        )
+
+    def read_batch(
+        self,
+        ids,
+        frames=None,
+        *,
+        out: np.ndarray | None = None,
+        colorspace: str | None = None,
+        threads: int | None = None,
+    ):
+        """Decode several videos in one parallel pass (the training-loop path).
+
+        ``frames`` applies to every video, or is a list with one selection per video. Returns
+        one ``(N, T, H, W, C)`` array when all videos give the same frame count and size, else
+        a list of ``(T, H, W, C)`` arrays. ``out=`` reuses a ``(N, T, H, W, C)`` uint8 buffer
+        across batches (a fresh array of tens of MB costs page faults on every call).
+        """
+        ids = [_id_str(i) for i in ids]
+        per_video = (
+            isinstance(frames, (list, tuple))
+            and len(frames) == len(ids)
+            and all(f is None or isinstance(f, (slice, list, tuple, np.ndarray)) for f in frames)
+        )
+        items = []
+        for n, id_ in enumerate(ids):
+            chunk, video = self._resolve(id_)
+            sel = frames[n] if per_video else frames
+            items.append((chunk, video, _selection(sel, chunk, video)))
+        colorspace = colorspace or self.colorspace
+        if self.jpeg_decoder is None:
+            try:
+                return _native.read_batch(
+                    items, self.check_data, colorspace, _threads(threads), out
+                )
+            except UnsupportedJpegError:
+                if self.fallback_decoder is None:
+                    raise
+        videos = [_stack(self._decode_slowly(c, v, s, colorspace), c.id(v)) for c, v, s in items]
+        if videos and all(v.shape == videos[0].shape for v in videos):
+            return np.stack(videos, out=out) if out is not None else np.stack(videos)
+        if out is not None:
+            raise ValueError("out= needs every video to give the same number of frames")
+        return videos
+
+    def frame_bytes(self, id_, selection=None) -> list:
+        """Zero-copy read-only views (``memoryview``) of stored JPEG bytes, CRC-checked."""
+        chunk, video = self._resolve(_id_str(id_))
+        return chunk.frame_views(video, _selection(selection, chunk, video), self.check_data)
+
+    # -- gulpio2 attributes ------------------------------------------------------------------
+    @property
+    def num_chunks(self) -> int:
+        return len(self._table)
+
+    @property
+    def merged_meta_dict(self) -> Mapping:
+        """``{id: {'frame_info': [[loc, pad, length], ...], 'meta_data': [...]}}``, lazily."""
+        return _MetaView(self.keys, self._resolve)
+
+    @property
+    def all_meta_dicts(self) -> list[Mapping]:
+        """One lazy meta mapping per chunk, in chunk order."""
+        return [
+            _MetaView(
+                lambda pos=pos: self._chunk(pos).ids(),
+                lambda id_, pos=pos: self._chunk_resolve(pos, id_),
+            )
+            for pos in range(len(self._table))
+        ]
+
+    def _chunk_resolve(self, pos: int, id_: str):
+        chunk = self._chunk(pos)
+        video = chunk.lookup(id_)
+        if video is None:
+            raise KeyError(id_)
+        return chunk, video
+
+    @property
+    def chunk_lookup(self) -> Mapping:
+        """``{id: chunk number}``, lazily."""
+        gd = self
+
+        class _ChunkLookup(Mapping):
+            def __getitem__(self, id_):
+                d = gd._handle()
+                g = d.lookup(_id_str(id_))
+                if g is None:
+                    raise KeyError(id_)
+                return gd._table[d.location(g)[0]][0]
+
+            def __iter__(self):
+                return iter(gd.keys())
+
+            def __len__(self):
+                return len(gd)
+
+        return _ChunkLookup()
+
+    @property
+    def chunk_objs_lookup(self) -> OrderedDict:
+        """``OrderedDict(chunk number -> GulpChunk)`` in chunk order."""
+        if self._chunk_objs is None:
+            objs = OrderedDict()
+            for pos, (number, data, meta, _index, _first, _count) in enumerate(self._table):
+                objs[number] = _DirectoryChunk(self, pos, data, meta)
+            self._chunk_objs = objs
+        return self._chunk_objs
+
+    def chunks(self) -> Iterator[GulpChunk]:
+        """The existing chunks in chunk-number order (gulpio2 used file-name order)."""
+        return iter(self.chunk_objs_lookup.values())
+
+    def __iter__(self) -> Iterator[GulpChunk]:
+        return self.chunks()
+
+    def _existing_numbers(self) -> list[int]:
+        numbers = []
+        for pattern in ("data*.gulp", "meta*.gmeta"):
+            for path in glob(os.path.join(self.output_dir, pattern)):
+                found = re.findall(r"\d+", os.path.basename(path))
+                if found:
+                    numbers.append(int(found[0]))
+        return numbers
+
+    def _next_chunk_id(self) -> int:
+        numbers = self._existing_numbers()
+        return max(numbers) + 1 if numbers else 0
+
+    def _initialize_filenames(self, chunk_id):
+        return (
+            os.path.join(self.output_dir, f"data_{chunk_id}.gulp"),
+            os.path.join(self.output_dir, f"meta_{chunk_id}.gmeta"),
+        )
+
+    def _allocate_new_file_paths(self, total_new_chunks):
+        first = self._next_chunk_id()
+        return [self._initialize_filenames(i) for i in range(first, first + total_new_chunks)]
+
+    def new_chunks(self, total_new_chunks: int) -> Iterator[GulpChunk]:
+        """``total_new_chunks`` new chunks numbered after every existing one."""
+        for data, meta in self._allocate_new_file_paths(total_new_chunks):
+            yield GulpChunk(data, meta, jpeg_decoder=self.jpeg_decoder)
+
+    def _load_label_dict(self):
+        with open(os.path.join(self.output_dir, "label2idx.json")) as f:
+            return json.load(f)
+
+    def write_indexes(self) -> int:
+        """Write the checksummed index of every chunk that lacks a valid one (legacy data).
+
+        ``.gulp`` and ``.gmeta`` files are not modified. Returns how many chunks were indexed;
+        reopen the directory to read through the new indexes.
+        """
+        written = 0
+        for pos, (_number, data, meta, _index, _first, _count) in enumerate(self._table):
+            if not self._chunk(pos).indexed:
+                _native.write_index(data, meta)
+                written += 1
+        return written
+
+    # -- lifetime ----------------------------------------------------------------------------
+    def __getstate__(self):
+        # Pickles as its path and options (small, e.g. for DataLoader workers under spawn);
+        # the unpickled copy reopens the directory and maps the files itself.
+        return {
+            "output_dir": self.output_dir,
+            "jpeg_decoder": self.jpeg_decoder,
+            "check_data": self.check_data,
+            "colorspace": self.colorspace,
+            "fallback_decoder": self.fallback_decoder,
+        }
+
+    def __setstate__(self, state):
+        with warnings.catch_warnings():
+            # Problems were reported when the original was opened.
+            warnings.simplefilter("ignore", BrokenChunkWarning)
+            self.__init__(
+                state["output_dir"],
+                state["jpeg_decoder"],
+                check_data=state["check_data"],
+                colorspace=state["colorspace"],
+                fallback_decoder=state["fallback_decoder"],
+            )
+
+    def close(self) -> None:
+        """Release the directory (mappings stay alive while frame views still use them)."""
+        self._dir = None
+        self._chunk_objs = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"GulpDirectory({self.output_dir!r})"
+
+
+class _DirectoryChunk(GulpChunk):
+    """A chunk handed out by a GulpDirectory: shares the directory's open reader."""
+
+    def __init__(self, directory: GulpDirectory, pos: int, data: str, meta: str):
+        super().__init__(
+            data,
+            meta,
+            jpeg_decoder=directory.jpeg_decoder,
+            check_data=directory.check_data,
+            colorspace=directory.colorspace,
+            fallback_decoder=directory.fallback_decoder,
+        )
+        self._directory = directory
+        self._pos = pos
+
+    def _native(self):
+        if self._reader is None:
+            self._reader = self._directory._chunk(self._pos)
+        return self._reader
