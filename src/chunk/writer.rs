@@ -226,13 +226,7 @@ impl ChunkWriter {
         let out = self.out.as_mut().ok_or_else(|| closed(&path))?;
         out.flush().at(&path)?;
         out.get_ref().sync_data().at(&path)?;
-        if !self.data_published {
-            std::fs::rename(&self.data_path, &self.paths.data).at(&self.paths.data)?;
-            self.data_path = self.paths.data.clone();
-            self.data_published = true;
-        }
         let meta = self.meta_text();
-        write_atomically(&self.paths.meta, &meta)?;
         let mut builder = IndexBuilder::new();
         for e in &self.entries {
             builder
@@ -245,7 +239,31 @@ impl ChunkWriter {
             meta.len() as u64,
             crc32fast::hash(&meta),
         );
-        write_atomically(&self.paths.index, &index)?;
+        // Everything is written and fsynced under temporary names first, so the renames that
+        // publish it follow each other immediately: a crash can fall between two renames, but
+        // the window is microseconds, not the time of an fsync.
+        let meta_tmp = write_temp(&self.paths.meta, &meta)?;
+        let index_tmp = match write_temp(&self.paths.index, &index) {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = std::fs::remove_file(&meta_tmp);
+                return Err(e);
+            }
+        };
+        let renamed = (|| {
+            if !self.data_published {
+                std::fs::rename(&self.data_path, &self.paths.data).at(&self.paths.data)?;
+                self.data_path = self.paths.data.clone();
+                self.data_published = true;
+            }
+            std::fs::rename(&meta_tmp, &self.paths.meta).at(&self.paths.meta)?;
+            std::fs::rename(&index_tmp, &self.paths.index).at(&self.paths.index)
+        })();
+        if let Err(e) = renamed {
+            let _ = std::fs::remove_file(&meta_tmp);
+            let _ = std::fs::remove_file(&index_tmp);
+            return Err(e);
+        }
         sync_dir(&self.paths.index)?;
         self.published_len = self.data_len;
         Ok(())
@@ -291,19 +309,29 @@ fn closed(path: &Path) -> Error {
     Error::InvalidArgument(format!("{}: writer is closed", path.display()))
 }
 
-/// Writes `bytes` to a temporary file beside `target`, fsyncs it and renames it over `target`.
-pub fn write_atomically(target: &Path, bytes: &[u8]) -> Result<()> {
+/// Writes `bytes` to a new temporary file beside `target` and fsyncs it; returns its path.
+fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
     let tmp = temp_for(target);
     let result = (|| {
         let mut f = File::create(&tmp).at(&tmp)?;
         f.write_all(bytes).at(&tmp)?;
-        f.sync_all().at(&tmp)?;
-        std::fs::rename(&tmp, target).at(target)
+        f.sync_all().at(&tmp)
     })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    match result {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
-    result
+}
+
+/// Writes `bytes` to a temporary file beside `target`, fsyncs it and renames it over `target`.
+pub fn write_atomically(target: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = write_temp(target, bytes)?;
+    std::fs::rename(&tmp, target).at(target).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
 }
 
 fn sync_dir(file_in_dir: &Path) -> Result<()> {

@@ -53,7 +53,11 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
         gd = GulpDirectory(directory)
     if gd.num_chunks == 0 and not gd.problems:
         raise GulpError(f"{directory}: not a gulp directory (no data*.gulp / meta*.gmeta)")
-    problems = [_problem(p["path"], "chunk", p["message"]) for p in gd.problems]
+    # A skipped chunk is unreadable; otherwise only its index was ignored.
+    problems = [
+        _problem(p["path"], "chunk" if p["chunk_skipped"] else "index", p["message"])
+        for p in gd.problems
+    ]
     totals = {"videos": 0, "frames": 0, "bytes": 0, "legacy_chunks": 0}
     table = gd._handle().chunk_table()
     rows = table
