@@ -12,9 +12,9 @@ import sys
 
 from .. import __version__
 from ..errors import GulpError
-from . import check, demo, index, info, show
+from . import check, demo, index, info, repair, show
 
-COMMANDS = [demo, check, info, index, show]
+COMMANDS = [demo, check, info, index, repair, show]
 
 
 def build_parser() -> argparse.ArgumentParser:
