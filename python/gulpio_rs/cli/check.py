@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 import warnings
 
 from ..errors import BrokenChunkWarning, GulpError
+from ._common import open_directory
 
 EPILOG = """examples:
   gulpio check /data/gulps              CRC of every frame, one line per problem
@@ -43,16 +43,8 @@ def _problem(path, kind, message, video_id=None, frame=None) -> dict:
 
 def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: bool = False):
     """The check as data: a report dict (see ``--json``)."""
-    from ..fileio import GulpDirectory
-
-    if not os.path.isdir(directory):
-        raise GulpError(f"{directory}: no such directory")
     start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", BrokenChunkWarning)  # reported below instead
-        gd = GulpDirectory(directory)
-    if gd.num_chunks == 0 and not gd.problems:
-        raise GulpError(f"{directory}: not a gulp directory (no data*.gulp / meta*.gmeta)")
+    gd = open_directory(directory, quiet=True)  # problems are reported below instead
     # A skipped chunk is unreadable; otherwise only its index was ignored.
     problems = [
         _problem(p["path"], "chunk" if p["chunk_skipped"] else "index", p["message"])

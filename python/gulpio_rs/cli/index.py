@@ -4,9 +4,8 @@ touching their ``.gulp`` and ``.gmeta`` files."""
 from __future__ import annotations
 
 import argparse
-import os
 
-from ..errors import GulpError
+from ._common import open_directory
 
 EPILOG = """examples:
   gulpio index /data/something_something_gulps
@@ -25,13 +24,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..fileio import GulpDirectory
-
-    if not os.path.isdir(args.directory):
-        raise GulpError(f"{args.directory}: no such directory")
-    gd = GulpDirectory(args.directory)
-    if gd.num_chunks == 0:
-        raise GulpError(f"{args.directory}: not a gulp directory (no data*.gulp / meta*.gmeta)")
+    gd = open_directory(args.directory)
     written = gd.write_indexes()
     print(f"{args.directory}: wrote {written} index file(s); {gd.num_chunks} chunk(s) in all")
     return 0

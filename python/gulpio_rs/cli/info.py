@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import warnings
 from collections import Counter
 
-from ..errors import BrokenChunkWarning, GulpError
+from ._common import open_directory
 
 EPILOG = """examples:
   gulpio info /data/gulps
@@ -32,15 +31,7 @@ def add_parser(sub) -> None:
 
 def describe(directory: str, label_field: str = "label") -> dict:
     """The summary as data (see ``--json``)."""
-    from ..fileio import GulpDirectory
-
-    if not os.path.isdir(directory):
-        raise GulpError(f"{directory}: no such directory")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", BrokenChunkWarning)
-        gd = GulpDirectory(directory)
-    if gd.num_chunks == 0 and not gd.problems:
-        raise GulpError(f"{directory}: not a gulp directory (no data*.gulp / meta*.gmeta)")
+    gd = open_directory(directory, quiet=True)
     sizes: Counter = Counter()
     channels: Counter = Counter()
     labels: Counter = Counter()

@@ -4,9 +4,9 @@ to look at stored data instead of reading numbers."""
 from __future__ import annotations
 
 import argparse
-import os
 
 from ..errors import GulpError
+from ._common import open_directory
 
 DEFAULT_MAX_FRAMES = 24
 
@@ -111,13 +111,8 @@ def select_frames(spec: slice | list[int] | None, num_frames: int, video_id: str
 
 def run(args: argparse.Namespace) -> int:
     from ..contact_sheet import contact_sheet
-    from ..fileio import GulpDirectory
 
-    if not os.path.isdir(args.directory):
-        raise GulpError(f"{args.directory}: no such directory")
-    gd = GulpDirectory(args.directory)
-    if gd.num_chunks == 0:
-        raise GulpError(f"{args.directory}: not a gulp directory (no data*.gulp / meta*.gmeta)")
+    gd = open_directory(args.directory)
     if args.id not in gd:
         raise GulpError(f"unknown video id {args.id!r}")
     num_frames = gd.num_frames(args.id)

@@ -1,0 +1,27 @@
+"""What every subcommand needs: open a dataset directory, or say in one line why not."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+from ..errors import BrokenChunkWarning, GulpError
+
+
+def open_directory(directory: str, *, quiet: bool = False):
+    """A ``GulpDirectory`` for ``directory``; GulpError if it is missing or holds no chunks.
+
+    With ``quiet``, broken-chunk warnings are suppressed (the caller reports
+    ``gd.problems`` itself).
+    """
+    from ..directory import GulpDirectory
+
+    if not os.path.isdir(directory):
+        raise GulpError(f"{directory}: no such directory")
+    with warnings.catch_warnings():
+        if quiet:
+            warnings.simplefilter("ignore", BrokenChunkWarning)
+        gd = GulpDirectory(directory)
+    if gd.num_chunks == 0 and not gd.problems:
+        raise GulpError(f"{directory}: not a gulp directory (no data*.gulp / meta*.gmeta)")
+    return gd
