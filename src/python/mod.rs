@@ -8,7 +8,9 @@ use std::os::raw::c_void;
 use std::sync::{Arc, OnceLock};
 
 use numpy::ndarray::IxDyn;
-use numpy::{PyArray3, PyArray4, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{
+    PyArray3, PyArray4, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice};
@@ -334,7 +336,7 @@ impl Chunk {
         let (h, w, c) = uniform_shape(&self.inner, video, &jobs)?;
         let arr = match out {
             Some(arr) => {
-                check_out(&arr, [jobs.len(), h, w, c])?;
+                check_out(arr.as_untyped(), &[jobs.len(), h, w, c])?;
                 arr
             }
             None => new_array(py, [jobs.len(), h, w, c]),
@@ -390,7 +392,8 @@ fn array_slice<'a, 'py>(arr: &'a Bound<'py, PyArray4<u8>>) -> PyResult<&'a mut [
         .map_err(|_| PyValueError::new_err("out must be a C-contiguous, writeable uint8 array"))
 }
 
-fn check_out(arr: &Bound<'_, PyArray4<u8>>, dims: [usize; 4]) -> PyResult<()> {
+/// `out=` must have exactly the shape the frames need and be C-contiguous and writeable.
+fn check_out(arr: &Bound<'_, PyUntypedArray>, dims: &[usize]) -> PyResult<()> {
     if arr.shape() != dims {
         return Err(PyValueError::new_err(format!(
             "out has shape {:?}, the frames need {:?}",
@@ -716,14 +719,7 @@ fn read_batch<'py>(
         let dims = [plans.len(), t, h, w, c];
         let arr = match out {
             Some(arr) => {
-                let writeable: bool = arr.getattr("flags")?.getattr("writeable")?.extract()?;
-                if arr.shape() != dims || !arr.is_c_contiguous() || !writeable {
-                    return Err(PyValueError::new_err(format!(
-                        "out must be a C-contiguous, writeable uint8 array of shape {dims:?}, \
-                         not {:?}",
-                        arr.shape()
-                    )));
-                }
+                check_out(arr.as_untyped(), &dims)?;
                 arr
             }
             // SAFETY: every byte is written by the decoder before the array is returned.
