@@ -8,6 +8,7 @@ pub mod error;
 pub mod format;
 pub mod jpeg;
 pub mod pool;
+pub mod resize;
 pub mod verify;
 
 #[cfg(feature = "python")]

@@ -813,7 +813,10 @@ def test_gulpio_rs_ingestor_read_by_gulpio2(tmp_path, make_frame, num_workers):
         videos = ingest_videos(make_frame, prefix=prefix, count=7, seed=seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "no frames" warnings (maybe in workers)
-            gulpio_rs.GulpIngestor(RsListAdapter(videos), tmp_path, 3, num_workers)()
+            # 4:4:4 is gulpio2's subsampling; gulpio-rs defaults to 4:2:0 (docs/COMPATIBILITY.md)
+            gulpio_rs.GulpIngestor(
+                RsListAdapter(videos), tmp_path, 3, num_workers, subsampling="4:4:4"
+            )()
         record(expected, [(v["id"], v["meta"], v["frames"]) for v in videos if v["frames"]])
     assert sorted(p.name for p in tmp_path.glob("*.gulp")) == sorted(
         f"data_{k}.gulp" for k in range(6)
@@ -872,7 +875,9 @@ def test_gulpio2_and_gulpio_rs_ingestors_write_identical_files(tmp_path, make_fr
     gulpio2.fileio.GulpIngestor(G2ListAdapter(videos), str(tmp_path / "g2"), 3, 1)()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        gulpio_rs.GulpIngestor(RsListAdapter(videos), tmp_path / "rs", 3, num_workers)()
+        gulpio_rs.GulpIngestor(
+            RsListAdapter(videos), tmp_path / "rs", 3, num_workers, subsampling="4:4:4"
+        )()
     theirs = gulp_files(tmp_path / "g2")
     ours = gulp_files(tmp_path / "rs")
     assert sorted(ours) == sorted(theirs)

@@ -1,14 +1,53 @@
-"""gulpio2's ingestion classes: ``ChunkWriter`` writes one adapter slice into one chunk;
-``GulpIngestor`` spreads chunks over worker processes."""
+"""Ingestion: gulpio2's ``ChunkWriter`` and ``GulpIngestor``, made parallel, resumable and
+shardable.
+
+A run cuts the adapter into slices of ``videos_per_chunk`` items; slice ``i`` always becomes
+chunk ``first_chunk + i``. ``first_chunk`` is fixed once per run in a small plan file under
+``<output>/.gulpio-ingest/`` (created atomically, so every shard of a job array agrees on it),
+which is what makes both restarts and sharding work:
+
+- restart: a slice whose chunk is already published is not written again; an interrupted
+  chunk was never published (the writer publishes atomically), so it is simply redone;
+- shards: shard ``s`` of ``n`` writes the slices with ``i % n == s``, so chunk names of
+  different shards cannot collide and together they cover the adapter exactly once.
+
+See docs/INGEST.md for the details and the guarantees.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import pickle
+import queue
+import re
+import sys
+import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
 
+from . import _native
+from ._frames import EncodeOptions, FrameEncoder
+from ._reading import _id_str
 from .chunk import GulpChunk
 from .directory import GulpDirectory
+from .errors import GulpError, GulpWarning
+
+STATE_DIR = ".gulpio-ingest"
+_TMP = re.compile(r"^\.gulpio-tmp\..*\.(\d+)-\d+$")
+_DATA = re.compile(r"^data_(\d+)\.gulp$")
+
+
+class IngestError(GulpError):
+    """A video could not be ingested and ``strict=True`` was asked for (or the run cannot
+    start). The message names the video id and the reason."""
+
+
+class IngestWarning(GulpWarning):
+    """Some videos were skipped; the report lists them."""
 
 
 def calculate_chunk_slices(items_per_chunk: int, num_items: int) -> list[slice]:
@@ -20,51 +59,543 @@ def calculate_chunk_slices(items_per_chunk: int, num_items: int) -> list[slice]:
     ]
 
 
-class ChunkWriter:
-    """Writes the videos of one adapter slice into one chunk (gulpio2's ``ChunkWriter``)."""
+# ------------------------------------------------------------------------------------------
+# results
+# ------------------------------------------------------------------------------------------
+@dataclass
+class ChunkResult:
+    """What writing one chunk did."""
 
-    def __init__(self, adapter):
+    chunk: int
+    videos: int = 0
+    frames: int = 0
+    bytes: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    resumed: bool = False
+
+
+@dataclass
+class IngestReport:
+    """The outcome of a run: totals over every chunk this shard owns (also those finished by an
+    earlier, interrupted run), and each video that was skipped with the reason."""
+
+    output_folder: str
+    videos: int = 0
+    frames: int = 0
+    bytes: int = 0
+    chunks_written: int = 0
+    chunks_resumed: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def add(self, r: ChunkResult) -> None:
+        self.videos += r.videos
+        self.frames += r.frames
+        self.bytes += r.bytes
+        self.failures.extend(r.failures)
+        if r.resumed:
+            self.chunks_resumed += 1
+        else:
+            self.chunks_written += 1
+
+    @property
+    def failed_ids(self) -> list[str]:
+        return [id_ for id_, _ in self.failures]
+
+    def __iter__(self):
+        # gulpio-rs 0.1 returned the skipped ids; keep `for id in ingestor()` working.
+        return iter(self.failed_ids)
+
+    def summary(self) -> str:
+        """A few lines for a terminal: totals, then every failed video and why."""
+        rate = f", {self.frames / self.seconds:,.0f} frames/s" if self.seconds > 0 else ""
+        lines = [
+            f"{self.videos:,} videos, {self.frames:,} frames, {self.bytes / 1e6:,.1f} MB in "
+            f"{self.chunks_written} new chunks ({self.chunks_resumed} already done) "
+            f"in {self.seconds:.1f} s{rate} -> {self.output_folder}"
+        ]
+        if self.failures:
+            lines.append(f"{len(self.failures)} videos skipped:")
+            lines += [f"  {id_}: {reason}" for id_, reason in self.failures]
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------
+# writing one chunk
+# ------------------------------------------------------------------------------------------
+def _fail(result: ChunkResult, id_: str, reason: str, strict: bool) -> None:
+    if strict:
+        raise IngestError(f"video {id_!r}: {reason}")
+    result.failures.append((id_, reason))
+
+
+def write_chunk(
+    adapter,
+    output_chunk: GulpChunk,
+    input_slice: slice,
+    *,
+    encoder: FrameEncoder,
+    number: int = -1,
+    strict: bool = False,
+    existing_ids: Callable[[str], str | None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ChunkResult:
+    """Writes the videos of ``adapter.iter_data(input_slice)`` into ``output_chunk`` and
+    publishes it atomically. A video that cannot be written (an adapter ``'error'``, no frames,
+    a frame that does not decode, a duplicate id) is skipped and reported, or raises
+    :class:`IngestError` under ``strict``, in which case nothing of the chunk is published.
+    """
+    result = ChunkResult(chunk=number)
+    seen: set[str] = set()
+    with output_chunk.open("wb"):
+        for video in adapter.iter_data(input_slice):
+            id_ = _id_str(video.get("id"))
+            if video.get("error"):
+                _fail(result, id_, str(video["error"]), strict)
+            elif id_ in seen:
+                _fail(result, id_, "duplicate id in this chunk", strict)
+            elif existing_ids is not None and (where := existing_ids(id_)) is not None:
+                _fail(result, id_, f"id already in the dataset ({where})", strict)
+            else:
+                frames = video.get("frames")
+                if frames is None or len(frames) == 0:
+                    _fail(result, id_, "no frames", strict)
+                else:
+                    try:
+                        jpegs = encoder.encode(frames, video.get("size"))
+                    except (GulpError, ValueError, OSError) as e:
+                        _fail(result, id_, str(e), strict)
+                    else:
+                        output_chunk._writer.append(id_, json.dumps(video.get("meta", {})), jpegs)
+                        seen.add(id_)
+                        result.videos += 1
+                        result.frames += len(jpegs)
+                        result.bytes += sum(len(j) for j in jpegs)
+                        if progress is not None:
+                            progress(1, len(jpegs))
+                        continue
+            if progress is not None:
+                progress(1, 0)
+    return result
+
+
+class ChunkWriter:
+    """Writes the videos of one adapter slice into one chunk (gulpio2's ``ChunkWriter``).
+
+    Frames are stored as gulpio2 stores them (q90 4:4:4 for arrays) unless ``options`` says
+    otherwise. Returns the ids that were skipped.
+    """
+
+    def __init__(self, adapter, options: EncodeOptions | None = None):
         self.adapter = adapter
+        self.options = options or EncodeOptions(subsampling="4:4:4")
         self.skipped: list[str] = []
 
     def write_chunk(self, output_chunk: GulpChunk, input_slice):
-        with output_chunk.open("wb"):
-            for video in self.adapter.iter_data(input_slice):
-                id_ = video["id"]
-                meta_data = video["meta"]
-                frames = video["frames"]
-                if len(frames) > 0:
-                    output_chunk.append(id_, meta_data, frames)
-                else:
-                    self.skipped.append(str(id_))
-                    warnings.warn(f"Failed to write video with id: {id_}; no frames", stacklevel=2)
+        with FrameEncoder(self.options) as encoder:
+            r = write_chunk(self.adapter, output_chunk, input_slice, encoder=encoder)
+        for id_, reason in r.failures:
+            warnings.warn(f"Failed to write video with id: {id_}; {reason}", stacklevel=2)
+        self.skipped.extend(id_ for id_, _ in r.failures)
         return self.skipped
 
 
-class GulpIngestor:
-    """Gulps an adapter into ``output_folder`` with ``num_workers`` processes, one chunk of
-    ``videos_per_chunk`` videos per task (gulpio2's ``GulpIngestor``). New chunks are numbered
-    after the existing ones, so running it again on a new adapter extends the dataset."""
+# ------------------------------------------------------------------------------------------
+# the run plan
+# ------------------------------------------------------------------------------------------
+def _fingerprint(adapter) -> str:
+    """Identifies the adapter's content, so a restart is recognised and a different dataset of
+    the same size is not mistaken for one."""
+    fp = getattr(adapter, "fingerprint", None)
+    if callable(fp):
+        return str(fp())
+    try:
+        return hashlib.sha256(pickle.dumps(adapter, protocol=4)).hexdigest()
+    except Exception:  # noqa: BLE001 - any pickling failure means "cannot fingerprint"
+        return f"{type(adapter).__module__}.{type(adapter).__qualname__}"
 
-    def __init__(self, adapter, output_folder, videos_per_chunk, num_workers):
+
+def _chunk_numbers(folder: str) -> list[int]:
+    numbers = []
+    for name in os.listdir(folder):
+        m = re.match(r"^(?:data|meta)_(\d+)\.(?:gulp|gmeta|gidx)$", name)
+        if m:
+            numbers.append(int(m.group(1)))
+    return numbers
+
+
+def _plans(folder: str) -> list[dict]:
+    state = os.path.join(folder, STATE_DIR)
+    plans = []
+    if os.path.isdir(state):
+        for name in sorted(os.listdir(state)):
+            if name.endswith(".json") and name.startswith("run-"):
+                try:
+                    with open(os.path.join(state, name)) as f:
+                        plans.append(json.load(f))
+                except (OSError, ValueError):
+                    continue
+    return plans
+
+
+def _write_json_atomically(path: str, obj, *, exclusive: bool = False) -> bool:
+    """Writes ``obj`` to ``path`` via a fsynced temporary file. With ``exclusive`` the file is
+    only created if it does not exist yet (``link`` fails atomically if it does) and the return
+    value says whether this call created it."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    try:
+        if exclusive:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+        else:
+            os.replace(tmp, path)
+            return True
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return True
+
+
+def _plan(folder: str, key: dict, num_slices: int) -> dict:
+    """The run's plan: created by whichever shard gets there first, read by the others."""
+    run_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    state = os.path.join(folder, STATE_DIR)
+    os.makedirs(state, exist_ok=True)
+    path = os.path.join(state, f"run-{run_id}.json")
+    if not os.path.exists(path):
+        taken = _chunk_numbers(folder)
+        for p in _plans(folder):
+            taken.append(p["first_chunk"] + p["num_slices"] - 1)
+        plan = {
+            "run": run_id,
+            "first_chunk": max(taken) + 1 if taken else 0,
+            "num_slices": num_slices,
+            **key,
+        }
+        _write_json_atomically(path, plan, exclusive=True)
+    with open(path) as f:
+        plan = json.load(f)
+    if plan.get("num_slices") != num_slices:
+        raise IngestError(
+            f"{path}: the plan is for {plan.get('num_slices')} chunks, not {num_slices}"
+        )
+    return plan
+
+
+def _chunk_done(folder: str, number: int) -> ChunkResult | None:
+    """The result recorded for a finished chunk, or ``None`` if it must be (re)written."""
+    record = os.path.join(folder, STATE_DIR, f"chunk-{number}.json")
+    data = os.path.join(folder, f"data_{number}.gulp")
+    meta = os.path.join(folder, f"meta_{number}.gmeta")
+    try:
+        with open(record) as f:
+            r = ChunkResult(**json.load(f))
+    except (OSError, ValueError, TypeError):
+        r = None
+    if not (os.path.exists(data) and os.path.exists(meta)):
+        return None
+    try:
+        native, problem = _native.Chunk.open(data, meta)
+    except (GulpError, OSError, ValueError):
+        return None
+    if problem or not native.indexed():
+        return None  # published but not indexed: a crash inside the publication
+    if r is None:  # crashed between publishing and recording: count from the chunk itself
+        r = ChunkResult(chunk=number, videos=len(native.ids()))
+        r.frames = sum(native.frame_count(v) for v in range(r.videos))
+        r.bytes = native.published_len()
+    r.resumed = True
+    return r
+
+
+def _remove_dead_temporaries(folder: str) -> None:
+    """Temporaries of writers that died (kill -9, machine loss); live writers' are kept."""
+    for name in os.listdir(folder):
+        m = _TMP.match(name)
+        if m and not _pid_alive(int(m.group(1))):
+            try:
+                os.unlink(os.path.join(folder, name))
+            except FileNotFoundError:
+                pass
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+# ------------------------------------------------------------------------------------------
+# worker side
+# ------------------------------------------------------------------------------------------
+class _Worker:
+    """Per-process state: the adapter (unpickled once, not once per chunk), an encoder with
+    its threads, and the ids already in the dataset outside this run's chunks."""
+
+    def __init__(self, adapter, folder, options, strict, run_range, events):
+        self.adapter = adapter
+        self.folder = folder
+        self.encoder = FrameEncoder(options)
+        self.strict = strict
+        self.run_range = run_range
+        self.events = events
+        self._existing: dict[str, str] | None = None
+
+    def existing(self, id_: str) -> str | None:
+        if self._existing is None:
+            self._existing = {}
+            first, end = self.run_range
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                gd = GulpDirectory(self.folder)
+                for chunk in gd.chunks():
+                    m = _DATA.match(os.path.basename(chunk.data_file_path))
+                    if m and first <= int(m.group(1)) < end:
+                        continue
+                    for k in chunk.keys():
+                        self._existing[k] = os.path.basename(chunk.data_file_path)
+                gd.close()
+        return self._existing.get(id_)
+
+    def run(self, number: int, input_slice: slice) -> ChunkResult:
+        data = os.path.join(self.folder, f"data_{number}.gulp")
+        meta = os.path.join(self.folder, f"meta_{number}.gmeta")
+        chunk = GulpChunk(data, meta)
+        events = self.events
+
+        def progress(videos: int, frames: int) -> None:
+            if events is not None:
+                events.put((videos, frames))
+
+        r = write_chunk(
+            self.adapter,
+            chunk,
+            input_slice,
+            encoder=self.encoder,
+            number=number,
+            strict=self.strict,
+            existing_ids=self.existing,
+            progress=progress,
+        )
+        _write_json_atomically(
+            os.path.join(self.folder, STATE_DIR, f"chunk-{number}.json"), asdict(r)
+        )
+        return r
+
+
+_WORKER: _Worker | None = None
+
+
+def _init_worker(*args) -> None:
+    global _WORKER
+    _WORKER = _Worker(*args)
+
+
+def _run_in_worker(number: int, input_slice: slice) -> ChunkResult:
+    assert _WORKER is not None
+    return _WORKER.run(number, input_slice)
+
+
+# ------------------------------------------------------------------------------------------
+# the ingestor
+# ------------------------------------------------------------------------------------------
+class GulpIngestor:
+    """Gulps an adapter into ``output_folder`` (gulpio2's ``GulpIngestor``, same arguments).
+
+    ``num_workers`` processes write one chunk of ``videos_per_chunk`` videos at a time, each
+    resizing and encoding with ``cores // num_workers`` threads. New chunks are numbered after
+    the existing ones, so a new adapter extends the dataset.
+
+    Beyond gulpio2:
+
+    - ``quality`` / ``subsampling``: how arrays are encoded (default q90 4:2:0; gulpio2 wrote
+      4:4:4, about 15% larger and 25% slower to read). JPEG inputs are stored unchanged.
+    - Failures (adapter errors, no frames, undecodable frames, ids already present) skip the
+      video and appear in the returned :class:`IngestReport`; ``strict=True`` stops instead,
+      and publishes nothing of the chunk in progress.
+    - Restart: running the same ingest again (same adapter content, ``videos_per_chunk`` and
+      ``num_shards``) finishes an interrupted run without redoing finished chunks.
+    - ``shard_index`` / ``num_shards``: independent processes or machines gulp disjoint parts
+      of one adapter into one shared directory.
+    - ``progress``: a tqdm bar with videos/s, frames/s and an ETA (on by default when stderr is
+      a terminal).
+    """
+
+    def __init__(
+        self,
+        adapter,
+        output_folder,
+        videos_per_chunk,
+        num_workers,
+        *,
+        quality: int = 90,
+        subsampling: str = "4:2:0",
+        strict: bool = False,
+        shard_index: int = 0,
+        num_shards: int = 1,
+        threads: int | None = None,
+        progress: bool | None = None,
+    ):
         assert int(num_workers) > 0
         self.adapter = adapter
-        self.output_folder = str(output_folder)
+        self.output_folder = os.fspath(output_folder)
         self.videos_per_chunk = int(videos_per_chunk)
         self.num_workers = int(num_workers)
+        if self.videos_per_chunk < 1:
+            raise ValueError(f"videos_per_chunk must be >= 1, not {videos_per_chunk}")
+        if not 0 <= int(shard_index) < int(num_shards):
+            raise ValueError(f"need 0 <= shard_index < num_shards, got {shard_index}/{num_shards}")
+        self.shard_index, self.num_shards = int(shard_index), int(num_shards)
+        self.strict = bool(strict)
+        if threads is None:
+            threads = max(1, _native_threads() // self.num_workers)
+        self.options = EncodeOptions(int(quality), subsampling, int(threads))
+        self.progress = sys.stderr.isatty() if progress is None else bool(progress)
 
-    def __call__(self):
-        os.makedirs(self.output_folder, exist_ok=True)
-        chunk_slices = calculate_chunk_slices(self.videos_per_chunk, len(self.adapter))
-        gulp_directory = GulpDirectory(self.output_folder)
-        new_chunks = list(gulp_directory.new_chunks(len(chunk_slices)))
-        chunk_writer = ChunkWriter(self.adapter)
-        if self.num_workers == 1:
-            results = [
-                chunk_writer.write_chunk(c, s)
-                for c, s in zip(new_chunks, chunk_slices, strict=True)
-            ]
-        else:
-            with ProcessPoolExecutor(max_workers=self.num_workers) as executor:
-                results = list(executor.map(chunk_writer.write_chunk, new_chunks, chunk_slices))
-        return [id_ for skipped in results for id_ in skipped]
+    def __call__(self) -> IngestReport:
+        t0 = time.perf_counter()
+        folder = self.output_folder
+        os.makedirs(folder, exist_ok=True)
+        slices = calculate_chunk_slices(self.videos_per_chunk, len(self.adapter))
+        key = {
+            "adapter": f"{type(self.adapter).__module__}.{type(self.adapter).__qualname__}",
+            "fingerprint": _fingerprint(self.adapter),
+            "items": len(self.adapter),
+            "videos_per_chunk": self.videos_per_chunk,
+            "num_shards": self.num_shards,
+        }
+        plan = _plan(folder, key, len(slices))
+        first = plan["first_chunk"]
+        _remove_dead_temporaries(folder)
+
+        report = IngestReport(output_folder=folder)
+        todo = []
+        for i, s in enumerate(slices):
+            if i % self.num_shards != self.shard_index:
+                continue
+            done = _chunk_done(folder, first + i)
+            if done is not None:
+                report.add(done)
+            else:
+                todo.append((first + i, s))
+
+        total = sum(s.stop - s.start for _, s in todo)
+        with _Progress(total, self.progress) as bar:
+            args = (self.adapter, folder, self.options, self.strict, (first, first + len(slices)))
+            if self.num_workers == 1:
+                worker = _Worker(*args, _Callback(bar.update))
+                try:
+                    for number, s in todo:
+                        report.add(worker.run(number, s))
+                finally:
+                    worker.encoder.close()
+            else:
+                self._run_pool(args, todo, report, bar)
+        report.seconds = time.perf_counter() - t0
+        if report.failures:
+            warnings.warn(
+                f"{len(report.failures)} videos were skipped (see the report): "
+                + "; ".join(f"{i}: {r}" for i, r in report.failures[:5])
+                + (" ..." if len(report.failures) > 5 else ""),
+                IngestWarning,
+                stacklevel=2,
+            )
+        return report
+
+    def _run_pool(self, args, todo, report: IngestReport, bar) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context()
+        events = ctx.Queue()
+        with ProcessPoolExecutor(
+            max_workers=self.num_workers,
+            mp_context=ctx,
+            initializer=_init_worker,
+            initargs=(*args, events),
+        ) as ex:
+            pending = {ex.submit(_run_in_worker, n, s) for n, s in todo}
+            try:
+                while pending:
+                    done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                    _drain(events, bar)
+                    for fut in done:
+                        report.add(fut.result())
+                _drain(events, bar)
+            except BaseException:
+                for fut in pending:
+                    fut.cancel()
+                raise
+
+
+class _Callback:
+    """Stands in for the worker's event queue when everything runs in this process."""
+
+    def __init__(self, fn):
+        self.put = lambda ev: fn(*ev)
+
+
+def _drain(events, bar) -> None:
+    while True:
+        try:
+            ev = events.get_nowait()
+        except queue.Empty:
+            return
+        bar.update(*ev)
+
+
+class _Progress:
+    """tqdm over videos, with frames/s in the postfix; silent when disabled."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.bar = None
+        self.frames = 0
+        self.t0 = time.perf_counter()
+        if enabled and total > 0:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, unit="video", desc="gulping", smoothing=0.1)
+
+    def update(self, videos: int, frames: int) -> None:
+        self.frames += frames
+        if self.bar is not None:
+            self.bar.update(videos)
+            dt = time.perf_counter() - self.t0
+            if dt > 0:
+                self.bar.set_postfix_str(f"{self.frames / dt:,.0f} frames/s", refresh=False)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _native_threads() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+__all__ = [
+    "ChunkResult",
+    "ChunkWriter",
+    "EncodeOptions",
+    "GulpIngestor",
+    "IngestError",
+    "IngestReport",
+    "IngestWarning",
+    "calculate_chunk_slices",
+    "write_chunk",
+]

@@ -136,6 +136,22 @@ def resize_by_short_edge(img, size: int) -> np.ndarray:
     return np.asarray(img.resize(new, Image.BILINEAR))
 
 
+def resize_frames(frames: Iterable, size: int, threads: int = 1) -> list[np.ndarray]:
+    """Resize many uint8 frames so each shorter side is ``size`` (long side floored, as in
+    gulpio2); ``size < 1`` returns them unchanged. Gray (``HxW``) stays gray; RGBA and
+    ``HxWx1`` arrays are converted first.
+
+    Runs in the Rust core (SIMD bilinear convolution, antialiased like Pillow's ``BILINEAR``)
+    on ``threads`` threads with the GIL released.
+    """
+    from ._frames import to_array
+
+    frames = [to_array(f) for f in frames]
+    if size < 1 or not frames:
+        return frames
+    return _native.resize_frames(frames, int(size), int(threads))
+
+
 def resize_images(imgs: Iterable, img_size: int = -1) -> Iterator[np.ndarray]:
     """Yield each image (path or array) as an array, resized by its short edge when asked.
 

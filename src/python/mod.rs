@@ -2,6 +2,7 @@
 //! All Python-facing semantics (gulpio2's API shapes) live in `python/gulpio_rs/`.
 
 mod errors;
+mod resize;
 
 use std::ffi::c_int;
 use std::os::raw::c_void;
@@ -820,6 +821,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_batch, m)?)?;
     m.add_function(wrap_pyfunction!(decode_jpeg, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg_info, m)?)?;
+    m.add_function(wrap_pyfunction!(resize::resize_frames, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,63 @@
+//! Bindings for the ingest pipeline: resize many frames in one call, on the private pool with
+//! the GIL released.
+
+use numpy::{PyArray3, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use super::errors::IntoPy;
+use crate::pool;
+use crate::resize::{self, Pixels};
+
+/// Borrows each array as `Pixels`: C-contiguous uint8 `(H, W)`, `(H, W, 1)` or `(H, W, 3)`.
+fn pixels<'a>(arrays: &'a [PyReadonlyArrayDyn<'_, u8>]) -> PyResult<Vec<Pixels<'a>>> {
+    arrays
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let shape = a.shape();
+            let (h, w, c) = match *shape {
+                [h, w] => (h, w, 1),
+                [h, w, c] => (h, w, c),
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "frame {i}: expected an (H, W) or (H, W, C) array, got shape {shape:?}"
+                    )))
+                }
+            };
+            let data = a.as_slice().map_err(|_| {
+                PyValueError::new_err(format!("frame {i}: array must be C-contiguous"))
+            })?;
+            Pixels::new(data, h, w, c).map_err(|e| PyValueError::new_err(format!("frame {i}: {e}")))
+        })
+        .collect()
+}
+
+/// Resizes every frame so its shorter side is `size`; gray frames keep their rank.
+#[pyfunction]
+#[pyo3(signature = (frames, size, threads=1))]
+pub fn resize_frames<'py>(
+    py: Python<'py>,
+    frames: Vec<PyReadonlyArrayDyn<'py, u8>>,
+    size: usize,
+    threads: usize,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let px = pixels(&frames)?;
+    let runner = pool::runner(threads).py_err(py)?;
+    let resized = py
+        .detach(|| resize::resize_batch(&px, size, &runner))
+        .py_err(py)?;
+    let mut out = Vec::with_capacity(resized.len());
+    for (f, src) in resized.into_iter().zip(&frames) {
+        let (h, w) = (f.height, f.width);
+        let arr = numpy::ndarray::Array3::from_shape_vec((h, w, f.channels), f.data)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let arr = PyArray3::from_owned_array(py, arr);
+        out.push(if src.ndim() == 2 {
+            arr.reshape([h, w])?.into_any()
+        } else {
+            arr.into_any()
+        });
+    }
+    Ok(out)
+}
