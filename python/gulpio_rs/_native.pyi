@@ -88,3 +88,7 @@ def decode_jpeg(
     data: bytes | bytearray | memoryview, colorspace: str | None = None
 ) -> npt.NDArray[np.uint8]: ...
 def jpeg_info(data: bytes) -> tuple[int, int, int]: ...
+def resize_frames(
+    frames: list[npt.NDArray[np.uint8]], size: int, threads: int = 1
+) -> list[npt.NDArray[np.uint8]]:
+    """Shorter side of every C-contiguous ``(H, W)``/``(H, W, 1|3)`` frame to ``size``."""

@@ -87,6 +87,8 @@ class IngestReport:
     chunks_resumed: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
+    #: Frames written by this call (``frames`` also counts chunks finished earlier).
+    frames_written: int = 0
 
     def add(self, r: ChunkResult) -> None:
         self.videos += r.videos
@@ -97,6 +99,7 @@ class IngestReport:
             self.chunks_resumed += 1
         else:
             self.chunks_written += 1
+            self.frames_written += r.frames
 
     @property
     def failed_ids(self) -> list[str]:
@@ -108,7 +111,7 @@ class IngestReport:
 
     def summary(self) -> str:
         """A few lines for a terminal: totals, then every failed video and why."""
-        rate = f", {self.frames / self.seconds:,.0f} frames/s" if self.seconds > 0 else ""
+        rate = f", {self.frames_written / self.seconds:,.0f} frames/s" if self.seconds > 0 else ""
         lines = [
             f"{self.videos:,} videos, {self.frames:,} frames, {self.bytes / 1e6:,.1f} MB in "
             f"{self.chunks_written} new chunks ({self.chunks_resumed} already done) "
@@ -304,12 +307,12 @@ def _chunk_done(folder: str, number: int) -> ChunkResult | None:
         native, problem = _native.Chunk.open(data, meta)
     except (GulpError, OSError, ValueError):
         return None
-    if problem or not native.indexed():
+    if problem or not native.indexed:
         return None  # published but not indexed: a crash inside the publication
     if r is None:  # crashed between publishing and recording: count from the chunk itself
         r = ChunkResult(chunk=number, videos=len(native.ids()))
         r.frames = sum(native.frame_count(v) for v in range(r.videos))
-        r.bytes = native.published_len()
+        r.bytes = native.published_len
     r.resumed = True
     return r
 

@@ -12,9 +12,9 @@ import sys
 
 from .. import __version__
 from ..errors import GulpError
-from . import check, demo, index, info, repair, show
+from . import check, demo, index, info, ingest, repair, show
 
-COMMANDS = [demo, check, info, index, repair, show]
+COMMANDS = [demo, ingest, check, info, index, repair, show]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,6 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["ingest"]:
+        # Its arguments depend on the adapter named in them; it parses them itself.
+        return ingest.run_argv(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)

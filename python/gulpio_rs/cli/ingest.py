@@ -1,0 +1,254 @@
+"""``gulpio ingest``: gulp a dataset with a built-in adapter, or any adapter class by import
+path. The adapter's constructor signature becomes the command's arguments: parameters without
+a default are positionals, the others are ``--options`` typed after their default, so a user
+adapter gets a proper command line without generating a script (gulpio2's
+``gulp2_register_adapter`` did that, and no longer runs on Python 3.11).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import inspect
+import json
+import sys
+import warnings
+from dataclasses import asdict
+
+from ..errors import GulpError
+
+#: command name -> (class name in gulpio_rs.adapters, example arguments)
+BUILTIN = {
+    "20bn-json-videos": ("Custom20BNJsonVideoAdapter", "labels.json videos/ out/ --frame-rate 12"),
+    "20bn-csv-webm": ("Custom20BNCsvWebmAdapter", "train.csv videos/ out/"),
+    "20bn-csv-jpeg": ("Custom20BNCsvJpegAdapter", "train.csv frames/ out/"),
+    "video-folder": ("VideoFolderAdapter", "kinetics/train/ out/ --frame-size 256"),
+    "image-folder": ("ImageFolderAdapter", "imagenet/train/ out/ --img-size 256"),
+    "image-list": ("ImageListAdapter", "list.txt out/ --root-folder images/"),
+    "frames-folder": ("FramesFolderAdapter", "extracted/ out/"),
+    "kinetics": ("KineticsAdapter", "kinetics.json videos/ out/"),
+    "activitynet": ("ActivitynetAdapter", "activity_net.json videos/ out/ --phase training"),
+    "jpeg-clips": ("JpegFolderClipsAdapter", "clips.json clips/ out/"),
+}
+
+EXIT_SKIPPED = 3
+
+EPILOG = """exit status: 0 all videos written, 3 finished but some videos were skipped (listed),
+1 stopped by an error (or by the first bad video with --strict), 2 bad arguments.
+
+Run the same command again after an interruption (Ctrl-C, kill, machine loss): finished chunks
+are kept and the rest is written. With --num-shards N, start N copies with --shard-index
+0..N-1 (a job array) on one shared output directory.
+"""
+
+
+def add_parser(sub) -> None:
+    # Only for `gulpio --help`; `main` hands `gulpio ingest ...` straight to `run_argv`, because
+    # the arguments depend on the adapter, which is known only once its name has been read.
+    p = sub.add_parser(
+        "ingest",
+        help="gulp a dataset (built-in adapters, or --adapter package.module:Class)",
+        add_help=False,
+    )
+    p.set_defaults(run=lambda args: run_argv([]))
+
+
+def _adapter_class(spec: str):
+    if spec in BUILTIN:
+        from .. import adapters
+
+        name = BUILTIN[spec][0]
+        cls = getattr(adapters, name, None)
+        if cls is None:
+            raise GulpError(f"built-in adapter {name} is not available in this version")
+        return cls
+    module, sep, qualname = spec.partition(":")
+    if not sep or not module or not qualname:
+        raise GulpError(
+            f"unknown adapter {spec!r}: use one of {', '.join(BUILTIN)} or "
+            "--adapter package.module:ClassName"
+        )
+    try:
+        obj = importlib.import_module(module)
+    except ImportError as e:
+        raise GulpError(f"cannot import {module!r} for --adapter {spec}: {e}") from e
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise GulpError(f"{module!r} has no {qualname!r} (from --adapter {spec})")
+    if not inspect.isclass(obj):
+        raise GulpError(f"--adapter {spec} is not a class")
+    return obj
+
+
+def _literal(text: str):
+    """Python/JSON literals become values (``3``, ``[1, 2]``, ``None``); anything else stays a
+    string, so paths need no quoting."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _aliases(group, dest: str, aliases: list[str], **kwargs) -> None:
+    """Hidden spellings of an option (gulpio2's scripts used underscores): same destination,
+    no default of their own, not listed in --help."""
+    for alias in aliases:
+        group.add_argument(alias, dest=dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS,
+                           **kwargs)  # fmt: skip
+
+
+def _add_param(group, param: inspect.Parameter) -> None:
+    names = [f"--{param.name.replace('_', '-')}"]
+    if "_" in param.name:
+        kind = {"action": argparse.BooleanOptionalAction} if isinstance(param.default, bool) else {}
+        if not kind:
+            kind = {"type": type(param.default)} if isinstance(param.default, (int, float)) else {}
+        _aliases(group, param.name, [f"--{param.name}"], **kind)
+    default = param.default
+    help_ = f"(default: {default!r})"
+    if isinstance(default, bool):
+        group.add_argument(
+            *names, dest=param.name, action=argparse.BooleanOptionalAction, default=default
+        )
+    elif isinstance(default, int):
+        group.add_argument(*names, dest=param.name, type=int, default=default, help=help_)
+    elif isinstance(default, float):
+        group.add_argument(*names, dest=param.name, type=float, default=default, help=help_)
+    elif isinstance(default, (list, tuple)):
+        group.add_argument(*names, dest=param.name, nargs="+", default=default, help=help_)
+    elif isinstance(default, str):
+        group.add_argument(*names, dest=param.name, default=default, help=help_)
+    else:
+        group.add_argument(*names, dest=param.name, type=_literal, default=default, help=help_)
+
+
+def _parameters(cls) -> list[inspect.Parameter]:
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    return [p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+def build_parser(cls, spec: str) -> argparse.ArgumentParser:
+    params = _parameters(cls)
+    doc = inspect.getdoc(cls) or ""
+    example = BUILTIN[spec][1] if spec in BUILTIN else "INPUT... out/"
+    shown = spec if spec in BUILTIN else f"--adapter {spec}"
+    parser = argparse.ArgumentParser(
+        prog=f"gulpio ingest {shown}",
+        description=doc.split("\n\n")[0],
+        epilog=f"example:\n  gulpio ingest {shown} {example}\n\n{EPILOG}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    for p in params:
+        if p.default is p.empty and p.name != "output_folder":
+            parser.add_argument(p.name, type=int if p.annotation in (int, "int") else str)
+    parser.add_argument("output_folder", help="the gulp directory to write (or extend)")
+    adapter = parser.add_argument_group(f"{cls.__name__} options")
+    for p in params:
+        if p.default is not p.empty and p.name != "output_folder":
+            _add_param(adapter, p)
+    g = parser.add_argument_group("ingest options")
+    g.add_argument("--videos-per-chunk", dest="videos_per_chunk", type=int, default=100,
+                   help="videos per chunk file (default: 100)")  # fmt: skip
+    per_chunk = ["--videos_per_chunk", "--images-per-chunk", "--images_per_chunk"]
+    _aliases(g, "videos_per_chunk", per_chunk, type=int)
+    g.add_argument("--num-workers", dest="num_workers", type=int, default=None,
+                   help="worker processes (default: the usable cores)")  # fmt: skip
+    _aliases(g, "num_workers", ["--num_workers"], type=int)
+    g.add_argument("--quality", type=int, default=90, help="JPEG quality (default: 90)")
+    g.add_argument("--subsampling", default="4:2:0",
+                   choices=["4:2:0", "4:2:2", "4:4:4", "4:4:0"],
+                   help="chroma subsampling (default: 4:2:0; gulpio2 wrote 4:4:4)")  # fmt: skip
+    g.add_argument("--strict", action="store_true", help="stop at the first bad video")
+    g.add_argument("--shard-index", type=int, default=0, help="this shard (default: 0)")
+    g.add_argument("--num-shards", type=int, default=1, help="shards in the job (default: 1)")
+    g.add_argument("--report", metavar="PATH", help="also write the report as JSON to PATH")
+    g.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: when stderr is a terminal)")  # fmt: skip
+    return parser
+
+
+def _overview() -> str:
+    from .. import adapters
+
+    lines = [
+        "usage: gulpio ingest ADAPTER [args...] OUTPUT [options]",
+        "       gulpio ingest --adapter package.module:ClassName [args...] OUTPUT [options]",
+        "",
+        "Gulp a dataset into OUTPUT. Built-in adapters (gulpio ingest ADAPTER --help for "
+        "their arguments):",
+    ]
+    for name, (cls_name, _) in BUILTIN.items():
+        cls = getattr(adapters, cls_name, None)
+        if cls is not None:
+            summary = (inspect.getdoc(cls) or "").split("\n")[0]
+            lines.append(f"  {name:18s} {summary}")
+    lines += [
+        "",
+        "Any adapter class (gulpio_rs.adapters.AbstractDatasetAdapter) can be run by import path;",
+        "its constructor's parameters become the arguments.",
+        "",
+        "examples:",
+        "  gulpio ingest video-folder ucf101/ gulps/ --frame-size 128 --num-workers 8",
+        "  gulpio ingest --adapter mypkg.adapters:EpicAdapter annotations.csv frames/ gulps/",
+    ]
+    return "\n".join(lines)
+
+
+def run_argv(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_overview())
+        return 0 if argv else 2
+    if argv[0] == "--adapter" or argv[0].startswith("--adapter="):
+        if "=" in argv[0]:
+            spec, rest = argv[0].split("=", 1)[1], argv[1:]
+        elif len(argv) > 1:
+            spec, rest = argv[1], argv[2:]
+        else:
+            print("gulpio ingest: error: --adapter needs package.module:ClassName", file=sys.stderr)
+            return 2
+    else:
+        spec, rest = argv[0], argv[1:]
+    try:
+        cls = _adapter_class(spec)
+    except GulpError as e:
+        print(f"gulpio ingest: error: {e}", file=sys.stderr)
+        return 2
+    args = build_parser(cls, spec).parse_args(rest)
+    try:
+        return _run(cls, args)
+    except (GulpError, OSError, KeyError, ValueError) as e:
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"gulpio ingest: error: {message}", file=sys.stderr)
+        return 1
+
+
+def _run(cls, args: argparse.Namespace) -> int:
+    from ..ingest import GulpIngestor, IngestWarning, _native_threads
+
+    params = _parameters(cls)
+    kwargs = {p.name: getattr(args, p.name) for p in params if hasattr(args, p.name)}
+    if any(p.name == "output_folder" for p in params):
+        kwargs["output_folder"] = args.output_folder
+    adapter = cls(**kwargs)
+    with warnings.catch_warnings():
+        # The summary printed below lists every skipped video; no need to warn as well.
+        warnings.simplefilter("ignore", IngestWarning)
+        report = GulpIngestor(
+            adapter,
+            args.output_folder,
+            args.videos_per_chunk,
+            args.num_workers or _native_threads(),
+            quality=args.quality,
+            subsampling=args.subsampling,
+            strict=args.strict,
+            shard_index=args.shard_index,
+            num_shards=args.num_shards,
+            progress=args.progress,
+        )()
+    print(report.summary())
+    if args.report:
+        with open(args.report, "w") as f:
+            json.dump(asdict(report), f, indent=1)
+    return EXIT_SKIPPED if report.failures else 0
