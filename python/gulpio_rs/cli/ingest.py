@@ -225,30 +225,64 @@ def run_argv(argv: list[str]) -> int:
 
 
 def _run(cls, args: argparse.Namespace) -> int:
-    from ..ingest import GulpIngestor, IngestWarning, _native_threads
-
     params = _parameters(cls)
     kwargs = {p.name: getattr(args, p.name) for p in params if hasattr(args, p.name)}
-    if any(p.name == "output_folder" for p in params):
-        kwargs["output_folder"] = args.output_folder
+    return ingest_with(
+        cls,
+        kwargs,
+        args.output_folder,
+        videos_per_chunk=args.videos_per_chunk,
+        num_workers=args.num_workers,
+        quality=args.quality,
+        subsampling=args.subsampling,
+        strict=args.strict,
+        shard_index=args.shard_index,
+        num_shards=args.num_shards,
+        report=args.report,
+        progress=args.progress,
+    )
+
+
+def ingest_with(
+    cls,
+    kwargs: dict,
+    output_folder: str,
+    *,
+    videos_per_chunk: int = 100,
+    num_workers: int | None = None,
+    quality: int = 90,
+    subsampling: str = "4:2:0",
+    strict: bool = False,
+    shard_index: int = 0,
+    num_shards: int = 1,
+    report: str | None = None,
+    progress: bool | None = None,
+) -> int:
+    """Builds the adapter (passing ``output_folder`` if its constructor takes one), gulps it,
+    prints the report and returns the exit status."""
+    from ..ingest import GulpIngestor, IngestWarning, _native_threads
+
+    kwargs = dict(kwargs)
+    if any(p.name == "output_folder" for p in _parameters(cls)):
+        kwargs["output_folder"] = output_folder
     adapter = cls(**kwargs)
     with warnings.catch_warnings():
         # The summary printed below lists every skipped video; no need to warn as well.
         warnings.simplefilter("ignore", IngestWarning)
-        report = GulpIngestor(
+        result = GulpIngestor(
             adapter,
-            args.output_folder,
-            args.videos_per_chunk,
-            args.num_workers or _native_threads(),
-            quality=args.quality,
-            subsampling=args.subsampling,
-            strict=args.strict,
-            shard_index=args.shard_index,
-            num_shards=args.num_shards,
-            progress=args.progress,
+            output_folder,
+            videos_per_chunk,
+            num_workers or _native_threads(),
+            quality=quality,
+            subsampling=subsampling,
+            strict=strict,
+            shard_index=shard_index,
+            num_shards=num_shards,
+            progress=progress,
         )()
-    print(report.summary())
-    if args.report:
-        with open(args.report, "w") as f:
-            json.dump(asdict(report), f, indent=1)
-    return EXIT_SKIPPED if report.failures else 0
+    print(result.summary())
+    if report:
+        with open(report, "w") as f:
+            json.dump(asdict(result), f, indent=1)
+    return EXIT_SKIPPED if result.failures else 0
