@@ -24,6 +24,7 @@ import queue
 import re
 import sys
 import time
+import uuid
 import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -37,7 +38,7 @@ from .directory import GulpDirectory
 from .errors import GulpError, GulpWarning
 
 STATE_DIR = ".gulpio-ingest"
-_TMP = re.compile(r"^\.gulpio-tmp\..*\.(\d+)-\d+$")
+_TMP = re.compile(r"^\.gulpio-tmp\.(?:data|meta)_(\d+)\.\w+\.(\d+)-\d+$")
 _DATA = re.compile(r"^data_(\d+)\.gulp$")
 
 
@@ -245,7 +246,8 @@ def _write_json_atomically(path: str, obj, *, exclusive: bool = False) -> bool:
     """Writes ``obj`` to ``path`` via a fsynced temporary file. With ``exclusive`` the file is
     only created if it does not exist yet (``link`` fails atomically if it does) and the return
     value says whether this call created it."""
-    tmp = f"{path}.{os.getpid()}.tmp"
+    # Not the pid: job-array containers on one shared file system often have equal pids.
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
     with open(tmp, "w") as f:
         json.dump(obj, f, indent=1, sort_keys=True)
         f.flush()
@@ -317,11 +319,13 @@ def _chunk_done(folder: str, number: int) -> ChunkResult | None:
     return r
 
 
-def _remove_dead_temporaries(folder: str) -> None:
-    """Temporaries of writers that died (kill -9, machine loss); live writers' are kept."""
+def _remove_dead_temporaries(folder: str, numbers: set[int]) -> None:
+    """Temporaries of this shard's chunks whose writer died (kill -9, machine loss). Only
+    chunks this shard owns: in a directory shared by several machines, another machine's pid
+    means nothing here, but no other live process writes these chunks."""
     for name in os.listdir(folder):
         m = _TMP.match(name)
-        if m and not _pid_alive(int(m.group(1))):
+        if m and int(m.group(1)) in numbers and not _pid_alive(int(m.group(2))):
             try:
                 os.unlink(os.path.join(folder, name))
             except FileNotFoundError:
@@ -479,7 +483,6 @@ class GulpIngestor:
         }
         plan = _plan(folder, key, len(slices))
         first = plan["first_chunk"]
-        _remove_dead_temporaries(folder)
 
         report = IngestReport(output_folder=folder)
         todo = []
@@ -492,6 +495,7 @@ class GulpIngestor:
             else:
                 todo.append((first + i, s))
 
+        _remove_dead_temporaries(folder, {n for n, _ in todo})
         total = sum(s.stop - s.start for _, s in todo)
         with _Progress(total, self.progress) as bar:
             args = (self.adapter, folder, self.options, self.strict, (first, first + len(slices)))
