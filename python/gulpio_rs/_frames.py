@@ -170,6 +170,8 @@ class FrameEncoder:
                 return to_array(f)
             except (DecodeError, ValueError) as e:
                 raise type(e)(f"frame {i}: {e}") from e
+            except (OSError, SyntaxError) as e:  # Pillow's errors for damaged or missing files
+                raise DecodeError(f"frame {i}: {e}") from e
 
         loaded = _map(load, list(range(len(items))), threads, self._pool)
 

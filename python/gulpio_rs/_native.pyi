@@ -92,3 +92,6 @@ def resize_frames(
     frames: list[npt.NDArray[np.uint8]], size: int, threads: int = 1
 ) -> list[npt.NDArray[np.uint8]]:
     """Shorter side of every C-contiguous ``(H, W)``/``(H, W, 1|3)`` frame to ``size``."""
+
+#: ``"zune-jpeg"`` (default build) or ``"libjpeg-turbo"`` (built with the ``turbo`` feature).
+JPEG_BACKEND: str

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import queue
 import re
 import sys
@@ -143,11 +142,14 @@ def write_chunk(
     strict: bool = False,
     existing_ids: Callable[[str], str | None] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    before_publish: Callable[[ChunkResult, set[str]], None] | None = None,
 ) -> ChunkResult:
     """Writes the videos of ``adapter.iter_data(input_slice)`` into ``output_chunk`` and
     publishes it atomically. A video that cannot be written (an adapter ``'error'``, no frames,
     a frame that does not decode, a duplicate id) is skipped and reported, or raises
     :class:`IngestError` under ``strict``, in which case nothing of the chunk is published.
+    ``before_publish(result, ids)`` runs after the last append, before publication; if it
+    raises, nothing is published.
     """
     result = ChunkResult(chunk=number)
     seen: set[str] = set()
@@ -180,6 +182,8 @@ def write_chunk(
                         continue
             if progress is not None:
                 progress(1, 0)
+        if before_publish is not None:
+            before_publish(result, seen)
     return result
 
 
@@ -209,14 +213,94 @@ class ChunkWriter:
 # ------------------------------------------------------------------------------------------
 def _fingerprint(adapter) -> str:
     """Identifies the adapter's content, so a restart is recognised and a different dataset of
-    the same size is not mistaken for one."""
+    the same size is not mistaken for one.
+
+    ``adapter.fingerprint()`` if it has one; else a hash of a canonical form of its attributes
+    (sets and dicts sorted, so it does not change with ``PYTHONHASHSEED`` between runs, as a
+    pickle would); else, for attributes that have no canonical form, a fresh random value:
+    such an adapter is never taken for a restart (it extends the dataset instead) and a warning
+    says so.
+    """
     fp = getattr(adapter, "fingerprint", None)
     if callable(fp):
         return str(fp())
+    h = hashlib.sha256()
     try:
-        return hashlib.sha256(pickle.dumps(adapter, protocol=4)).hexdigest()
-    except Exception:  # noqa: BLE001 - any pickling failure means "cannot fingerprint"
-        return f"{type(adapter).__module__}.{type(adapter).__qualname__}"
+        _canonical(adapter, h, depth=0, seen=set())
+    except _NoCanonicalForm as e:
+        warnings.warn(
+            f"cannot fingerprint {type(adapter).__qualname__} ({e}); an interrupted ingest "
+            "will not be resumed. Give the adapter a fingerprint() method returning a string "
+            "that identifies its content.",
+            IngestWarning,
+            stacklevel=3,
+        )
+        return "unresumable-" + uuid.uuid4().hex
+    return h.hexdigest()
+
+
+class _NoCanonicalForm(Exception):
+    pass
+
+
+def _canonical(obj, h, depth: int, seen: set) -> None:
+    """Feeds a deterministic serialisation of ``obj`` into ``h``."""
+    import numpy as np
+
+    if depth > 50:
+        raise _NoCanonicalForm("nested too deeply")
+
+    def put(tag: str, text: str = "") -> None:
+        h.update(f"{tag}{len(text)}:{text};".encode("utf-8", "surrogatepass"))
+
+    if obj is None or isinstance(obj, (bool, int, float, complex, str)):
+        put(type(obj).__name__, repr(obj))
+    elif isinstance(obj, (bytes, bytearray)):
+        put("bytes", bytes(obj).hex())
+    elif isinstance(obj, os.PathLike):
+        put("path", os.fspath(obj))
+    elif isinstance(obj, slice):
+        put("slice", repr((obj.start, obj.stop, obj.step)))
+    elif isinstance(obj, np.ndarray):
+        put("ndarray", f"{obj.dtype.str}{obj.shape}")
+        h.update(np.ascontiguousarray(obj).tobytes())
+    elif isinstance(obj, np.generic):
+        put("npscalar", repr(obj.item()))
+    elif id(obj) in seen:
+        raise _NoCanonicalForm("it refers to itself")
+    else:
+        seen = seen | {id(obj)}
+        if isinstance(obj, (list, tuple)):
+            put(type(obj).__name__, str(len(obj)))
+            for x in obj:
+                _canonical(x, h, depth + 1, seen)
+        elif isinstance(obj, (set, frozenset)):
+            items = []
+            for x in obj:
+                sub = hashlib.sha256()
+                _canonical(x, sub, depth + 1, seen)
+                items.append(sub.hexdigest())
+            put("set", ",".join(sorted(items)))
+        elif isinstance(obj, dict):
+            items = []
+            for k, v in obj.items():
+                sub = hashlib.sha256()
+                _canonical(k, sub, depth + 1, seen)
+                _canonical(v, sub, depth + 1, seen)
+                items.append(sub.hexdigest())
+            put(type(obj).__name__, ",".join(sorted(items)))
+        elif hasattr(obj, "__dict__") or hasattr(type(obj), "__slots__"):
+            cls = type(obj)
+            put("object", f"{cls.__module__}.{cls.__qualname__}")
+            state = dict(getattr(obj, "__dict__", {}))
+            for name in getattr(cls, "__slots__", ()):
+                if hasattr(obj, name):
+                    state[name] = getattr(obj, name)
+            if not state and callable(obj):
+                put("callable", getattr(obj, "__qualname__", repr(obj)))
+            _canonical(state, h, depth + 1, seen)
+        else:
+            raise _NoCanonicalForm(f"a {type(obj).__name__} attribute")
 
 
 def _chunk_numbers(folder: str) -> list[int]:
@@ -273,17 +357,9 @@ def _plan(folder: str, key: dict, num_slices: int) -> dict:
     state = os.path.join(folder, STATE_DIR)
     os.makedirs(state, exist_ok=True)
     path = os.path.join(state, f"run-{run_id}.json")
-    if not os.path.exists(path):
-        taken = _chunk_numbers(folder)
-        for p in _plans(folder):
-            taken.append(p["first_chunk"] + p["num_slices"] - 1)
-        plan = {
-            "run": run_id,
-            "first_chunk": max(taken) + 1 if taken else 0,
-            "num_slices": num_slices,
-            **key,
-        }
-        _write_json_atomically(path, plan, exclusive=True)
+    with _RunLock(folder):
+        if not os.path.exists(path):
+            _create_plan(folder, path, run_id, key, num_slices)
     with open(path) as f:
         plan = json.load(f)
     if plan.get("num_slices") != num_slices:
@@ -291,6 +367,21 @@ def _plan(folder: str, key: dict, num_slices: int) -> dict:
             f"{path}: the plan is for {plan.get('num_slices')} chunks, not {num_slices}"
         )
     return plan
+
+
+def _create_plan(folder: str, path: str, run_id: str, key: dict, num_slices: int) -> None:
+    """Called under the run lock, so runs starting at once on one file system see each other's
+    plans (and ``link`` keeps it exclusive where ``flock`` is not shared across machines)."""
+    taken = _chunk_numbers(folder)
+    for p in _plans(folder):
+        taken.append(p["first_chunk"] + p["num_slices"] - 1)
+    plan = {
+        "run": run_id,
+        "first_chunk": max(taken) + 1 if taken else 0,
+        "num_slices": num_slices,
+        **key,
+    }
+    _write_json_atomically(path, plan, exclusive=True)
 
 
 def _chunk_done(folder: str, number: int) -> ChunkResult | None:
@@ -311,10 +402,14 @@ def _chunk_done(folder: str, number: int) -> ChunkResult | None:
         return None
     if problem or not native.indexed:
         return None  # published but not indexed: a crash inside the publication
-    if r is None:  # crashed between publishing and recording: count from the chunk itself
-        r = ChunkResult(chunk=number, videos=len(native.ids()))
-        r.frames = sum(native.frame_count(v) for v in range(r.videos))
-        r.bytes = native.published_len
+    videos = len(native.ids())
+    if r is None or r.videos != videos:
+        # No record (older writer) or one from another attempt: count from the chunk itself.
+        r = ChunkResult(chunk=number, videos=videos)
+        infos = [native.frame_info(v) for v in range(videos)]
+        r.frames = sum(len(i) for i in infos)
+        r.bytes = sum(length - pad for info in infos for _, pad, length in info)
+    r.failures = [tuple(f) for f in r.failures]
     r.resumed = True
     return r
 
@@ -339,7 +434,13 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        # A zombie (dead, not yet reaped) still answers kill(pid, 0).
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X")
+    except (OSError, IndexError):
+        return True
 
 
 # ------------------------------------------------------------------------------------------
@@ -357,6 +458,7 @@ class _Worker:
         self.run_range = run_range
         self.events = events
         self._existing: dict[str, str] | None = None
+        self._published: dict[int, list[str]] = {}
 
     def existing(self, id_: str) -> str | None:
         if self._existing is None:
@@ -374,30 +476,122 @@ class _Worker:
                 gd.close()
         return self._existing.get(id_)
 
+    def _run_ids(self, number: int) -> dict[str, int]:
+        """Ids of this run's other published chunks (cached: a published chunk of a run in
+        progress never changes)."""
+        first, end = self.run_range
+        out: dict[str, int] = {}
+        for n in range(first, end):
+            if n == number:
+                continue
+            ids = self._published.get(n)
+            if ids is None:
+                data = os.path.join(self.folder, f"data_{n}.gulp")
+                meta = os.path.join(self.folder, f"meta_{n}.gmeta")
+                if not (os.path.exists(data) and os.path.exists(meta)):
+                    continue
+                try:
+                    native, problem = _native.Chunk.open(data, meta)
+                except (GulpError, OSError, ValueError):
+                    continue
+                if problem or not native.indexed:
+                    continue
+                ids = self._published[n] = native.ids()
+            for id_ in ids:
+                out[id_] = n
+        return out
+
     def run(self, number: int, input_slice: slice) -> ChunkResult:
         data = os.path.join(self.folder, f"data_{number}.gulp")
         meta = os.path.join(self.folder, f"meta_{number}.gmeta")
-        chunk = GulpChunk(data, meta)
+        record = os.path.join(self.folder, STATE_DIR, f"chunk-{number}.json")
         events = self.events
+        excluded: dict[str, str] = {}
 
         def progress(videos: int, frames: int) -> None:
             if events is not None:
                 events.put((videos, frames))
 
-        r = write_chunk(
-            self.adapter,
-            chunk,
-            input_slice,
-            encoder=self.encoder,
-            number=number,
-            strict=self.strict,
-            existing_ids=self.existing,
-            progress=progress,
-        )
-        _write_json_atomically(
-            os.path.join(self.folder, STATE_DIR, f"chunk-{number}.json"), asdict(r)
-        )
-        return r
+        def existing(id_: str) -> str | None:
+            return excluded.get(id_) or self.existing(id_)
+
+        lock = _RunLock(self.folder)
+
+        def before_publish(result: ChunkResult, ids: set[str]) -> None:
+            # Ids must be unique across the run's chunks too (a user adapter may repeat one in
+            # two slices). Checked under the run's lock, held until the chunk is published, so
+            # two workers cannot both pass the check with the same id.
+            lock.acquire()
+            clashes = {i: n for i, n in self._run_ids(number).items() if i in ids}
+            if clashes:
+                raise _Redo(
+                    {i: f"id already in data_{n}.gulp of this run" for i, n in clashes.items()}
+                )
+            # Recorded before publication: a record is only trusted once its chunk is
+            # published, and then it carries the failures the chunk itself cannot.
+            _write_json_atomically(record, asdict(result))
+
+        while True:
+            try:
+                return write_chunk(
+                    self.adapter,
+                    GulpChunk(data, meta),
+                    input_slice,
+                    encoder=self.encoder,
+                    number=number,
+                    strict=self.strict,
+                    existing_ids=existing,
+                    progress=progress,
+                    before_publish=before_publish,
+                )
+            except _Redo as redo:
+                if self.strict:
+                    id_, reason = next(iter(redo.reasons.items()))
+                    raise IngestError(f"video {id_!r}: {reason}") from None
+                excluded.update(redo.reasons)
+            finally:
+                lock.release()
+
+
+class _Redo(Exception):
+    """The chunk must be written again without these ids."""
+
+    def __init__(self, reasons: dict[str, str]):
+        super().__init__(reasons)
+        self.reasons = reasons
+
+
+class _RunLock:
+    """An exclusive ``flock`` on ``.gulpio-ingest/lock``: serialises the short critical
+    sections of concurrent writers (choosing a run's first chunk, publishing a chunk)."""
+
+    def __init__(self, folder: str):
+        self.path = os.path.join(folder, STATE_DIR, "lock")
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        if self.fd is None:
+            import fcntl
+
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(fd)
+                raise
+            self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing drops the flock
+            self.fd = None
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
 
 
 _WORKER: _Worker | None = None
@@ -405,7 +599,35 @@ _WORKER: _Worker | None = None
 
 def _init_worker(*args) -> None:
     global _WORKER
+    _die_with_parent()
     _WORKER = _Worker(*args)
+
+
+def _die_with_parent() -> None:
+    """A worker must not outlive a killed ingest: it would go on publishing chunks while a
+    restarted run writes the same ones. Linux: the kernel sends SIGKILL when the parent dies;
+    elsewhere a thread polls the parent pid."""
+    parent = os.getppid()
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+            return
+    except (OSError, AttributeError):
+        pass
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="gulpio-parent-watch").start()
 
 
 def _run_in_worker(number: int, input_slice: slice) -> ChunkResult:

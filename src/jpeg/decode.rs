@@ -44,6 +44,29 @@ impl DecodeFailure {
     }
 }
 
+/// Which library decodes: libjpeg-turbo when built with the `turbo` feature (what the Python
+/// wheel ships), else zune-jpeg (pure Rust).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Zune,
+    Turbo,
+}
+
+pub const BACKEND: Backend = if cfg!(feature = "turbo") {
+    Backend::Turbo
+} else {
+    Backend::Zune
+};
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Zune => "zune-jpeg",
+            Backend::Turbo => "libjpeg-turbo",
+        }
+    }
+}
+
 /// The largest frame decoded, in pixels (8K UHD is 33 M). Checked against the header before
 /// anything is allocated.
 pub const MAX_FRAME_PIXELS: usize = 1 << 26;
@@ -54,7 +77,9 @@ pub fn output_shape(
     want: Colorspace,
 ) -> Result<(usize, usize, usize, JpegInfo), DecodeFailure> {
     let info = read_info(jpeg).map_err(DecodeFailure::Corrupt)?;
-    if info.is_arithmetic() || info.is_lossless() || info.precision != 8 {
+    // libjpeg-turbo decodes arithmetic coding; zune-jpeg does not.
+    let arithmetic = info.is_arithmetic() && BACKEND == Backend::Zune;
+    if arithmetic || info.is_lossless() || info.precision != 8 {
         return Err(DecodeFailure::Unsupported(format!(
             "{}-bit {} JPEG (SOF 0xFF{:02X}) is not supported by the built-in decoder; pass \
              fallback_decoder= or jpeg_decoder= to use another one",
@@ -93,6 +118,18 @@ fn options(strict: bool, w: usize, h: usize, out: ColorSpace) -> DecoderOptions 
 /// segments or a short APP segment are what libjpeg only warns about (the pixels are intact),
 /// while a damaged or cut scan must be an error, never a partly grey image.
 pub fn decode_into(jpeg: &[u8], want: Colorspace, out: &mut [u8]) -> Result<(), DecodeFailure> {
+    #[cfg(feature = "turbo")]
+    return super::turbo::decode_into(jpeg, want, out);
+    #[cfg(not(feature = "turbo"))]
+    decode_into_zune(jpeg, want, out)
+}
+
+/// The zune-jpeg path of [`decode_into`], whatever the build's default backend.
+pub fn decode_into_zune(
+    jpeg: &[u8],
+    want: Colorspace,
+    out: &mut [u8],
+) -> Result<(), DecodeFailure> {
     match short_adobe_segment(jpeg) {
         // zune-jpeg refuses an "Adobe" APP14 segment too short to hold its fields; libjpeg
         // ignores such a segment. Decode a copy in which it is relabelled APP15 (skipped).
@@ -107,23 +144,28 @@ pub fn decode_into(jpeg: &[u8], want: Colorspace, out: &mut [u8]) -> Result<(), 
 
 /// Position of the marker byte of an "Adobe" APP14 segment shorter than its 12 data bytes.
 fn short_adobe_segment(b: &[u8]) -> Option<usize> {
-    let mut pos = 2;
-    while pos + 4 <= b.len() && b[pos] == 0xFF {
-        let marker = b[pos + 1];
-        if marker == 0xDA || marker == 0xD9 {
-            return None;
-        }
-        let len = u16::from_be_bytes([b[pos + 2], b[pos + 3]]) as usize;
-        if marker == 0xEE && len < 14 && b.get(pos + 4..pos + 9) == Some(b"Adobe") {
-            return Some(pos + 1);
-        }
-        pos += 2 + len;
+    super::header::adobe_segment(b).and_then(|(at, len)| (len < 14).then_some(at))
+}
+
+/// zune-jpeg decodes a stream cut a few bytes short (the missing bits read as zeros) where
+/// libjpeg reports "premature end of data". Entropy-coded data never holds `FF D9` (an `FF`
+/// there is followed by `00` or a restart marker), so a whole stream has an EOI with no SOS
+/// after it. Found from the end, so whole streams cost only their trailing bytes.
+fn ends_with_eoi(jpeg: &[u8]) -> bool {
+    match jpeg.windows(2).rposition(|w| w == [0xFF, 0xD9]) {
+        Some(eoi) => !jpeg[eoi..].windows(2).any(|w| w == [0xFF, 0xDA]),
+        None => false,
     }
-    None
 }
 
 fn decode_checked(jpeg: &[u8], want: Colorspace, out: &mut [u8]) -> Result<(), DecodeFailure> {
     let (h, w, c, info) = output_shape(jpeg, want)?;
+    if !ends_with_eoi(jpeg) {
+        return Err(DecodeFailure::Corrupt(
+            "premature end of data: the stream has no end-of-image marker after its last scan"
+                .into(),
+        ));
+    }
     if out.len() != h * w * c {
         return Err(DecodeFailure::Corrupt(format!(
             "the JPEG header declares {w}x{h} with {c} output channel(s) ({} bytes) but {} \

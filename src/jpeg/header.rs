@@ -82,6 +82,25 @@ pub fn read_info(b: &[u8]) -> Result<JpegInfo, String> {
     }
 }
 
+/// The first "Adobe" APP14 segment before the scan: `(position of its marker byte, segment
+/// length)`. It says how CMYK is stored (inverted, as Adobe writes it) and whether the
+/// colour transform is YCCK.
+pub fn adobe_segment(b: &[u8]) -> Option<(usize, usize)> {
+    let mut pos = 2;
+    while pos + 4 <= b.len() && b[pos] == 0xFF {
+        let marker = b[pos + 1];
+        if marker == 0xDA || marker == 0xD9 {
+            return None;
+        }
+        let len = u16::from_be_bytes([b[pos + 2], b[pos + 3]]) as usize;
+        if marker == 0xEE && b.get(pos + 4..pos + 9) == Some(b"Adobe") {
+            return Some((pos + 1, len));
+        }
+        pos += 2 + len;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

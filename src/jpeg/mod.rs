@@ -1,4 +1,7 @@
-//! JPEG: header inspection (for the index) and decoding (zune-jpeg, strict mode).
+//! JPEG: header inspection (for the index) and strict decoding (zune-jpeg, or libjpeg-turbo
+//! with the `turbo` feature).
 
 pub mod decode;
 pub mod header;
+#[cfg(feature = "turbo")]
+mod turbo;

@@ -823,5 +823,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jpeg_info, m)?)?;
     m.add_function(wrap_pyfunction!(resize::resize_frames, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("JPEG_BACKEND", crate::jpeg::decode::BACKEND.name())?;
     Ok(())
 }

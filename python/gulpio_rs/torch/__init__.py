@@ -1,0 +1,28 @@
+"""PyTorch integration: map-style datasets with batched decoding, a collate function that
+keeps the decoded batch, and a distributed, resumable sampler. See docs/TORCH.md.
+
+Importing this module imports torch (``pip install gulpio-rs[torch]``); ``import gulpio_rs``
+alone never does.
+"""
+
+from __future__ import annotations
+
+try:
+    import torch  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without torch
+    raise ImportError(
+        "gulpio_rs.torch needs PyTorch: pip install 'gulpio-rs[torch]' (or pip install torch)"
+    ) from exc
+
+from ._datasets import GulpImageDataset, GulpVideoDataset, gulp_collate
+from ._sampler import GulpDistributedSampler, shuffled_positions
+from ._sampling import sample_frame_indices
+
+__all__ = [
+    "GulpVideoDataset",
+    "GulpImageDataset",
+    "gulp_collate",
+    "GulpDistributedSampler",
+    "sample_frame_indices",
+    "shuffled_positions",
+]

