@@ -59,7 +59,7 @@ from pathlib import Path
 import numpy as np
 from _table import print_table  # benches/ is on sys.path when a script runs
 
-PHOTOS_DIR = Path("/work/shared/data/jpeg-conformance")
+PHOTOS_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "jpeg-conformance"
 # Real photographs among the conformance files (the others are synthetic, tiny or flat).
 PHOTOS = [
     "pillow_xmp_test.jpg",

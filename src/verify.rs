@@ -56,6 +56,22 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
             });
         }
     }
+    let frame_cut = findings.iter().any(|f| f.kind == "truncated");
+    if (data.len() as u64) < published && !frame_cut {
+        // Only padding is missing: every JPEG is whole, but the file is not what was
+        // published (gulpio2 would strip `pad` bytes from the last frame).
+        findings.push(Finding {
+            kind: "truncated",
+            video: None,
+            frame: None,
+            message: format!(
+                "the data file has {} bytes, {} fewer than published: the padding after the \
+                 last frame is cut",
+                data.len(),
+                published - data.len() as u64
+            ),
+        });
+    }
     if data.len() as u64 > published {
         findings.push(Finding {
             kind: "unpublished_tail",

@@ -31,7 +31,7 @@ from gulpio_rs.ingest import IngestError, IngestReport, IngestWarning
 H, W = 48, 64
 REPO = Path(__file__).resolve().parents[1]
 BBB = REPO / "python" / "gulpio_rs" / "data" / "bbb"
-CONFORMANCE = Path("/work/shared/data/jpeg-conformance")
+CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "jpeg-conformance"
 STATE = ".gulpio-ingest"
 
 
@@ -741,3 +741,23 @@ def test_gulpio2_style_chunkwriter_returns_skipped_ids(tmp_path):
     assert gd.keys() == ["v1", "v3"]
     # ChunkWriter keeps gulpio2's 4:4:4
     assert sampling(bytes(gd.frame_bytes("v1")[0]))[0] == (1, 1, 1)
+
+
+def test_jpegs_other_readers_cannot_read_alike_are_stored_as_baseline(tmp_path):
+    """CMYK JPEGs decode to 4 channels in gulpio2 and to RGB here; arithmetic-coded ones do not
+    decode everywhere. Both are stored re-encoded as baseline RGB instead of as they are."""
+    buf = io.BytesIO()
+    Image.fromarray(synthetic_frame(H, W, seed=3)).convert("CMYK").save(buf, "JPEG")
+    frames = [buf.getvalue()]
+    ari = CONFORMANCE / "ljt_testimgari.jpg"
+    if ari.exists():
+        frames.append(ari.read_bytes())
+    run(ListAdapter([{"id": "odd", "meta": {}, "frames": frames}]), tmp_path)
+    gd = GulpDirectory(tmp_path)
+    stored = [bytes(b) for b in gd.frame_bytes("odd")]
+    assert [_native.jpeg_info(b)[2] for b in stored] == [3] * len(frames)
+    assert all(b != f for b, f in zip(stored, frames, strict=True))
+    with Image.open(io.BytesIO(frames[-1])) as img:
+        expected = np.asarray(img.convert("RGB"), dtype=np.float64)
+    got = gd.read("odd", frames=[len(frames) - 1])[0].astype(np.float64)
+    assert 10 * np.log10(255**2 / np.mean((got - expected) ** 2)) > 30

@@ -19,6 +19,8 @@ from .errors import (
     UnsupportedJpegError,
 )
 from .fileio import ChunkWriter, GulpChunk, GulpDirectory, GulpIngestor
+from .ingest import IngestError, IngestReport, IngestWarning
+from .video import VideoDecodeError
 
 
 def write_index(data_file_path: str, meta_file_path: str) -> int:
@@ -48,4 +50,8 @@ __all__ = [
     "DuplicateIdError",
     "GulpWarning",
     "BrokenChunkWarning",
+    "IngestError",
+    "IngestReport",
+    "IngestWarning",
+    "VideoDecodeError",
 ]

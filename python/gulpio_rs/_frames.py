@@ -13,6 +13,7 @@ at equal size and PSNR (docs/DECISIONS.md).
 
 from __future__ import annotations
 
+import io
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import simplejpeg
 from PIL import Image
 
 from . import _native
-from .errors import DecodeError
+from .errors import DecodeError, UnsupportedJpegError
 
 _SUBSAMPLING = {"4:4:4": "444", "4:2:2": "422", "4:2:0": "420", "4:4:0": "440"}
 
@@ -111,9 +112,23 @@ def _encode(arr: np.ndarray, opts: EncodeOptions) -> bytes:
     )
 
 
-def _check_jpeg(data: bytes) -> bytes:
-    # A full strict decode: a truncated or damaged JPEG must not be stored as if it were whole.
-    _native.decode_jpeg(data)
+def _check_jpeg(data: bytes, opts: EncodeOptions) -> bytes:
+    """The JPEG itself when it is whole and every gulpio reader can read it back with the same
+    shape; otherwise decoded and encoded again. A full strict decode: a truncated or damaged
+    JPEG must not be stored as if it were whole."""
+    try:
+        arr = _native.decode_jpeg(data)
+    except UnsupportedJpegError:
+        # Arithmetic-coded or 12-bit: readers may not decode it; store a baseline JPEG.
+        try:
+            with Image.open(io.BytesIO(data)) as img:
+                img.load()
+                return _encode(to_array(img), opts)
+        except (OSError, ValueError, SyntaxError) as e:
+            raise DecodeError(f"cannot decode JPEG ({e})") from e
+    if _native.jpeg_info(data)[2] == 4:
+        # CMYK/YCCK: gulpio2's decoder returns 4 channels where ours returns RGB; store RGB.
+        return _encode(arr, opts)
     return data
 
 
@@ -192,7 +207,7 @@ class FrameEncoder:
         def finish(i: int) -> bytes:
             f = loaded[i]
             try:
-                return _check_jpeg(f) if isinstance(f, bytes) else _encode(f, opts)
+                return _check_jpeg(f, opts) if isinstance(f, bytes) else _encode(f, opts)
             except DecodeError as e:
                 raise DecodeError(f"frame {i}: {e}") from e
 

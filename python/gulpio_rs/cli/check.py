@@ -57,7 +57,7 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
         from tqdm import tqdm
 
         rows = tqdm(table, desc="checking", unit="chunk", file=sys.stderr)
-    for pos, (_number, data, _meta, _index, _first, _count) in enumerate(rows):
+    for pos, (_number, data, _meta, index, _first, _count) in enumerate(rows):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", BrokenChunkWarning)
@@ -66,7 +66,7 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
             problems.append(_problem(data, "chunk", str(e)))
             continue
         if chunk.index_problem is not None:
-            problems.append(_problem(data, "index", chunk.index_problem))
+            problems.append(_problem(index, "index", chunk.index_problem))
         elif not chunk.indexed:
             totals["legacy_chunks"] += 1
         videos, frames, nbytes, findings = chunk.verify(decode, threads)
