@@ -97,6 +97,11 @@ impl<'a> Scanner<'a> {
             .text
             .get(self.pos..self.pos + 4)
             .ok_or_else(|| self.err("truncated \\u escape"))?;
+        // Exactly four hex digits, as Python's json requires (from_str_radix alone also takes
+        // a sign: "\u+041").
+        if !digits.iter().all(u8::is_ascii_hexdigit) {
+            return Err(self.err("bad \\u escape"));
+        }
         let s = std::str::from_utf8(digits).map_err(|_| self.err("bad \\u escape"))?;
         let v = u16::from_str_radix(s, 16).map_err(|_| self.err("bad \\u escape"))?;
         self.pos += 4;
@@ -177,6 +182,9 @@ impl<'a> Scanner<'a> {
         if start == self.pos {
             return Err(self.err("expected a non-negative integer"));
         }
+        if self.pos - start > 1 && self.text[start] == b'0' {
+            return Err(self.err("number with a leading zero (not JSON)"));
+        }
         if let Some(b'.' | b'e' | b'E') = self.text.get(self.pos) {
             return Err(self.err("expected an integer, found a fraction or exponent"));
         }
@@ -254,9 +262,13 @@ impl<'a> Scanner<'a> {
         if self.text.get(self.pos) == Some(&b'-') {
             self.pos += 1;
         }
+        let int_start = self.pos;
         if !digits(self) {
             self.pos = start;
             return Err(self.err("expected a value"));
+        }
+        if self.pos - int_start > 1 && self.text[int_start] == b'0' {
+            return Err(self.err("number with a leading zero (not JSON)"));
         }
         if self.text.get(self.pos) == Some(&b'.') {
             self.pos += 1;
@@ -285,6 +297,21 @@ impl<'a> Scanner<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refuses_what_python_json_refuses() {
+        for bad in [&br#""\u+041""#[..], br#""\u 041""#] {
+            assert!(Scanner::new(bad).string().is_err(), "{:?}", bad);
+        }
+        assert!(Scanner::new(b"01").uint().is_err());
+        assert!(Scanner::new(b"0").uint().is_ok());
+        for bad in [&b"00"[..], b"-01", b"012.5"] {
+            assert!(Scanner::new(bad).skip_value(0).is_err(), "{:?}", bad);
+        }
+        for good in [&b"0"[..], b"-0", b"0.5", b"10", b"0e3"] {
+            assert!(Scanner::new(good).skip_value(0).is_ok(), "{:?}", good);
+        }
+    }
 
     #[test]
     fn python_style_escaping() {

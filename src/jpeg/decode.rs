@@ -130,16 +130,51 @@ pub fn decode_into_zune(
     want: Colorspace,
     out: &mut [u8],
 ) -> Result<(), DecodeFailure> {
-    match short_adobe_segment(jpeg) {
+    let patched;
+    let jpeg = match short_adobe_segment(jpeg) {
         // zune-jpeg refuses an "Adobe" APP14 segment too short to hold its fields; libjpeg
         // ignores such a segment. Decode a copy in which it is relabelled APP15 (skipped).
         Some(at) => {
-            let mut patched = jpeg.to_vec();
-            patched[at] = 0xEF;
-            decode_checked(&patched, want, out)
+            let mut copy = jpeg.to_vec();
+            copy[at] = 0xEF;
+            patched = copy;
+            &patched[..]
         }
-        None => decode_checked(jpeg, want, out),
+        None => jpeg,
+    };
+    // zune-jpeg 0.5 returns Ok, even in strict mode, when a scan ends early (a second SOS in
+    // a one-scan image, a marker in the middle of the scan data), leaving the rows below
+    // unwritten: uninitialised memory in a numpy array. Rows are written top to bottom, so
+    // a canary in the last row that survives two decodes with different canaries means the
+    // scan never got there. Costs one row's fill and compare (found by fuzzing).
+    let row = out.len() / output_shape(jpeg, want)?.0.max(1);
+    let tail = out.len() - row;
+    fill_canary(&mut out[tail..], 0);
+    decode_checked(jpeg, want, out)?;
+    if is_canary(&out[tail..], 0) {
+        fill_canary(&mut out[tail..], 1);
+        decode_checked(jpeg, want, out)?;
+        if is_canary(&out[tail..], 1) {
+            return Err(DecodeFailure::Corrupt(
+                "the scan data ends before the last row (a marker inside the scan)".into(),
+            ));
+        }
     }
+    Ok(())
+}
+
+fn canary(i: usize, seed: u8) -> u8 {
+    ((i * 37 + 11) as u8).wrapping_add(seed.wrapping_mul(101)) ^ 0x5A
+}
+
+fn fill_canary(buf: &mut [u8], seed: u8) {
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = canary(i, seed);
+    }
+}
+
+fn is_canary(buf: &[u8], seed: u8) -> bool {
+    buf.iter().enumerate().all(|(i, &b)| b == canary(i, seed))
 }
 
 /// Position of the marker byte of an "Adobe" APP14 segment shorter than its 12 data bytes.

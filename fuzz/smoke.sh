@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Fuzz smoke test (CI's last step; developers run it too): builds the cargo-fuzz targets and
+# runs each one for FUZZ_SECONDS (default 30) on its committed seed corpus, two at a time (the
+# fuzzers are single-threaded), then replays the reproducers in fuzz/artifacts-found/.
+# Fails on any crash, panic, hang (> 10 s per input) or allocation over 2 GiB, leaving the
+# input in fuzz/artifacts/<target>/ with the command that replays it.
+#
+#   bash fuzz/smoke.sh                  # all targets, 30 s each
+#   FUZZ_SECONDS=600 bash fuzz/smoke.sh index gmeta   # a longer run of some targets
+set -euo pipefail
+cd "$(dirname "$0")"
+
+SECONDS_EACH="${FUZZ_SECONDS:-30}"
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(index gmeta chunk jpeg)
+
+# cargo-fuzz passes nightly-only flags (-Zsanitizer=address, sanitizer coverage); the stable
+# toolchain accepts them with RUSTC_BOOTSTRAP=1, so no nightly toolchain is needed.
+export RUSTC_BOOTSTRAP=1
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "== installing cargo-fuzz"
+    cargo install cargo-fuzz --locked --quiet
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export GULPIO_FUZZ_TMP="$work" # the chunk target's scratch files
+
+start=$(date +%s)
+echo "== fuzz: format and build"
+cargo fmt --check
+# 16 codegen units: the build is most of this script's time; the fuzzers lose a few % speed.
+if ! cargo fuzz build --codegen-units 16 >"$work/build.log" 2>&1; then
+    cat "$work/build.log"
+    exit 1
+fi
+echo "   built in $(($(date +%s) - start)) s"
+bin=target/x86_64-unknown-linux-gnu/release
+
+run() {
+    local t=$1
+    local extra=()
+    [ "$t" = chunk ] && extra=(-max_len=8192)
+    mkdir -p "$work/corpus-$t" "$work/artifacts-$t"
+    if "$bin/$t" "$work/corpus-$t" "corpus/$t" -max_total_time="$SECONDS_EACH" \
+        -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+        -artifact_prefix="$work/artifacts-$t/" "${extra[@]}" >"$work/$t.log" 2>&1; then
+        local runs cov
+        runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log")
+        cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$work/$t.log" | tail -1)
+        echo "   $t: ok, $runs runs in ${SECONDS_EACH} s, $cov"
+    else
+        mkdir -p "artifacts/$t"
+        cp "$work/artifacts-$t/"* "artifacts/$t/" 2>/dev/null || true
+        echo "   $t: FAILED; last lines of its log:"
+        tail -40 "$work/$t.log" | sed 's/^/     /'
+        for a in "artifacts/$t"/*; do
+            [ -e "$a" ] && echo "   replay: RUSTC_BOOTSTRAP=1 cargo fuzz run $t fuzz/$a"
+        done
+        return 1
+    fi
+}
+
+echo "== fuzz: ${SECONDS_EACH} s per target"
+failed=0
+for ((i = 0; i < ${#TARGETS[@]}; i += 2)); do
+    pids=()
+    for t in "${TARGETS[@]:i:2}"; do
+        run "$t" &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do
+        wait "$p" || failed=1
+    done
+done
+
+echo "== fuzz: replaying fuzz/artifacts-found/"
+for t in "${TARGETS[@]}"; do
+    found=(artifacts-found/"$t"-*)
+    [ -e "${found[0]}" ] || continue
+    if ! "$bin/$t" -runs=1 -rss_limit_mb=2048 -timeout=10 "${found[@]}" >"$work/replay-$t.log" 2>&1; then
+        echo "   $t: a recorded reproducer fails again"
+        tail -20 "$work/replay-$t.log" | sed 's/^/     /'
+        failed=1
+    else
+        echo "   $t: ${#found[@]} reproducer(s) pass"
+    fi
+done
+
+echo "== fuzz: done in $(($(date +%s) - start)) s"
+exit "$failed"
