@@ -112,11 +112,29 @@ def _encode(arr: np.ndarray, opts: EncodeOptions) -> bytes:
     )
 
 
+def _portable(data: bytes) -> bool:
+    """Baseline, extended or progressive Huffman-coded 8-bit: what every gulpio reader (both
+    builds of this one, gulpio2's simplejpeg) decodes. Not arithmetic-coded, lossless or
+    12-bit. Unknown layouts count as portable; the strict decode judges them."""
+    i = 2
+    while i + 4 <= len(data) and data[i] == 0xFF:
+        marker = data[i + 1]
+        if marker in (0xDA, 0xD9):
+            break
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            precision = data[i + 4] if i + 4 < len(data) else 8
+            return marker in (0xC0, 0xC1, 0xC2) and precision == 8
+        i += 2 + int.from_bytes(data[i + 2 : i + 4], "big")
+    return True
+
+
 def _check_jpeg(data: bytes, opts: EncodeOptions) -> bytes:
     """The JPEG itself when it is whole and every gulpio reader can read it back with the same
     shape; otherwise decoded and encoded again. A full strict decode: a truncated or damaged
     JPEG must not be stored as if it were whole."""
     try:
+        if not _portable(data):
+            raise UnsupportedJpegError("not baseline/progressive 8-bit Huffman")
         arr = _native.decode_jpeg(data)
     except UnsupportedJpegError:
         # Arithmetic-coded or 12-bit: readers may not decode it; store a baseline JPEG.
