@@ -1012,7 +1012,36 @@ class FramesFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
 _KINETICS_NAME = re.compile(r"^(?P<id>.+)_\d{6}_\d{6}$")
 
 
-class KineticsAdapter(_BuiltinAdapter):
+class _JsonVideosAdapter(_BuiltinAdapter):
+    """What the Kinetics and ActivityNet adapters share: videos listed in ``vid_storage``
+    (``{'id', 'meta', 'path'}``), annotations re-read from ``json_file`` on access."""
+
+    @property
+    def json_storage(self) -> dict:
+        """The annotations (gulpio2's attribute; read on access, not kept)."""
+        return self.read_json(self.json_file)
+
+    def __len__(self) -> int:
+        return len(self.vid_storage)
+
+    def get_bursted_frames(self, vid_file) -> list[np.ndarray]:
+        """All frames of one video (gulpio2's name; decoded with PyAV, not bursted)."""
+        return read_video(
+            os.path.join(os.fspath(self.folder), vid_file),
+            frame_rate=self.frame_rate,
+            frame_size=self.frame_size,
+            max_frames=self.max_frames,
+        )
+
+    def iter_data(self, slice_element=None):
+        """Decode each video of the slice (one at a time) and yield it."""
+        for v in self.vid_storage[_slice(slice_element, len(self))]:
+            yield _video_item(
+                v["id"], v["meta"], v["path"], self.frame_rate, self.frame_size, self.max_frames
+            )
+
+
+class KineticsAdapter(_JsonVideosAdapter):
     """The Kinetics dataset (trimmed clips named ``<youtube id>_<start 6>_<end 6>.<ext>``).
 
     Videos are ``<folder>/<class>/*.<ext>`` (and ``<folder>/*.<ext>``); the id is the YouTube
@@ -1087,32 +1116,8 @@ class KineticsAdapter(_BuiltinAdapter):
         with open(json_file) as f:
             return json.load(f)
 
-    @property
-    def json_storage(self) -> dict:
-        """The whole annotation JSON (gulpio2's attribute; read on access, not kept)."""
-        return self.read_json(self.json_file)
 
-    def __len__(self) -> int:
-        return len(self.vid_storage)
-
-    def get_bursted_frames(self, vid_file) -> list[np.ndarray]:
-        """All frames of one video (gulpio2's name; decoded with PyAV, not bursted)."""
-        return read_video(
-            os.path.join(os.fspath(self.folder), vid_file),
-            frame_rate=self.frame_rate,
-            frame_size=self.frame_size,
-            max_frames=self.max_frames,
-        )
-
-    def iter_data(self, slice_element=None):
-        """Decode each video of the slice (one at a time) and yield it."""
-        for v in self.vid_storage[_slice(slice_element, len(self))]:
-            yield _video_item(
-                v["id"], v["meta"], v["path"], self.frame_rate, self.frame_size, self.max_frames
-            )
-
-
-class ActivitynetAdapter(_BuiltinAdapter):
+class ActivitynetAdapter(_JsonVideosAdapter):
     """The ActivityNet dataset: ``<folder>/<youtube id>.<ext>`` files, annotations in
     ``json_file['database']``.
 
@@ -1176,30 +1181,6 @@ class ActivitynetAdapter(_BuiltinAdapter):
         """The ``database`` part of the annotation JSON."""
         with open(json_file) as f:
             return json.load(f)["database"]
-
-    @property
-    def json_storage(self) -> dict:
-        """The ``database`` part of the JSON (gulpio2's attribute; read on access, not kept)."""
-        return self.read_json(self.json_file)
-
-    def __len__(self) -> int:
-        return len(self.vid_storage)
-
-    def get_bursted_frames(self, vid_file) -> list[np.ndarray]:
-        """All frames of one video (gulpio2's name; decoded with PyAV, not bursted)."""
-        return read_video(
-            os.path.join(os.fspath(self.folder), vid_file),
-            frame_rate=self.frame_rate,
-            frame_size=self.frame_size,
-            max_frames=self.max_frames,
-        )
-
-    def iter_data(self, slice_element=None):
-        """Decode each video of the slice (one at a time) and yield it."""
-        for v in self.vid_storage[_slice(slice_element, len(self))]:
-            yield _video_item(
-                v["id"], v["meta"], v["path"], self.frame_rate, self.frame_size, self.max_frames
-            )
 
 
 # ------------------------------------------------------------------------------------------

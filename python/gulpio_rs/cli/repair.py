@@ -24,6 +24,7 @@ import re
 import warnings
 
 from ..errors import BrokenChunkWarning, GulpError
+from ..ingest import _pid_alive
 
 QUARANTINE = "gulpio-quarantine"
 TMP = re.compile(r"^\.gulpio-tmp\..*\.(\d+)-\d+$")
@@ -49,13 +50,8 @@ def add_parser(sub) -> None:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid != os.getpid()
+    # Our own temporaries cannot belong to a live writer: repair is not writing.
+    return pid != os.getpid() and _pid_alive(pid)
 
 
 def plan(directory: str, decode: bool = False) -> list[dict]:
