@@ -15,7 +15,7 @@ b. From real video files to chunks: ``--videos`` copies of bigbuckbunny.mp4 and 
 
 Every number is the median of ``--repeats`` runs, each into a fresh directory. Run:
 
-    python benches/bench_ingest.py [--repeats 3] [--videos 60]
+    python benches/bench_ingest.py [--repeats 3] [--videos 60] [--part a|b]
 """
 
 from __future__ import annotations
@@ -103,6 +103,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--videos", type=int, default=60, help="video files for part b")
     ap.add_argument("--clips", type=int, default=160, help="videos of 16 frames for part a")
+    ap.add_argument("--part", choices=("a", "b"), help="run only part a or part b")
     args = ap.parse_args()
 
     import gulpio2
@@ -111,11 +112,12 @@ def main() -> None:
     rows = []
 
     # ---- a. encode + write from frames in memory -----------------------------------------
-    pool = real_frames(data, 128, 382)
+    pool = real_frames(data, 128, 382) if args.part != "b" else []
     adapter = FramesAdapter(pool, args.clips, 16)
     n_frames = args.clips * 16
-    rows.append(("#", f"a. encode + write, {args.clips} videos x 16 frames, {pool[0].shape}"))
-    for workers in (1, 2):
+    if pool:
+        rows.append(("#", f"a. encode + write, {args.clips} videos x 16 frames, {pool[0].shape}"))
+    for workers in (1, 2) if pool else ():
 
         def g2(out, w=workers):
             gulpio2.GulpIngestor(adapter, out, 20, w)()
@@ -144,16 +146,17 @@ def main() -> None:
     # ---- b. from video files --------------------------------------------------------------
     work = Path(tempfile.mkdtemp(prefix="gulpio-bench-videos-"))
     try:
-        for i in range(args.videos):
+        for i in range(args.videos if args.part != "a" else 0):
             name = ("bigbuckbunny.mp4", "bikes.mp4")[i % 2]
             cls = work / f"class{i % 4}"
             cls.mkdir(exist_ok=True)
             shutil.copy(data / name, cls / f"video{i:04d}.mp4")
-        rows.append(("#", f"b. video files -> chunks, {args.videos} videos, shorter side 128"))
+        if args.part != "a":
+            rows.append(("#", f"b. video files -> chunks, {args.videos} videos, shorter side 128"))
         from gulpio_rs import adapters as rs_adapters
 
         have_ffmpeg = shutil.which("ffmpeg") is not None
-        for workers in (1, 2):
+        for workers in (1, 2) if args.part != "a" else ():
 
             def rs_video(out, w=workers):
                 a = rs_adapters.VideoFolderAdapter(str(work) + "/", out, frame_size=128)

@@ -65,6 +65,7 @@ def _rebuild_video_decode_error(message, path, frame):
 def _import_av():
     try:
         import av
+        import av.video.reformatter  # noqa: F401  (not imported by `import av` in every version)
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError(
             "decoding videos needs PyAV: pip install av (wheels bundle FFmpeg)"
@@ -161,13 +162,20 @@ def read_video(
     frame_size = -1 if frame_size is None else int(frame_size)
     limit = max_frames if max_frames is not None else float("inf")
     out: list[np.ndarray] = []
+    # One reformatter for the whole video: `frame.to_ndarray(width=...)` makes a new swscale
+    # context for every frame, and building it cost more than the scaling (720p to 128 px:
+    # 318 frames/s that way, 493 with one context; 640x272: 509 vs 1,104), same pixels.
+    reformatter = av.video.reformatter.VideoReformatter()
 
     def convert(frame) -> np.ndarray:
         if frame_size > 0:
             w, h = _target_size(frame.width, frame.height, frame_size)
-            arr = frame.to_ndarray(format="rgb24", width=w, height=h, interpolation="BILINEAR")
+            rgb = reformatter.reformat(
+                frame, width=w, height=h, format="rgb24", interpolation="BILINEAR"
+            )
         else:
-            arr = frame.to_ndarray(format="rgb24")
+            rgb = reformatter.reformat(frame, format="rgb24")
+        arr = rgb.to_ndarray()
         quarter_turns = round((getattr(frame, "rotation", 0) or 0) / 90) % 4  # PyAV >= 14
         if quarter_turns:
             arr = np.rot90(arr, quarter_turns)
