@@ -9,7 +9,7 @@ import tempfile
 import time
 from importlib import resources
 
-from .. import __version__
+from .. import JPEG_BACKEND, __version__
 from ..errors import GulpError
 
 EPILOG = """examples:
@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     h, w = batch.shape[2:4]
     print(
         f"3. read back and decoded {n_frames} frames ({w}x{h}) in one batch of shape "
-        f"{batch.shape} in {t_read * 1e3:.1f} ms ({n_frames / t_read:,.0f} frames/s)"
+        f"{batch.shape} in {t_read * 1e3:.1f} ms ({n_frames / t_read:,.0f} frames/s, "
+        f"{JPEG_BACKEND})"
     )
 
     first = gd.keys()[0]
