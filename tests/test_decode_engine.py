@@ -230,19 +230,36 @@ def test_unsupported_jpeg_uses_the_fallback_decoder(tmp_path):
     np.testing.assert_array_equal(GulpDirectory(tmp_path, jpeg_decoder=pillow).read("ari"), arr)
 
 
-def test_one_thread_by_default_inside_a_dataloader_worker(monkeypatch):
+def test_default_threads_share_the_cores_among_ranks_and_dataloader_workers(monkeypatch):
     import sys
     import types
 
+    from gulpio_rs import _reading
     from gulpio_rs._reading import _threads
 
     monkeypatch.delenv("GULPIO_NUM_THREADS", raising=False)
-    assert _threads() == 0  # every usable core
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    monkeypatch.setattr(_reading, "_usable_cores", lambda: 16)
+    assert _threads() == 0  # a lone process: every usable core
     # A stand-in for torch inside a DataLoader worker (gulpio_rs never imports torch itself).
+    worker = types.SimpleNamespace(num_workers=4)
     fake = types.ModuleType("torch")
-    fake.utils = types.SimpleNamespace(data=types.SimpleNamespace(get_worker_info=lambda: object()))
+    fake.utils = types.SimpleNamespace(data=types.SimpleNamespace(get_worker_info=lambda: worker))
     monkeypatch.setitem(sys.modules, "torch", fake)
-    assert _threads() == 1
-    assert _threads(4) == 4
-    fake.utils.data.get_worker_info = lambda: None  # the main process
+    assert _threads() == 4  # 16 cores, 4 workers
+    worker.num_workers = 1
+    assert _threads() == 0  # the only worker: every core
+    worker.num_workers = 32
+    assert _threads() == 1  # never fewer than one
+    assert _threads(4) == 4  # an explicit count wins
+    monkeypatch.setenv("GULPIO_NUM_THREADS", "3")
+    assert _threads() == 3 and _threads(5) == 5
+    monkeypatch.delenv("GULPIO_NUM_THREADS")
+    # torchrun: 2 ranks on this machine, each with 4 workers
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    worker.num_workers = 4
+    assert _threads() == 2
+    fake.utils.data.get_worker_info = lambda: None  # a rank's main process
+    assert _threads() == 8
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "not a number")
     assert _threads() == 0

@@ -1,8 +1,11 @@
 """The datasets and the sampler under torch's DataLoader: 0, 1 and 2 workers under fork,
-spawn and forkserver, one decode thread per worker, and mid-epoch resume (torchdata's
-StatefulDataLoader, and a plain DataLoader), also with a different number of workers."""
+spawn and forkserver, the cores shared among workers for decoding, and mid-epoch resume
+(torchdata's StatefulDataLoader, and a plain DataLoader), also with a different number of
+workers."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -84,11 +87,13 @@ class ThreadsProbe(GulpVideoDataset):
 
 
 @pytest.mark.parametrize("context", ["fork", "spawn"])
-def test_one_decode_thread_per_worker(gulp_dir, context, monkeypatch):
+def test_workers_share_the_cores_for_decoding(gulp_dir, context, monkeypatch):
     monkeypatch.delenv("GULPIO_NUM_THREADS", raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
     ds = ThreadsProbe(gulp_dir, frames=2)
     loader = DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context=context)
-    assert {t for _, threads in loader for t in threads.tolist()} == {1}
+    share = max(1, len(os.sched_getaffinity(0)) // 2)
+    assert {t for _, threads in loader for t in threads.tolist()} == {share}
     in_main = {t for _, threads in DataLoader(ds, batch_size=4) for t in threads.tolist()}
     assert in_main == {0}  # every usable core
     if context != "fork":

@@ -113,8 +113,11 @@ def _stack(frames: list, video_id: str) -> np.ndarray:
 
 
 def _threads(threads: int | None = None) -> int:
-    """Decode threads: the argument, else ``GULPIO_NUM_THREADS``, else 1 inside a PyTorch
-    DataLoader worker (workers already run in parallel), else 0 (= every usable core)."""
+    """Decode threads: the argument, else ``GULPIO_NUM_THREADS``, else this process's share of
+    the usable cores: all of them (``0``) in a lone process; under torchrun
+    (``LOCAL_WORLD_SIZE``) divided among the node's ranks, and inside a PyTorch DataLoader
+    worker also among the loader's workers (at least 1), so that ranks x workers x threads
+    stays at the core count instead of multiplying past it."""
     if threads is not None:
         if threads < 0:
             raise ValueError(f"threads must be >= 0, not {threads}")
@@ -125,9 +128,28 @@ def _threads(threads: int | None = None) -> int:
             return max(0, int(env))
         except ValueError:
             raise ValueError(f"GULPIO_NUM_THREADS must be an integer, not {env!r}") from None
+    sharers = _local_ranks()
     torch = sys.modules.get("torch")  # never import torch ourselves
     if torch is not None:
         get_worker_info = getattr(getattr(torch.utils, "data", None), "get_worker_info", None)
-        if get_worker_info is not None and get_worker_info() is not None:
-            return 1
-    return 0
+        info = get_worker_info() if get_worker_info is not None else None
+        if info is not None:
+            sharers *= max(1, int(getattr(info, "num_workers", 1) or 1))
+    if sharers == 1:
+        return 0
+    return max(1, _usable_cores() // sharers)
+
+
+def _local_ranks() -> int:
+    """Processes of this job on this machine: torchrun's ``LOCAL_WORLD_SIZE``, else 1."""
+    try:
+        return max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

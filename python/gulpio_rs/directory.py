@@ -185,8 +185,9 @@ class GulpDirectory:
         ``frames`` is ``None`` (all), a slice, a list/array of indices or an int. ``C`` is 3
         (RGB) unless every frame is grayscale (1); ``colorspace="RGB"`` or ``"GRAY"`` forces
         it. ``out=`` decodes into a C-contiguous uint8 array of the right shape, without an
-        extra copy. Decoding runs on ``threads`` threads (default: ``GULPIO_NUM_THREADS``, 1 in
-        a DataLoader worker, else every usable core) with the GIL released. Frames of
+        extra copy. Decoding runs on ``threads`` threads (default: ``GULPIO_NUM_THREADS``, else
+        the usable cores shared among DataLoader workers and torchrun's local ranks) with the
+        GIL released. Frames of
         different sizes raise ``ValueError`` (``gd[id]`` returns them as a list).
         """
         chunk, video = self._resolve(_id_str(id_))

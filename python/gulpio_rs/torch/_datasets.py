@@ -331,7 +331,8 @@ class GulpVideoDataset(_GulpDataset):
 
     The DataLoader fetches a batch through :meth:`__getitems__`: one parallel decode of every
     frame of the batch. Pass ``collate_fn=gulp_collate`` to get that batch without a copy.
-    Decoding uses ``threads`` threads (default: 1 in a DataLoader worker, else every core).
+    Decoding uses ``threads`` threads (default: the usable cores divided among the
+    DataLoader's workers and torchrun's local ranks, at least 1; every core otherwise).
     The dataset pickles as its path and options; each process opens the directory itself.
     """
 
