@@ -2,6 +2,7 @@
 //! JPEG decoding. Pure Rust; the Python bindings live in `python/` behind the `python` feature.
 
 pub mod batch;
+pub mod buffers;
 pub mod chunk;
 pub mod directory;
 pub mod error;

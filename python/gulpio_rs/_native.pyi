@@ -93,5 +93,13 @@ def resize_frames(
 ) -> list[npt.NDArray[np.uint8]]:
     """Shorter side of every C-contiguous ``(H, W)``/``(H, W, 1|3)`` frame to ``size``."""
 
-#: ``"zune-jpeg"`` (default build) or ``"libjpeg-turbo"`` (built with the ``turbo`` feature).
+def pooled_bytes() -> int:
+    """Bytes kept for reuse by freed output arrays of 16 MiB or more (at most two buffers,
+    each freed after 30 s unused)."""
+
+def release_pooled_buffers() -> None:
+    """Frees the buffers kept for reuse now."""
+
+#: ``"libjpeg-turbo"`` (built with the ``turbo`` feature, which ``pip install`` turns on when
+#: nasm is there) or ``"zune-jpeg"``.
 JPEG_BACKEND: str

@@ -1,6 +1,7 @@
 //! Thin PyO3 bindings: convert arguments, release the GIL around core calls, map errors.
 //! All Python-facing semantics (gulpio2's API shapes) live in `python/gulpio_rs/`.
 
+mod arrays;
 mod errors;
 mod resize;
 
@@ -8,7 +9,6 @@ use std::ffi::c_int;
 use std::os::raw::c_void;
 use std::sync::{Arc, OnceLock};
 
-use numpy::ndarray::IxDyn;
 use numpy::{
     PyArray3, PyArray4, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
 };
@@ -296,14 +296,14 @@ impl Chunk {
         let cs = self::colorspace(colorspace)?;
         let jobs = batch::plan(&self.inner, video, &frames, cs, false).py_err(py)?;
         if let Some((h, w, c)) = batch::uniform(&jobs) {
-            let arr = new_array(py, [jobs.len(), h, w, c]);
+            let arr = new_array(py, [jobs.len(), h, w, c])?;
             decode_into_array(py, &jobs, &arr, check, threads)?;
             return Ok(arr.into_any());
         }
         let arrays: Vec<Bound<'py, PyArray4<u8>>> = jobs
             .iter()
             .map(|j| new_array(py, [1, j.shape.0, j.shape.1, j.shape.2]))
-            .collect();
+            .collect::<PyResult<_>>()?;
         let mut outs = Vec::with_capacity(arrays.len());
         for a in &arrays {
             outs.push(array_slice(a)?);
@@ -340,7 +340,7 @@ impl Chunk {
                 check_out(arr.as_untyped(), &[jobs.len(), h, w, c])?;
                 arr
             }
-            None => new_array(py, [jobs.len(), h, w, c]),
+            None => new_array(py, [jobs.len(), h, w, c])?,
         };
         decode_into_array(py, &jobs, &arr, check, threads)?;
         Ok(arr)
@@ -378,10 +378,10 @@ fn uniform_shape(
     }
 }
 
-fn new_array<'py>(py: Python<'py>, dims: [usize; 4]) -> Bound<'py, PyArray4<u8>> {
-    // SAFETY: every byte is written by the decoder before the array is returned; on error the
-    // array is dropped without being exposed.
-    unsafe { PyArray4::<u8>::new(py, dims, false) }
+fn new_array<'py>(py: Python<'py>, dims: [usize; 4]) -> PyResult<Bound<'py, PyArray4<u8>>> {
+    // Every byte is written by the decoder before the array is returned; on error the array
+    // is dropped without being exposed.
+    arrays::uninit4(py, dims)
 }
 
 // A numpy array is shared, interior-mutable memory: `&Bound` is all Python ever gives us.
@@ -723,8 +723,8 @@ fn read_batch<'py>(
                 check_out(arr.as_untyped(), &dims)?;
                 arr
             }
-            // SAFETY: every byte is written by the decoder before the array is returned.
-            None => unsafe { PyArrayDyn::<u8>::new(py, IxDyn(&dims), false) },
+            // Every byte is written by the decoder before the array is returned.
+            None => arrays::uninit_dyn(py, &dims)?,
         };
         let slice = dyn_slice(&arr)?;
         let per = (h * w * c).max(1);
@@ -740,7 +740,7 @@ fn read_batch<'py>(
     let arrays: Vec<Bound<'py, PyArray4<u8>>> = plans
         .iter()
         .map(|(j, (h, w, c))| new_array(py, [j.len(), *h, *w, *c]))
-        .collect();
+        .collect::<PyResult<_>>()?;
     let mut outs = Vec::with_capacity(all_jobs.len());
     for (a, (jobs, _)) in arrays.iter().zip(&plans) {
         let per = jobs.first().map_or(1, |j| j.len().max(1));
@@ -822,6 +822,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode_jpeg, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg_info, m)?)?;
     m.add_function(wrap_pyfunction!(resize::resize_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(arrays::pooled_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(arrays::release_pooled_buffers, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("JPEG_BACKEND", crate::jpeg::decode::BACKEND.name())?;
     Ok(())

@@ -1,0 +1,165 @@
+//! A small pool of large byte buffers, handed out again instead of freed.
+//!
+//! Why: a batch array above glibc's mmap threshold (32 MiB) is fresh memory on every call, and
+//! the kernel faults in and zeroes each of its pages while the decoders write it: 13-17% of a
+//! 256 px `read_batch` on this project's machine (docs/DECISIONS.md). A training loop asks
+//! for the same size over and over, and at most two batches are alive at once (the one in use
+//! and the one being made), so keeping two buffers removes that cost. Buffers idle for longer
+//! than `max_idle` are let go, so a finished loop does not keep its memory for long.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Buffers kept and handed out again, with the rules for which to keep.
+pub struct BufferPool {
+    kept: Mutex<Vec<(Vec<u8>, Instant)>>,
+    /// Requests smaller than this are not pooled (malloc reuses its own heap for them).
+    pub min_bytes: usize,
+    /// At most this many buffers are kept.
+    pub max_kept: usize,
+    /// A buffer unused for this long is freed at the next `take` or `give`.
+    pub max_idle: Duration,
+}
+
+impl BufferPool {
+    pub const fn new(min_bytes: usize, max_kept: usize, max_idle: Duration) -> Self {
+        BufferPool {
+            kept: Mutex::new(Vec::new()),
+            min_bytes,
+            max_kept,
+            max_idle,
+        }
+    }
+
+    /// A buffer of at least `len` bytes (`len()` may be larger, by at most half, so a big
+    /// buffer is not spent on a small request). Its contents are unspecified: leftovers of an
+    /// earlier use, or zeros.
+    pub fn take(&self, len: usize) -> Vec<u8> {
+        if len >= self.min_bytes {
+            if let Ok(mut kept) = self.kept.lock() {
+                self.expire(&mut kept);
+                let fits = |b: &Vec<u8>| b.len() >= len && b.len() - len <= len / 2;
+                // The smallest that fits: a pool of two sizes keeps serving both.
+                if let Some(i) = (0..kept.len())
+                    .filter(|&i| fits(&kept[i].0))
+                    .min_by_key(|&i| kept[i].0.len())
+                {
+                    return kept.swap_remove(i).0;
+                }
+            }
+        }
+        // calloc: fresh pages come zeroed from the kernel lazily, no memset.
+        vec![0u8; len]
+    }
+
+    /// Gives a buffer back for a later `take`; the oldest is freed when the pool is full.
+    pub fn give(&self, buf: Vec<u8>) {
+        if buf.len() < self.min_bytes || self.max_kept == 0 {
+            return;
+        }
+        if let Ok(mut kept) = self.kept.lock() {
+            self.expire(&mut kept);
+            if kept.len() >= self.max_kept {
+                if let Some(oldest) = (0..kept.len()).min_by_key(|&i| kept[i].1) {
+                    kept.swap_remove(oldest);
+                }
+            }
+            kept.push((buf, Instant::now()));
+        }
+    }
+
+    /// Bytes held by the pool now.
+    pub fn kept_bytes(&self) -> usize {
+        self.kept
+            .lock()
+            .map(|k| k.iter().map(|(b, _)| b.len()).sum())
+            .unwrap_or(0)
+    }
+
+    /// Frees every kept buffer.
+    pub fn clear(&self) {
+        if let Ok(mut kept) = self.kept.lock() {
+            kept.clear();
+        }
+    }
+
+    fn expire(&self, kept: &mut Vec<(Vec<u8>, Instant)>) {
+        let now = Instant::now();
+        kept.retain(|(_, at)| now.duration_since(*at) < self.max_idle);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool() -> BufferPool {
+        BufferPool::new(100, 2, Duration::from_secs(60))
+    }
+
+    #[test]
+    fn a_given_buffer_is_taken_again() {
+        let p = pool();
+        let mut b = p.take(1000);
+        b[0] = 7;
+        let ptr = b.as_ptr();
+        p.give(b);
+        assert_eq!(p.kept_bytes(), 1000);
+        let again = p.take(1000);
+        assert_eq!((again.as_ptr(), again[0]), (ptr, 7));
+        assert_eq!(p.kept_bytes(), 0);
+    }
+
+    #[test]
+    fn small_requests_are_not_pooled() {
+        let p = pool();
+        p.give(p.take(99));
+        assert_eq!(p.kept_bytes(), 0);
+    }
+
+    #[test]
+    fn a_much_bigger_buffer_is_not_spent_on_a_small_request() {
+        let p = pool();
+        p.give(vec![0; 1000]);
+        assert_eq!(p.take(600).len(), 600); // 1000 - 600 > 300: a new buffer
+        assert_eq!(p.take(700).len(), 1000); // within half: reused
+        assert_eq!(p.take(1001).len(), 1001); // too small: new
+    }
+
+    #[test]
+    fn the_smallest_fitting_buffer_is_taken() {
+        let p = pool();
+        p.give(vec![0; 1400]);
+        p.give(vec![0; 1000]);
+        assert_eq!(p.take(1000).len(), 1000);
+        assert_eq!(p.take(1000).len(), 1400);
+    }
+
+    #[test]
+    fn at_most_max_kept_buffers_are_kept_and_the_oldest_goes() {
+        let p = pool();
+        for len in [1000, 1100, 1200] {
+            p.give(vec![0; len]);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(p.kept_bytes(), 1100 + 1200);
+    }
+
+    #[test]
+    fn idle_buffers_expire() {
+        let p = BufferPool::new(100, 2, Duration::from_millis(20));
+        p.give(vec![0; 1000]);
+        std::thread::sleep(Duration::from_millis(40));
+        p.give(vec![0; 200]); // the first one has been idle too long
+        assert_eq!(p.kept_bytes(), 200);
+        p.clear();
+        assert_eq!(p.kept_bytes(), 0);
+    }
+
+    #[test]
+    fn a_pool_that_keeps_nothing_keeps_nothing() {
+        let p = BufferPool::new(100, 0, Duration::from_secs(60));
+        p.give(vec![0; 1000]);
+        assert_eq!(p.kept_bytes(), 0);
+    }
+}
