@@ -6,10 +6,10 @@ Drop-in for gulpio2: ``import gulpio_rs as gulpio2``. See README.md and docs/FOR
 from __future__ import annotations
 
 from . import errors
-from ._native import JPEG_BACKEND, __version__
 
 # JPEG_BACKEND: the decoder this build uses, "libjpeg-turbo" or "zune-jpeg" (chosen when the
 # package was built; see build_backend/gulpio_rs_build.py).
+from ._native import JPEG_BACKEND, __version__
 from .errors import (
     BrokenChunkWarning,
     CorruptDataError,

@@ -187,8 +187,8 @@ class GulpDirectory:
         it. ``out=`` decodes into a C-contiguous uint8 array of the right shape, without an
         extra copy. Decoding runs on ``threads`` threads (default: ``GULPIO_NUM_THREADS``, else
         the usable cores shared among DataLoader workers and torchrun's local ranks) with the
-        GIL released. Frames of
-        different sizes raise ``ValueError`` (``gd[id]`` returns them as a list).
+        GIL released. Frames of different sizes raise ``ValueError`` (``gd[id]`` returns them
+        as a list).
         """
         chunk, video = self._resolve(_id_str(id_))
         selection = _selection(frames, chunk, video)
