@@ -230,8 +230,10 @@ class GulpDirectory:
 
         ``frames`` applies to every video, or is a list with one selection per video. Returns
         one ``(N, T, H, W, C)`` array when all videos give the same frame count and size, else
-        a list of ``(T, H, W, C)`` arrays. ``out=`` reuses a ``(N, T, H, W, C)`` uint8 buffer
-        across batches (a fresh array of tens of MB costs page faults on every call).
+        a list of ``(T, H, W, C)`` arrays. ``out=`` decodes into a ``(N, T, H, W, C)`` uint8
+        array of the caller's (shared memory, say). Without it, arrays of 16 MiB or more reuse
+        the memory of freed ones (at most two kept, for 30 s), so a loop does not pay for
+        fresh pages on every batch.
         """
         ids = [_id_str(i) for i in ids]
         per_video = (
