@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 
 from . import _native
 from ._frames import EncodeOptions, FrameEncoder
-from ._reading import _id_str
+from ._reading import _id_str, _usable_cores
 from .chunk import GulpChunk
 from .directory import GulpDirectory
 from .errors import GulpError, GulpWarning
@@ -687,7 +687,7 @@ class GulpIngestor:
         self.shard_index, self.num_shards = int(shard_index), int(num_shards)
         self.strict = bool(strict)
         if threads is None:
-            threads = max(1, _native_threads() // self.num_workers)
+            threads = max(1, _usable_cores() // self.num_workers)
         self.options = EncodeOptions(int(quality), subsampling, int(threads))
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
 
@@ -808,13 +808,6 @@ class _Progress:
     def __exit__(self, *exc):
         if self.bar is not None:
             self.bar.close()
-
-
-def _native_threads() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 __all__ = [

@@ -260,7 +260,8 @@ def ingest_with(
 ) -> int:
     """Builds the adapter (passing ``output_folder`` if its constructor takes one), gulps it,
     prints the report and returns the exit status."""
-    from ..ingest import GulpIngestor, IngestWarning, _native_threads
+    from .._reading import _usable_cores
+    from ..ingest import GulpIngestor, IngestWarning
 
     kwargs = dict(kwargs)
     if any(p.name == "output_folder" for p in _parameters(cls)):
@@ -273,7 +274,7 @@ def ingest_with(
             adapter,
             output_folder,
             videos_per_chunk,
-            num_workers or _native_threads(),
+            num_workers or _usable_cores(),
             quality=quality,
             subsampling=subsampling,
             strict=strict,
