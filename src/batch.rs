@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use crate::chunk::reader::ChunkReader;
+use crate::chunk::reader::{ChunkReader, FrameData};
 use crate::error::{Error, Result};
 use crate::jpeg::decode::{decode_into, output_shape, Colorspace, DecodeFailure};
 use crate::pool::Runner;
@@ -50,9 +50,9 @@ pub fn plan<'a>(
         } else {
             // Legacy chunk: read the size from the JPEG header (the CRC, if any, is checked
             // when the frame is decoded).
-            let bytes = chunk.frame_bytes(video, f, false)?;
+            let bytes = chunk.read_frame(video, f, false)?;
             let (h, w, _, info) =
-                output_shape(bytes, Colorspace::Auto).map_err(|e| context(chunk, video, k, e))?;
+                output_shape(&bytes, Colorspace::Auto).map_err(|e| context(chunk, video, k, e))?;
             (h, w, info.components)
         };
         if h * w > MAX_FRAME_PIXELS {
@@ -112,6 +112,9 @@ pub fn decode(jobs: &[FrameJob], outs: Vec<&mut [u8]>, check: bool, runner: &Run
             "internal: one output buffer per frame is needed".into(),
         ));
     }
+    if jobs.iter().any(|j| j.chunk.mapped().is_none()) {
+        return decode_fetched(jobs, outs, check, runner);
+    }
     match runner {
         Runner::Caller => jobs
             .iter()
@@ -130,6 +133,102 @@ pub fn decode(jobs: &[FrameJob], outs: Vec<&mut [u8]>, check: bool, runner: &Run
     }
 }
 
+/// [`decode`] for batches with chunks that are not mapped (positional reads, object stores):
+/// each chunk's frames are read with one planned set of range requests, and every frame is
+/// decoded on the pool as soon as its bytes are in, while later requests are still in flight.
+fn decode_fetched(
+    jobs: &[FrameJob],
+    outs: Vec<&mut [u8]>,
+    check: bool,
+    runner: &Runner,
+) -> Result<()> {
+    let mut outs: Vec<Option<&mut [u8]>> = outs.into_iter().map(Some).collect();
+    let results: Vec<std::sync::OnceLock<Result<()>>> =
+        jobs.iter().map(|_| std::sync::OnceLock::new()).collect();
+    // Jobs grouped by chunk, in first-appearance order.
+    let mut groups: Vec<(&ChunkReader, Vec<usize>)> = Vec::new();
+    for (i, job) in jobs.iter().enumerate() {
+        match groups.iter_mut().find(|(c, _)| std::ptr::eq(*c, job.chunk)) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((job.chunk, vec![i])),
+        }
+    }
+    match runner {
+        Runner::Caller => read_groups(
+            &groups,
+            jobs,
+            &mut outs,
+            &results,
+            check,
+            &mut |i, out, bytes| {
+                let _ = results[i].set(decode_bytes(&jobs[i], &bytes, out));
+            },
+        )?,
+        Runner::Pool(pool) => {
+            let results = &results;
+            pool.in_place_scope(|s| {
+                read_groups(
+                    &groups,
+                    jobs,
+                    &mut outs,
+                    results,
+                    check,
+                    &mut |i, out, bytes| {
+                        let bytes = bytes.into_bytes();
+                        s.spawn(move |_| {
+                            let _ = results[i].set(decode_bytes(&jobs[i], &bytes, out));
+                        });
+                    },
+                )
+            })?
+        }
+    }
+    for r in results {
+        match r.into_inner() {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(e),
+            None => {
+                return Err(Error::Internal(
+                    "a frame was neither read nor failed".into(),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads the frames of each chunk group and hands every frame's bytes, with its output slot,
+/// to `spawn`; read failures are recorded in `results`.
+fn read_groups<'o, 'c>(
+    groups: &[(&'c ChunkReader, Vec<usize>)],
+    jobs: &[FrameJob],
+    outs: &mut [Option<&'o mut [u8]>],
+    results: &[std::sync::OnceLock<Result<()>>],
+    check: bool,
+    spawn: &mut dyn FnMut(usize, &'o mut [u8], FrameData<'c>),
+) -> Result<()> {
+    for (chunk, members) in groups {
+        let wanted: Vec<(usize, usize)> = members
+            .iter()
+            .map(|&i| (jobs[i].video, jobs[i].frame))
+            .collect();
+        chunk.read_frames(&wanted, check, |m, got| {
+            let i = members[m];
+            match (got, outs[i].take()) {
+                (Ok(bytes), Some(out)) => spawn(i, out, bytes),
+                (Err(e), _) => {
+                    let _ = results[i].set(Err(e));
+                }
+                (Ok(_), None) => {
+                    let _ = results[i]
+                        .set(Err(Error::Internal("a frame's bytes arrived twice".into())));
+                }
+            }
+        })?;
+    }
+    Ok(())
+}
+
 /// Decodes a single frame into a new buffer: `(pixels, height, width, channels)`.
 pub fn decode_frame(
     chunk: &ChunkReader,
@@ -141,19 +240,25 @@ pub fn decode_frame(
     let jobs = plan(chunk, video, &[frame], colorspace, false)?;
     let job = &jobs[0];
     let mut out = vec![0u8; job.len()];
-    decode_one(job, &mut out, check)?;
+    let bytes = chunk.read_frame(video, job.frame as i64, check)?;
+    decode_bytes(job, &bytes, &mut out)?;
     Ok((out, job.shape.0, job.shape.1, job.shape.2))
 }
 
 fn decode_one(job: &FrameJob, out: &mut [u8], check: bool) -> Result<()> {
+    let bytes = job.chunk.frame_bytes(job.video, job.frame as i64, check)?;
+    decode_bytes(job, bytes, out)
+}
+
+/// Decodes a frame's (already verified) bytes into `out`.
+fn decode_bytes(job: &FrameJob, bytes: &[u8], out: &mut [u8]) -> Result<()> {
     if out.len() != job.len() {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::Internal(format!(
             "output buffer of {} bytes for a frame of {} bytes",
             out.len(),
             job.len()
         )));
     }
-    let bytes = job.chunk.frame_bytes(job.video, job.frame as i64, check)?;
     let want = match (job.colorspace, job.shape.2) {
         (Colorspace::Auto, 1) => Colorspace::Gray,
         (Colorspace::Auto, _) => Colorspace::Rgb,

@@ -9,10 +9,11 @@ use std::sync::{Arc, OnceLock};
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
-use crate::chunk::reader::{probe_index, ChunkReader};
-use crate::error::{Error, IoContext, Result};
+use crate::chunk::reader::{probe_index_in, ChunkReader, KnownSizes, Probe};
+use crate::error::{Error, Result};
 use crate::format::index::{front_ids, HEADER_LEN};
 use crate::format::paths::{chunk_number, ChunkPaths, DATA_EXT, META_EXT};
+use crate::io::Store;
 
 /// Something wrong with one chunk that did not stop the directory from opening.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +31,8 @@ pub struct ChunkSlot {
     /// Global position of the chunk's first video.
     pub first: usize,
     pub video_count: usize,
+    /// File sizes the listing gave (object stores), saving a request per file.
+    pub sizes: KnownSizes,
     /// Header of the index probed at open (None for legacy chunks, opened at once).
     probed: Option<[u8; HEADER_LEN]>,
     reader: OnceLock<Result<Arc<ChunkReader>>>,
@@ -44,17 +47,19 @@ impl ChunkSlot {
     /// The chunk's reader, opening it on first use. A failure is remembered and reported on
     /// every later use, so a damaged chunk fails the same way each time. `ids` are the ids the
     /// directory registered for this chunk when it was opened.
-    fn reader(&self, ids: &IdTable) -> Result<Arc<ChunkReader>> {
+    fn reader(&self, ids: &IdTable, store: &Store) -> Result<Arc<ChunkReader>> {
         self.reader
             .get_or_init(|| {
                 let opened = match &self.probed {
-                    Some(header) => match ChunkReader::from_index(&self.paths, header) {
-                        Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
-                            self.fall_back(ids, e)
+                    Some(header) => {
+                        match ChunkReader::from_index_in(store, &self.paths, header, self.sizes) {
+                            Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
+                                self.fall_back(ids, store, e)
+                            }
+                            other => other,
                         }
-                        other => other,
-                    },
-                    None => Err(Error::InvalidArgument("chunk has no reader".into())),
+                    }
+                    None => Err(Error::Internal("chunk has no reader".into())),
                 };
                 opened.map(Arc::new)
             })
@@ -65,8 +70,8 @@ impl ChunkSlot {
     /// a `.gmeta` changed without changing size): read through the `.gmeta` if it still lists
     /// the videos the directory registered, in the same order; otherwise the directory must
     /// be reopened.
-    fn fall_back(&self, ids: &IdTable, why: Error) -> Result<ChunkReader> {
-        let mut legacy = ChunkReader::open_legacy(&self.paths)?;
+    fn fall_back(&self, ids: &IdTable, store: &Store, why: Error) -> Result<ChunkReader> {
+        let mut legacy = ChunkReader::open_legacy_in(store, &self.paths, self.sizes)?;
         let same = legacy.video_count() == self.video_count
             && (0..self.video_count).all(|i| legacy.id(i) == ids.get(self.first + i));
         if !same {
@@ -147,6 +152,7 @@ impl IdTable {
 
 pub struct Directory {
     root: PathBuf,
+    store: Store,
     chunks: Vec<ChunkSlot>,
     ids: IdTable,
     /// Chunk position of each video, parallel to `ids`.
@@ -160,27 +166,48 @@ fn matches(name: &str, prefix: &str, ext: &str) -> bool {
 }
 
 impl Directory {
+    /// Opens the dataset in the local directory `root`, memory-mapping its files.
     pub fn open(root: impl AsRef<Path>) -> Result<Directory> {
+        Self::open_in(Store::default(), root)
+    }
+
+    /// Opens the dataset at `root` in `store` (for object stores `root` is the dataset's URL).
+    /// Index fronts are fetched concurrently for remote stores (one round trip per chunk,
+    /// overlapped), after one listing.
+    pub fn open_in(store: Store, root: impl AsRef<Path>) -> Result<Directory> {
         let root = root.as_ref().to_path_buf();
         let mut problems = Vec::new();
-        let pairs = find_chunks(&root, &mut problems)?;
+        let pairs = find_chunks(&store, &root, &mut problems)?;
+        let probes = probe_all(&store, &pairs);
         let mut dir = Directory {
             root,
+            store,
             chunks: Vec::with_capacity(pairs.len()),
             ids: IdTable::default(),
             chunk_of: Vec::new(),
             problems,
         };
-        for (number, paths) in pairs {
-            dir.add_chunk(number, paths)?;
+        for ((number, paths, sizes), probe) in pairs.into_iter().zip(probes) {
+            dir.add_chunk(number, paths, sizes, probe)?;
         }
         Ok(dir)
     }
 
-    fn add_chunk(&mut self, number: u64, paths: ChunkPaths) -> Result<()> {
+    /// Where the dataset's bytes come from.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn add_chunk(
+        &mut self,
+        number: u64,
+        paths: ChunkPaths,
+        sizes: KnownSizes,
+        probe: Option<Result<Probe>>,
+    ) -> Result<()> {
         let first = self.ids.len();
-        if paths.index.exists() {
-            match probe_index(&paths) {
+        if let Some(probed) = probe {
+            match probed {
                 Ok(probe) => {
                     let ids = front_ids(&probe.front, &probe.header)
                         .map_err(|m| Error::format(&paths.index, m))?;
@@ -189,6 +216,7 @@ impl Directory {
                         paths,
                         first,
                         video_count: probe.header.video_count as usize,
+                        sizes,
                         probed: Some(probe.header_bytes),
                         reader: OnceLock::new(),
                     };
@@ -203,7 +231,7 @@ impl Directory {
                 }),
             }
         }
-        match ChunkReader::open_legacy(&paths) {
+        match ChunkReader::open_legacy_in(&self.store, &paths, sizes) {
             Ok(r) => {
                 let reader = Arc::new(r);
                 let slot = ChunkSlot {
@@ -211,6 +239,7 @@ impl Directory {
                     paths,
                     first,
                     video_count: reader.video_count(),
+                    sizes,
                     probed: None,
                     reader: OnceLock::from(Ok(reader.clone())),
                 };
@@ -287,7 +316,7 @@ impl Directory {
             .chunks
             .get(pos)
             .ok_or_else(|| Error::InvalidArgument(format!("chunk position {pos} out of range")))?;
-        slot.reader(&self.ids)
+        slot.reader(&self.ids, &self.store)
     }
 
     /// `(chunk position, video position inside the chunk)` of global video `g`.
@@ -308,18 +337,56 @@ impl Directory {
     }
 }
 
+/// Probes the index of every chunk that has one (None for chunks without an index). Remote
+/// probes run concurrently, each a round trip or two; local ones are cheap reads in order.
+fn probe_all(store: &Store, pairs: &[(u64, ChunkPaths, KnownSizes)]) -> Vec<Option<Result<Probe>>> {
+    let probe = |(_, paths, sizes): &(u64, ChunkPaths, KnownSizes)| {
+        sizes.index.map(|_| probe_index_in(store, paths, *sizes))
+    };
+    let Store::Remote(remote) = store else {
+        return pairs.iter().map(probe).collect();
+    };
+    let workers = remote.settings().concurrency.clamp(1, 64).min(pairs.len());
+    if workers <= 1 {
+        return pairs.iter().map(probe).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<OnceLock<Option<Result<Probe>>>> =
+        pairs.iter().map(|_| OnceLock::new()).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(pair) = pairs.get(i) else { break };
+                let _ = results[i].set(probe(pair));
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.into_inner().unwrap_or_else(|| {
+                Some(Err(Error::Internal("an index probe did not finish".into())))
+            })
+        })
+        .collect()
+}
+
 /// Pairs `data*.gulp` with `meta*.gmeta` by chunk number, sorted numerically (gulpio sorted
 /// file names, which put `data_10` before `data_2`). Unpaired files are reported, not fatal.
-fn find_chunks(root: &Path, problems: &mut Vec<Problem>) -> Result<Vec<(u64, ChunkPaths)>> {
+/// One listing gives every file, with sizes for object stores.
+fn find_chunks(
+    store: &Store,
+    root: &Path,
+    problems: &mut Vec<Problem>,
+) -> Result<Vec<(u64, ChunkPaths, KnownSizes)>> {
     let mut data: HashMap<u64, PathBuf> = HashMap::new();
     let mut meta: HashMap<u64, PathBuf> = HashMap::new();
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(root)
-        .at(root)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<std::io::Result<_>>()
-        .at(root)?;
-    entries.sort();
-    for path in entries {
+    let entries = store.list(root)?;
+    let known = |n: u64| (n != u64::MAX).then_some(n);
+    let sizes: HashMap<&Path, u64> = entries.iter().map(|(p, n)| (p.as_path(), *n)).collect();
+    for (path, _) in &entries {
+        let path = path.clone();
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
@@ -356,7 +423,16 @@ fn find_chunks(root: &Path, problems: &mut Vec<Problem>) -> Result<Vec<(u64, Chu
     let mut pairs = Vec::new();
     for k in numbers {
         match (data.remove(&k), meta.remove(&k)) {
-            (Some(d), Some(m)) => pairs.push((k, ChunkPaths::new(d, m))),
+            (Some(d), Some(m)) => {
+                let paths = ChunkPaths::new(d, m);
+                let sizes = KnownSizes {
+                    data: sizes.get(paths.data.as_path()).copied().and_then(known),
+                    meta: sizes.get(paths.meta.as_path()).copied().and_then(known),
+                    // Listed means present; local listings carry no sizes (u64::MAX).
+                    index: sizes.get(paths.index.as_path()).copied(),
+                };
+                pairs.push((k, paths, sizes))
+            }
             (Some(d), None) => problems.push(Problem {
                 message: format!(
                     "chunk {k} has a data file but no meta file (an interrupted write?); its \

@@ -79,6 +79,33 @@ pub enum Error {
 
     #[error("{0}")]
     InvalidArgument(String),
+
+    /// A request to an object store failed for good (after retries for transient faults).
+    /// `url` names the object; `msg` never holds a secret.
+    #[error("{url}: {msg}")]
+    Remote {
+        url: String,
+        kind: RemoteKind,
+        msg: String,
+    },
+
+    /// A failure of ours rather than of the input (a poisoned lock, a thread that could not
+    /// start).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// Why a remote request failed, for the Python exception type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteKind {
+    /// 404: the object (or bucket) does not exist.
+    NotFound,
+    /// 401/403: the credentials in use were refused.
+    Denied,
+    /// The URL or `storage_options` are not usable.
+    Config,
+    /// Transient faults that outlasted the retries, or a permanent server error.
+    Failed,
 }
 
 impl Error {
@@ -180,6 +207,12 @@ impl Clone for Error {
                 count: *count,
             },
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+            Error::Remote { url, kind, msg } => Error::Remote {
+                url: url.clone(),
+                kind: *kind,
+                msg: msg.clone(),
+            },
+            Error::Internal(m) => Error::Internal(m.clone()),
         }
     }
 }

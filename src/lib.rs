@@ -7,6 +7,7 @@ pub mod chunk;
 pub mod directory;
 pub mod error;
 pub mod format;
+pub mod io;
 pub mod jpeg;
 pub mod pool;
 pub mod resize;

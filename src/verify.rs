@@ -12,7 +12,8 @@ use crate::pool::Runner;
 /// One problem found in a chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    /// `crc`, `truncated`, `decode`, `unsupported`, `data_crc` or `unpublished_tail`.
+    /// `crc`, `truncated`, `decode`, `unsupported`, `data_crc`, `unpublished_tail` or `io`
+    /// (the data could not be read at all).
     pub kind: &'static str,
     pub video: Option<String>,
     pub frame: Option<usize>,
@@ -34,13 +35,30 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
     let frames: Vec<(usize, usize)> = (0..reader.video_count())
         .flat_map(|v| (0..reader.frame_count(v)).map(move |k| (v, k)))
         .collect();
-    let check = |&(v, k): &(usize, usize)| check_frame(reader, v, k, decode);
+    // Mapped locally; read whole (in concurrent ranges) from other sources.
+    let data = match reader.whole_data() {
+        Ok(d) => d,
+        Err(e) => {
+            return Report {
+                videos: reader.video_count(),
+                frames: frames.len(),
+                bytes: 0,
+                findings: vec![Finding {
+                    kind: "io",
+                    video: None,
+                    frame: None,
+                    message: e.to_string(),
+                }],
+            }
+        }
+    };
+    let data: &[u8] = &data;
+    let check = |&(v, k): &(usize, usize)| check_frame(reader, data, v, k, decode);
     let mut findings: Vec<Finding> = match runner {
         Runner::Caller => frames.iter().filter_map(check).collect(),
         Runner::Pool(pool) => pool.install(|| frames.par_iter().filter_map(check).collect()),
     };
     let published = reader.published_len();
-    let data = reader.data();
     if reader.kind() == IndexKind::Binary && data.len() as u64 >= published {
         let expected = reader.index().header().gulp_crc;
         let actual = crc32fast::hash(&data[..published as usize]);
@@ -92,14 +110,23 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
     }
 }
 
-fn check_frame(reader: &ChunkReader, v: usize, k: usize, decode: bool) -> Option<Finding> {
+fn check_frame(
+    reader: &ChunkReader,
+    data: &[u8],
+    v: usize,
+    k: usize,
+    decode: bool,
+) -> Option<Finding> {
     let finding = |kind, message: String| Finding {
         kind,
         video: Some(reader.id(v).to_owned()),
         frame: Some(k),
         message,
     };
-    let bytes = match reader.frame_bytes(v, k as i64, true) {
+    let bytes = match reader
+        .frame(v, k as i64)
+        .and_then(|(k, rec)| reader.frame_in(data, v, k, &rec, true))
+    {
         Ok(b) => b,
         Err(Error::Crc {
             offset,

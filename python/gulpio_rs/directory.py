@@ -66,6 +66,20 @@ def _problem_text(problem: dict) -> str:
     return message if message.startswith(problem["path"]) else f"{problem['path']}: {message}"
 
 
+def _storage_options(options) -> list[tuple[str, str]] | None:
+    """``storage_options`` as the core takes them: string pairs (booleans as ``"true"``)."""
+    if options is None:
+        return None
+    if not isinstance(options, Mapping):
+        raise TypeError(f"storage_options must be a dict, not {type(options).__name__}")
+    out = []
+    for key, value in options.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        out.append((str(key), str(value)))
+    return out
+
+
 class GulpDirectory:
     """A directory of gulp chunks, read through the Rust core.
 
@@ -95,13 +109,17 @@ class GulpDirectory:
         colorspace: str | None = None,
         fallback_decoder=None,
         strict: bool = False,
+        storage_options: dict[str, str] | None = None,
+        io: str | None = None,
     ):
         self.output_dir = str(output_dir)
         self.jpeg_decoder = jpeg_decoder
         self.check_data = check_data
         self.colorspace = colorspace
         self.fallback_decoder = fallback_decoder
-        self._dir = _native.NativeDirectory(self.output_dir)
+        self._dir = _native.NativeDirectory(
+            self.output_dir, _storage_options(storage_options), io
+        )
         self._table = self._dir.chunk_table()
         self._chunk_objs = None
         self.problems = [

@@ -47,6 +47,25 @@ class DuplicateIdError(GulpError, AssertionError):
     """The same video id appears in two chunks (gulpio2 raised ``AssertionError`` here)."""
 
 
+class RemoteError(GulpError, OSError):
+    """A request to an object store or HTTP server failed for good: after retries with backoff
+    for transient faults (timeouts, resets, 429, 5xx, short bodies), or at once for errors
+    that retrying cannot fix. ``path`` is the URL; messages never contain secrets."""
+
+
+class RemoteNotFoundError(RemoteError, FileNotFoundError):
+    """The object, prefix or bucket does not exist (HTTP 404)."""
+
+
+class RemotePermissionError(RemoteError, PermissionError):
+    """The credentials in use were refused (HTTP 401/403); the message says which credential
+    source was used, never the secret."""
+
+
+class RemoteConfigError(RemoteError, ValueError):
+    """The URL or ``storage_options`` cannot be used (unknown key, bad value, scheme)."""
+
+
 class GulpWarning(UserWarning):
     """Base class of gulpio-rs warnings."""
 
@@ -63,6 +82,10 @@ __all__ = [
     "DecodeError",
     "UnsupportedJpegError",
     "DuplicateIdError",
+    "RemoteError",
+    "RemoteNotFoundError",
+    "RemotePermissionError",
+    "RemoteConfigError",
     "GulpWarning",
     "BrokenChunkWarning",
 ]

@@ -1,19 +1,20 @@
 //! Reading a chunk: the `.gulp` is memory-mapped and frames are located through the index,
 //! either the binary `.gidx` (checksummed) or one built in memory from a legacy `.gmeta`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::Read;
+use std::ops::Range;
 use std::sync::OnceLock;
 
-use crate::error::{Error, IoContext, Result};
+use bytes::Bytes;
+
+use crate::error::{Error, Result};
 use crate::format::index::{
     check_front, decode_header, front_len, FrameRec, Header, Index, IndexBuilder, HEADER_LEN,
 };
 use crate::format::paths::ChunkPaths;
 use crate::format::{gmeta, Storage};
-
-use super::map_file;
+use crate::io::{plan, DataSource, Store};
 
 /// Where a chunk's index came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +27,7 @@ pub enum IndexKind {
 
 pub struct ChunkReader {
     paths: ChunkPaths,
-    data: Storage,
+    data: DataSource,
     index: Index,
     kind: IndexKind,
     /// Why an existing index was not used (the chunk then reads through its `.gmeta`).
@@ -53,20 +54,44 @@ pub struct Probe {
     pub front: Vec<u8>,
 }
 
+/// Sizes of a chunk's files when a listing already gave them (object stores list sizes for
+/// free; asking again would cost a round trip per file).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KnownSizes {
+    pub data: Option<u64>,
+    pub meta: Option<u64>,
+    pub index: Option<u64>,
+}
+
+/// Bytes of an index fetched in the first request when probing a remote chunk: enough for the
+/// header and the video and id tables of a chunk of a few hundred videos, so one round trip
+/// usually does.
+const PROBE_GUESS: u64 = 64 << 10;
+
 /// Reads and checks the front of `paths.index` and that the `.gmeta` has the size the index
-/// was written for.
+/// was written for (a local file).
 pub fn probe_index(paths: &ChunkPaths) -> Result<Probe> {
+    probe_index_in(&Store::default(), paths, KnownSizes::default())
+}
+
+/// [`probe_index`] in any store.
+pub fn probe_index_in(store: &Store, paths: &ChunkPaths, sizes: KnownSizes) -> Result<Probe> {
     let path = &paths.index;
-    let mut file = File::open(path).at(path)?;
-    let len = file.metadata().at(path)?.len();
-    let mut header_bytes = [0u8; HEADER_LEN];
+    let len = store.size(path, sizes.index)?;
     if len < HEADER_LEN as u64 {
         return Err(Error::format(
             path,
             format!("index is {len} bytes, shorter than its {HEADER_LEN}-byte header"),
         ));
     }
-    file.read_exact(&mut header_bytes).at(path)?;
+    let first = if store.is_remote() {
+        len.min(PROBE_GUESS)
+    } else {
+        HEADER_LEN as u64
+    };
+    let mut front = store.read_range(path, 0..first)?;
+    let mut header_bytes = [0u8; HEADER_LEN];
+    header_bytes.copy_from_slice(&front[..HEADER_LEN]);
     let header = decode_header(&header_bytes).map_err(|m| Error::format(path, m))?;
     let need = front_len(&header).map_err(|m| Error::format(path, m))?;
     // Checked against the real length before allocating: a hostile header cannot make us
@@ -77,11 +102,13 @@ pub fn probe_index(paths: &ChunkPaths) -> Result<Probe> {
             format!("index is {len} bytes, its header describes at least {need}"),
         ));
     }
-    let mut front = vec![0u8; need];
-    front[..HEADER_LEN].copy_from_slice(&header_bytes);
-    file.read_exact(&mut front[HEADER_LEN..]).at(path)?;
+    if (front.len() as u64) < need as u64 {
+        let rest = store.read_range(path, front.len() as u64..need as u64)?;
+        front.extend_from_slice(&rest);
+    }
+    front.truncate(need);
     check_front(&front, len).map_err(|m| Error::format(path, m))?;
-    let meta_len = std::fs::metadata(&paths.meta).at(&paths.meta)?.len();
+    let meta_len = store.size(&paths.meta, sizes.meta)?;
     if meta_len != header.gmeta_len {
         return Err(Error::stale(
             path,
@@ -100,6 +127,32 @@ pub fn probe_index(paths: &ChunkPaths) -> Result<Probe> {
     })
 }
 
+/// One frame's JPEG bytes: a slice of a mapping, or bytes fetched for the caller.
+pub enum FrameData<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Bytes),
+}
+
+impl std::ops::Deref for FrameData<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FrameData::Borrowed(b) => b,
+            FrameData::Owned(b) => b,
+        }
+    }
+}
+
+impl FrameData<'_> {
+    /// Owned bytes (a copy only when borrowed).
+    pub fn into_bytes(self) -> Bytes {
+        match self {
+            FrameData::Borrowed(b) => Bytes::copy_from_slice(b),
+            FrameData::Owned(b) => b,
+        }
+    }
+}
+
 impl ChunkReader {
     /// Opens a chunk, using its index when one exists and is intact and current, and the
     /// `.gmeta` otherwise. The second value says why an existing index was not used.
@@ -107,12 +160,30 @@ impl ChunkReader {
         if !paths.index.exists() {
             return Ok((Self::open_legacy(paths)?, None));
         }
-        let opened = probe_index(paths).and_then(|p| Self::from_index(paths, &p.header_bytes));
+        Self::open_in(&Store::default(), paths, KnownSizes::default())
+    }
+
+    /// [`ChunkReader::open`] in any store; `sizes.index` must be known to exist (None for
+    /// local files, which are looked for).
+    pub fn open_in(
+        store: &Store,
+        paths: &ChunkPaths,
+        sizes: KnownSizes,
+    ) -> Result<(ChunkReader, Option<Error>)> {
+        let has_index = match store {
+            Store::Local(_) => paths.index.exists(),
+            Store::Remote(_) => sizes.index.is_some(),
+        };
+        if !has_index {
+            return Ok((Self::open_legacy_in(store, paths, sizes)?, None));
+        }
+        let opened = probe_index_in(store, paths, sizes)
+            .and_then(|p| Self::from_index_in(store, paths, &p.header_bytes, sizes));
         match opened {
             Ok(r) => Ok((r, None)),
             // A damaged or stale index must not make a chunk with a good `.gmeta` unreadable.
             Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
-                let mut legacy = Self::open_legacy(paths)?;
+                let mut legacy = Self::open_legacy_in(store, paths, sizes)?;
                 legacy.index_problem = Some(e.to_string());
                 Ok((legacy, Some(e)))
             }
@@ -124,8 +195,18 @@ impl ChunkReader {
     /// (`header` carries every section's CRC), checks the frame table and meta blob, and
     /// that the `.gmeta` is byte for byte the one the index was written with.
     pub fn from_index(paths: &ChunkPaths, header: &[u8; HEADER_LEN]) -> Result<ChunkReader> {
-        let index =
-            Index::parse(map_file(&paths.index)?).map_err(|m| Error::format(&paths.index, m))?;
+        Self::from_index_in(&Store::default(), paths, header, KnownSizes::default())
+    }
+
+    /// [`ChunkReader::from_index`] in any store.
+    pub fn from_index_in(
+        store: &Store,
+        paths: &ChunkPaths,
+        header: &[u8; HEADER_LEN],
+        sizes: KnownSizes,
+    ) -> Result<ChunkReader> {
+        let index = Index::parse(store.map_or_read(&paths.index)?)
+            .map_err(|m| Error::format(&paths.index, m))?;
         if index.header_bytes() != header {
             return Err(Error::stale(
                 &paths.index,
@@ -135,7 +216,7 @@ impl ChunkReader {
         index
             .verify_full()
             .map_err(|m| Error::format(&paths.index, m))?;
-        let meta = std::fs::read(&paths.meta).at(&paths.meta)?;
+        let meta = store.read_all(&paths.meta)?;
         let h = index.header();
         let crc = crc32fast::hash(&meta);
         if meta.len() as u64 != h.gmeta_len || crc != h.gmeta_crc {
@@ -152,7 +233,7 @@ impl ChunkReader {
             ));
         }
         Ok(ChunkReader {
-            data: map_file(&paths.data)?,
+            data: store.open_data(&paths.data, sizes.data)?,
             paths: paths.clone(),
             index,
             kind: IndexKind::Binary,
@@ -163,10 +244,19 @@ impl ChunkReader {
 
     /// Opens a chunk through its `.gmeta` alone (no CRCs to verify).
     pub fn open_legacy(paths: &ChunkPaths) -> Result<ChunkReader> {
-        let text = std::fs::read(&paths.meta).at(&paths.meta)?;
+        Self::open_legacy_in(&Store::default(), paths, KnownSizes::default())
+    }
+
+    /// [`ChunkReader::open_legacy`] in any store.
+    pub fn open_legacy_in(
+        store: &Store,
+        paths: &ChunkPaths,
+        sizes: KnownSizes,
+    ) -> Result<ChunkReader> {
+        let text = store.read_all(&paths.meta)?;
         let index = legacy_index(&text).map_err(|m| Error::format(&paths.meta, m))?;
         Ok(ChunkReader {
-            data: map_file(&paths.data)?,
+            data: store.open_data(&paths.data, sizes.data)?,
             paths: paths.clone(),
             index,
             kind: IndexKind::Legacy,
@@ -191,8 +281,41 @@ impl ChunkReader {
     pub fn index(&self) -> &Index {
         &self.index
     }
-    pub fn data(&self) -> &[u8] {
+    /// Where the `.gulp`'s bytes come from.
+    pub fn source(&self) -> &DataSource {
         &self.data
+    }
+    /// The mapped `.gulp`, when it is mapped (local files read with mmap).
+    pub fn mapped(&self) -> Option<&[u8]> {
+        self.data.mapped()
+    }
+    /// Bytes `0..min(len, published_len)` of the `.gulp` whatever the source (a copy unless
+    /// mapped), for full checks and rewrites.
+    pub fn whole_data(&self) -> Result<Cow<'_, [u8]>> {
+        if let Some(m) = self.data.mapped() {
+            return Ok(Cow::Borrowed(m));
+        }
+        let len = self.data.len();
+        let step = plan::MAX_REQUEST;
+        let ranges: Vec<Range<u64>> = (0..len.div_ceil(step))
+            .map(|i| i * step..((i + 1) * step).min(len))
+            .collect();
+        let mut out = vec![0u8; len as usize];
+        let mut failed = None;
+        self.data
+            .read_ranges(&self.paths.data, &ranges, |i, got| match got {
+                Ok(b) => {
+                    let start = ranges[i].start as usize;
+                    out[start..start + b.len()].copy_from_slice(&b);
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            })?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(Cow::Owned(out)),
+        }
     }
     pub fn video_count(&self) -> usize {
         self.index.video_count()
@@ -246,36 +369,177 @@ impl ChunkReader {
 
     /// The JPEG bytes of a frame (padding removed), straight from the mapping. With `check`,
     /// the CRC32 recorded in the index is verified first.
+    /// (Mapped chunks only: others are read with [`ChunkReader::read_frames`].)
     pub fn frame_bytes(&self, video: usize, frame: i64, check: bool) -> Result<&[u8]> {
         let (k, rec) = self.frame(video, frame)?;
-        let bytes = self.data.get(rec.offset as usize..rec.jpeg_end() as usize);
-        let Some(bytes) = bytes.filter(|_| rec.jpeg_end() <= self.data.len() as u64) else {
-            return Err(Error::format(
-                &self.paths.data,
-                format!(
-                    "truncated: video {:?} frame {k} needs bytes {}..{}, the file has {}",
-                    self.id(video),
-                    rec.offset,
-                    rec.jpeg_end(),
-                    self.data.len()
-                ),
-            ));
+        let Some(data) = self.data.mapped() else {
+            return Err(Error::Internal(format!(
+                "{}: frame_bytes on a chunk that is not memory-mapped",
+                self.paths.data.display()
+            )));
         };
-        if check && self.kind == IndexKind::Binary {
-            let actual = crc32fast::hash(bytes);
-            if actual != rec.crc {
-                return Err(Error::Crc {
-                    path: self.paths.data.clone(),
-                    id: self.id(video).to_owned(),
-                    frame: k,
-                    offset: rec.offset,
-                    end: rec.jpeg_end(),
-                    expected: rec.crc,
-                    actual,
-                });
-            }
+        self.frame_in(data, video, k, &rec, check)
+    }
+
+    /// Frame `k` (resolved) of `video` inside `data`, the whole `.gulp`'s bytes.
+    pub fn frame_in<'d>(
+        &self,
+        data: &'d [u8],
+        video: usize,
+        k: usize,
+        rec: &FrameRec,
+        check: bool,
+    ) -> Result<&'d [u8]> {
+        self.check_in_file(video, k, rec, data.len() as u64)?;
+        let bytes = &data[rec.offset as usize..rec.jpeg_end() as usize];
+        if check {
+            self.check_crc(video, k, rec, bytes)?;
         }
         Ok(bytes)
+    }
+
+    /// The record lies inside the `.gulp` (a truncated file loses only the frames it cut).
+    fn check_in_file(&self, video: usize, k: usize, rec: &FrameRec, len: u64) -> Result<()> {
+        if rec.jpeg_end() <= len {
+            return Ok(());
+        }
+        Err(Error::format(
+            &self.paths.data,
+            format!(
+                "truncated: video {:?} frame {k} needs bytes {}..{}, the file has {}",
+                self.id(video),
+                rec.offset,
+                rec.jpeg_end(),
+                len
+            ),
+        ))
+    }
+
+    /// The frame's CRC32 against the index (legacy chunks have none to check).
+    fn check_crc(&self, video: usize, k: usize, rec: &FrameRec, bytes: &[u8]) -> Result<()> {
+        if self.kind != IndexKind::Binary {
+            return Ok(());
+        }
+        let actual = crc32fast::hash(bytes);
+        if actual == rec.crc {
+            return Ok(());
+        }
+        Err(Error::Crc {
+            path: self.paths.data.clone(),
+            id: self.id(video).to_owned(),
+            frame: k,
+            offset: rec.offset,
+            end: rec.jpeg_end(),
+            expected: rec.crc,
+            actual,
+        })
+    }
+
+    /// Reads frames `wanted[i] = (video, frame)` (frames already resolved, non-negative) from
+    /// any source and calls `each(i, bytes)` on the calling thread as each frame's bytes are
+    /// in (in any order), CRC-checked with `check`. Mapped chunks hand out slices; others
+    /// fetch a planned set of merged ranges, concurrently for object stores. A frame whose
+    /// CRC fails after a fetch from an object store is fetched once more before it is called
+    /// corrupt: a byte flipped in transit is not damage to the dataset.
+    pub fn read_frames<'a>(
+        &'a self,
+        wanted: &[(usize, usize)],
+        check: bool,
+        mut each: impl FnMut(usize, Result<FrameData<'a>>),
+    ) -> Result<()> {
+        let mut recs = Vec::with_capacity(wanted.len());
+        for &(video, k) in wanted {
+            recs.push(self.frame(video, k as i64).map(|(_, rec)| rec));
+        }
+        if self.data.mapped().is_some() {
+            for (i, &(video, k)) in wanted.iter().enumerate() {
+                each(
+                    i,
+                    self.frame_bytes(video, k as i64, check)
+                        .map(FrameData::Borrowed),
+                );
+            }
+            return Ok(());
+        }
+        // Frames to fetch, by position in `wanted`.
+        let mut fetch: Vec<usize> = Vec::with_capacity(wanted.len());
+        for (i, rec) in recs.iter().enumerate() {
+            let (video, k) = wanted[i];
+            match rec {
+                Ok(rec) => match self.check_in_file(video, k, rec, self.data.len()) {
+                    Ok(()) => fetch.push(i),
+                    Err(e) => each(i, Err(e)),
+                },
+                Err(e) => each(i, Err(e.clone())),
+            }
+        }
+        let ranges: Vec<Range<u64>> = fetch
+            .iter()
+            .filter_map(|&i| recs[i].as_ref().ok())
+            .map(|r| r.offset..r.jpeg_end())
+            .collect();
+        let planned = plan::plan(&ranges, plan::MAX_GAP, plan::MAX_REQUEST);
+        let mut by_request: Vec<Vec<usize>> = vec![Vec::new(); planned.requests.len()];
+        for (j, &(req, _)) in planned.slots.iter().enumerate() {
+            by_request[req].push(j);
+        }
+        let remote = matches!(self.data, DataSource::Remote { .. });
+        let mut retry: Vec<usize> = Vec::new();
+        self.data
+            .read_ranges(&self.paths.data, &planned.requests, |req, got| {
+                for &j in &by_request[req] {
+                    let i = fetch[j];
+                    let (video, k) = wanted[i];
+                    let got = match &got {
+                        Ok(bytes) => {
+                            let off = planned.slots[j].1;
+                            let len = (ranges[j].end - ranges[j].start) as usize;
+                            let frame = bytes.slice(off..off + len);
+                            let crc = match (check, &recs[i]) {
+                                (true, Ok(rec)) => self.check_crc(video, k, rec, &frame),
+                                _ => Ok(()),
+                            };
+                            match crc {
+                                Err(Error::Crc { .. }) if remote => {
+                                    retry.push(i);
+                                    continue;
+                                }
+                                Err(e) => Err(e),
+                                Ok(()) => Ok(FrameData::Owned(frame)),
+                            }
+                        }
+                        Err(e) => Err(e.clone()),
+                    };
+                    each(i, got);
+                }
+            })?;
+        if retry.is_empty() {
+            return Ok(());
+        }
+        let again: Vec<Range<u64>> = retry
+            .iter()
+            .filter_map(|&i| recs[i].as_ref().ok())
+            .map(|r| r.offset..r.jpeg_end())
+            .collect();
+        self.data.read_ranges(&self.paths.data, &again, |j, got| {
+            let i = retry[j];
+            let (video, k) = wanted[i];
+            let got = got.and_then(|frame| match &recs[i] {
+                Ok(rec) => self
+                    .check_crc(video, k, rec, &frame)
+                    .map(|_| FrameData::Owned(frame)),
+                Err(e) => Err(e.clone()),
+            });
+            each(i, got);
+        })
+    }
+
+    /// One frame's bytes from any source (`frame` may be negative, Python style).
+    pub fn read_frame(&self, video: usize, frame: i64, check: bool) -> Result<FrameData<'_>> {
+        let (k, _) = self.frame(video, frame)?;
+        let mut out = None;
+        self.read_frames(&[(video, k)], check, |_, got| out = Some(got))?;
+        out.unwrap_or_else(|| Err(Error::Internal("frame read produced no result".into())))
     }
 
     /// Where published data ends: the index's recorded length, or for legacy chunks the end of

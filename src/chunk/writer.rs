@@ -346,7 +346,7 @@ fn sync_dir(file_in_dir: &Path) -> Result<()> {
 /// data for legacy chunks), the CRC of its published data and its published length.
 fn indexed_entries(reader: &ChunkReader) -> Result<(Vec<Entry>, u32, u64)> {
     let published_len = reader.published_len();
-    let data = reader.data();
+    let data = reader.whole_data()?;
     if (data.len() as u64) < published_len {
         return Err(Error::format(
             &reader.paths().data,

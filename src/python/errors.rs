@@ -5,7 +5,7 @@
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::error::Error;
+use crate::error::{Error, RemoteKind};
 
 fn gulp_error(py: Python<'_>, class: &str, err: &Error) -> PyErr {
     let build = || -> PyResult<PyErr> {
@@ -39,7 +39,8 @@ fn context(err: &Error) -> (Option<String>, Option<String>, Option<usize>) {
         Error::DuplicateId { id, second, .. } => (p(second), Some(id.clone()), None),
         Error::FrameOutOfRange { path, id, .. } => (p(path), Some(id.clone()), None),
         Error::UnknownId(id) => (None, Some(id.clone()), None),
-        Error::InvalidArgument(_) => (None, None, None),
+        Error::Remote { url, .. } => (Some(url.clone()), None, None),
+        Error::InvalidArgument(_) | Error::Internal(_) => (None, None, None),
     }
 }
 
@@ -62,6 +63,17 @@ pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
         Error::UnknownId(id) => PyKeyError::new_err(id.clone()),
         Error::FrameOutOfRange { .. } => PyIndexError::new_err(err.to_string()),
         Error::InvalidArgument(m) => PyValueError::new_err(m.clone()),
+        Error::Remote { kind, .. } => gulp_error(
+            py,
+            match kind {
+                RemoteKind::NotFound => "RemoteNotFoundError",
+                RemoteKind::Denied => "RemotePermissionError",
+                RemoteKind::Config => "RemoteConfigError",
+                RemoteKind::Failed => "RemoteError",
+            },
+            &err,
+        ),
+        Error::Internal(_) => PyRuntimeError::new_err(err.to_string()),
     }
 }
 

@@ -67,7 +67,10 @@ impl FrameView {
             return Err(PyBufferError::new_err("frame bytes are read-only"));
         }
         let this = slf.get();
-        let data = &this.chunk.data()[this.start..this.start + this.len];
+        let Some(whole) = this.chunk.mapped() else {
+            return Err(PyBufferError::new_err("the chunk is not memory-mapped"));
+        };
+        let data = &whole[this.start..this.start + this.len];
         // SAFETY: `view` is non-null and owned by the caller for the duration of the call; the
         // bytes live in an mmap owned (through the Arc) by `slf`, whose reference is stored in
         // `view.obj` and released by Python when the buffer is released.
@@ -126,7 +129,7 @@ impl Chunk {
                 FrameView {
                     chunk: self.inner.clone(),
                     start: 0,
-                    len: self.inner.data().len(),
+                    len: self.inner.mapped().map_or(0, <[u8]>::len),
                 },
             )?;
             let view = PyMemoryView::from(owner.as_any())?.into_any().unbind();
@@ -229,13 +232,43 @@ impl Chunk {
         self.check(video)?;
         let frames = self.selection(video, frames);
         let inner = &self.inner;
+        if inner.mapped().is_none() {
+            // Positional reads or an object store: bytes fetched in one planned pass.
+            let resolved = frames
+                .iter()
+                .map(|&k| inner.frame(video, k).map(|(k, _)| (video, k)))
+                .collect::<crate::Result<Vec<_>>>()
+                .py_err(py)?;
+            let fetched = py
+                .detach(|| {
+                    let mut got: Vec<Option<crate::Result<bytes::Bytes>>> =
+                        (0..resolved.len()).map(|_| None).collect();
+                    inner.read_frames(&resolved, check, |i, r| {
+                        got[i] = Some(r.map(|b| b.into_bytes()))
+                    })?;
+                    got.into_iter()
+                        .map(|r| {
+                            r.unwrap_or_else(|| {
+                                Err(crate::Error::Internal("a frame was not read".into()))
+                            })
+                        })
+                        .collect::<crate::Result<Vec<_>>>()
+                })
+                .py_err(py)?;
+            let items = fetched.iter().map(|b| PyBytes::new(py, b));
+            return PyList::new(py, items);
+        }
+        let Some(whole) = inner.mapped() else {
+            return Err(PyValueError::new_err("the chunk is not memory-mapped"));
+        };
+        let base_ptr = whole.as_ptr() as usize;
         let spans = py
             .detach(|| {
                 frames
                     .iter()
                     .map(|&k| {
                         let b = inner.frame_bytes(video, k, check)?;
-                        let start = b.as_ptr() as usize - inner.data().as_ptr() as usize;
+                        let start = b.as_ptr() as usize - base_ptr;
                         Ok((start, start + b.len()))
                     })
                     .collect::<crate::Result<Vec<_>>>()
@@ -493,9 +526,35 @@ impl NativeDirectory {
 
 #[pymethods]
 impl NativeDirectory {
+    /// `path` is a local directory or a dataset URL (`s3://`, `gs://`, `az://`, `http(s)://`);
+    /// `storage_options` configure object stores; `io` is `"mmap"` or `"pread"` for local
+    /// directories.
     #[new]
-    fn new(py: Python<'_>, path: &str) -> PyResult<Self> {
-        let dir = py.detach(|| Directory::open(path)).py_err(py)?;
+    #[pyo3(signature = (path, storage_options=None, io=None))]
+    fn new(
+        py: Python<'_>,
+        path: &str,
+        storage_options: Option<Vec<(String, String)>>,
+        io: Option<&str>,
+    ) -> PyResult<Self> {
+        let store = if crate::io::is_remote_url(path) {
+            let options = storage_options.unwrap_or_default();
+            let remote = py
+                .detach(|| crate::io::RemoteStore::new(path, &options))
+                .py_err(py)?;
+            crate::io::Store::Remote(Arc::new(remote))
+        } else {
+            let local = match io {
+                Some(s) => s.parse().py_err(py)?,
+                None => crate::io::LocalIo::default(),
+            };
+            crate::io::Store::Local(local)
+        };
+        let root = match &store {
+            crate::io::Store::Remote(r) => r.url().to_owned(),
+            crate::io::Store::Local(_) => path.to_owned(),
+        };
+        let dir = py.detach(|| Directory::open_in(store, root)).py_err(py)?;
         let chunk_objs = (0..dir.chunks().len()).map(|_| OnceLock::new()).collect();
         Ok(NativeDirectory {
             inner: Arc::new(dir),
