@@ -3,12 +3,15 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
 use std::ops::Range;
+use std::path::Path;
 use std::sync::OnceLock;
 
 use bytes::Bytes;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::format::index::{
     check_front, decode_header, front_len, FrameRec, Header, Index, IndexBuilder, HEADER_LEN,
 };
@@ -77,36 +80,10 @@ pub fn probe_index(paths: &ChunkPaths) -> Result<Probe> {
 /// [`probe_index`] in any store.
 pub fn probe_index_in(store: &Store, paths: &ChunkPaths, sizes: KnownSizes) -> Result<Probe> {
     let path = &paths.index;
-    let len = store.size(path, sizes.index)?;
-    if len < HEADER_LEN as u64 {
-        return Err(Error::format(
-            path,
-            format!("index is {len} bytes, shorter than its {HEADER_LEN}-byte header"),
-        ));
-    }
-    let first = if store.is_remote() {
-        len.min(PROBE_GUESS)
-    } else {
-        HEADER_LEN as u64
+    let (header_bytes, header, front, len) = match store {
+        Store::Local(_) => read_front_local(path)?,
+        Store::Remote(_) => read_front_remote(store, path, sizes.index)?,
     };
-    let mut front = store.read_range(path, 0..first)?;
-    let mut header_bytes = [0u8; HEADER_LEN];
-    header_bytes.copy_from_slice(&front[..HEADER_LEN]);
-    let header = decode_header(&header_bytes).map_err(|m| Error::format(path, m))?;
-    let need = front_len(&header).map_err(|m| Error::format(path, m))?;
-    // Checked against the real length before allocating: a hostile header cannot make us
-    // allocate more than the file holds.
-    if need as u64 > len {
-        return Err(Error::format(
-            path,
-            format!("index is {len} bytes, its header describes at least {need}"),
-        ));
-    }
-    if (front.len() as u64) < need as u64 {
-        let rest = store.read_range(path, front.len() as u64..need as u64)?;
-        front.extend_from_slice(&rest);
-    }
-    front.truncate(need);
     check_front(&front, len).map_err(|m| Error::format(path, m))?;
     let meta_len = store.size(&paths.meta, sizes.meta)?;
     if meta_len != header.gmeta_len {
@@ -125,6 +102,63 @@ pub fn probe_index_in(store: &Store, paths: &ChunkPaths, sizes: KnownSizes) -> R
         header_bytes,
         front,
     })
+}
+
+type Front = ([u8; HEADER_LEN], Header, Vec<u8>, u64);
+
+fn too_short(path: &Path, len: u64) -> Result<()> {
+    if len < HEADER_LEN as u64 {
+        return Err(Error::format(
+            path,
+            format!("index is {len} bytes, shorter than its {HEADER_LEN}-byte header"),
+        ));
+    }
+    Ok(())
+}
+
+/// The front sections' length, checked against the file's real length before anything is
+/// allocated: a hostile header cannot make us allocate more than the file holds.
+fn front_need(path: &Path, header: &Header, len: u64) -> Result<usize> {
+    let need = front_len(header).map_err(|m| Error::format(path, m))?;
+    if need as u64 > len {
+        return Err(Error::format(
+            path,
+            format!("index is {len} bytes, its header describes at least {need}"),
+        ));
+    }
+    Ok(need)
+}
+
+/// One open, one `fstat`, two reads: opening a directory does this for every chunk.
+fn read_front_local(path: &Path) -> Result<Front> {
+    let mut file = File::open(path).at(path)?;
+    let len = file.metadata().at(path)?.len();
+    too_short(path, len)?;
+    let mut header_bytes = [0u8; HEADER_LEN];
+    file.read_exact(&mut header_bytes).at(path)?;
+    let header = decode_header(&header_bytes).map_err(|m| Error::format(path, m))?;
+    let need = front_need(path, &header, len)?;
+    let mut front = vec![0u8; need];
+    front[..HEADER_LEN].copy_from_slice(&header_bytes);
+    file.read_exact(&mut front[HEADER_LEN..]).at(path)?;
+    Ok((header_bytes, header, front, len))
+}
+
+/// A guessed prefix first (one round trip for most chunks), the rest only if needed.
+fn read_front_remote(store: &Store, path: &Path, known: Option<u64>) -> Result<Front> {
+    let len = store.size(path, known)?;
+    too_short(path, len)?;
+    let mut front = store.read_range(path, 0..len.min(PROBE_GUESS))?;
+    let mut header_bytes = [0u8; HEADER_LEN];
+    header_bytes.copy_from_slice(&front[..HEADER_LEN]);
+    let header = decode_header(&header_bytes).map_err(|m| Error::format(path, m))?;
+    let need = front_need(path, &header, len)?;
+    if front.len() < need {
+        let rest = store.read_range(path, front.len() as u64..need as u64)?;
+        front.extend_from_slice(&rest);
+    }
+    front.truncate(need);
+    Ok((header_bytes, header, front, len))
 }
 
 /// One frame's JPEG bytes: a slice of a mapping, or bytes fetched for the caller.
