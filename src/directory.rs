@@ -198,6 +198,28 @@ impl Directory {
         &self.store
     }
 
+    /// A small file beside the chunks (e.g. `label2idx.json`), or None if there is none.
+    /// Only plain names: ids and other input never become paths.
+    pub fn read_file(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
+            return Err(Error::InvalidArgument(format!(
+                "not a plain file name: {name:?}"
+            )));
+        }
+        let path = self.store.join(&self.root, name);
+        match self.store.read_all(&path) {
+            Ok(bytes) => Ok(Some(bytes.to_vec())),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Ok(None)
+            }
+            Err(Error::Remote {
+                kind: crate::error::RemoteKind::NotFound,
+                ..
+            }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     fn add_chunk(
         &mut self,
         number: u64,

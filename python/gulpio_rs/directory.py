@@ -66,18 +66,36 @@ def _problem_text(problem: dict) -> str:
     return message if message.startswith(problem["path"]) else f"{problem['path']}: {message}"
 
 
-def _storage_options(options) -> list[tuple[str, str]] | None:
-    """``storage_options`` as the core takes them: string pairs (booleans as ``"true"``)."""
+class StorageOptions(dict):
+    """``storage_options`` as given (a dict), printed without secret values: kept on the
+    directory so that pickled copies (DataLoader workers) reconnect with them."""
+
+    _SECRET = ("secret", "token", "password", "sas", "account_key", "credential")
+
+    def __repr__(self):
+        shown = {
+            k: "***" if any(s in k.lower() for s in self._SECRET) else v for k, v in self.items()
+        }
+        return f"StorageOptions({shown!r})"
+
+    __str__ = __repr__
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """String pairs for the core (booleans as ``"true"``/``"false"``)."""
+        out = []
+        for key, value in self.items():
+            if isinstance(value, bool):
+                value = "true" if value else "false"
+            out.append((str(key), str(value)))
+        return out
+
+
+def _storage_options(options) -> StorageOptions | None:
     if options is None:
         return None
     if not isinstance(options, Mapping):
         raise TypeError(f"storage_options must be a dict, not {type(options).__name__}")
-    out = []
-    for key, value in options.items():
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        out.append((str(key), str(value)))
-    return out
+    return StorageOptions(options)
 
 
 class GulpDirectory:
@@ -117,8 +135,12 @@ class GulpDirectory:
         self.check_data = check_data
         self.colorspace = colorspace
         self.fallback_decoder = fallback_decoder
+        self._storage_options = _storage_options(storage_options)
+        self._io = io
         self._dir = _native.NativeDirectory(
-            self.output_dir, _storage_options(storage_options), io
+            self.output_dir,
+            None if self._storage_options is None else self._storage_options.pairs(),
+            io,
         )
         self._table = self._dir.chunk_table()
         self._chunk_objs = None
@@ -406,6 +428,8 @@ class GulpDirectory:
             "check_data": self.check_data,
             "colorspace": self.colorspace,
             "fallback_decoder": self.fallback_decoder,
+            "storage_options": self._storage_options,
+            "io": self._io,
         }
 
     def __setstate__(self, state):
@@ -418,7 +442,19 @@ class GulpDirectory:
                 check_data=state["check_data"],
                 colorspace=state["colorspace"],
                 fallback_decoder=state["fallback_decoder"],
+                storage_options=state.get("storage_options"),
+                io=state.get("io"),
             )
+
+    @property
+    def is_remote(self) -> bool:
+        """True for datasets read from an object store or HTTP server."""
+        return self._handle().is_remote()
+
+    def read_file(self, name: str) -> bytes | None:
+        """The bytes of a small file beside the chunks (e.g. ``label2idx.json``), wherever the
+        dataset lives; ``None`` if there is no such file."""
+        return self._handle().read_file(name)
 
     def close(self) -> None:
         """Release the directory (mappings stay alive while frame views still use them)."""

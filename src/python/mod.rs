@@ -622,6 +622,16 @@ impl NativeDirectory {
         Ok((self.chunk_obj(py, pos)?, video))
     }
 
+    fn is_remote(&self) -> bool {
+        self.inner.store().is_remote()
+    }
+
+    /// The bytes of a small file beside the chunks, or None if it does not exist.
+    fn read_file<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let got = py.detach(|| self.inner.read_file(name)).py_err(py)?;
+        Ok(got.map(|b| PyBytes::new(py, &b)))
+    }
+
     /// `[(path, message, chunk_skipped), ...]`: chunks that could not be (fully) used.
     fn problems(&self) -> Vec<(String, String, bool)> {
         self.inner

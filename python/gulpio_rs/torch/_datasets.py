@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, default_collate, get_worker_info
 
-from ..directory import GulpDirectory
+from ..directory import GulpDirectory, _storage_options
 from ..errors import BrokenChunkWarning
 from ._sampling import sample_frame_indices
 
@@ -67,8 +67,12 @@ class _GulpDataset(Dataset):
         colorspace: str | None,
         check_data: bool,
         threads: int | None,
+        storage_options: dict | None = None,
+        io: str | None = None,
     ):
         if isinstance(path, GulpDirectory):
+            storage_options = storage_options or path._storage_options
+            io = io or path._io
             path = path.output_dir
         if offset not in _OFFSETS:
             raise ValueError(f"offset must be one of {_OFFSETS}, not {offset!r}")
@@ -82,6 +86,8 @@ class _GulpDataset(Dataset):
         self.colorspace = colorspace
         self.check_data = check_data
         self.threads = threads
+        self.storage_options = _storage_options(storage_options)
+        self.io = io
         self.epoch = 0
         self._origin_pid = os.getpid()
         self._given_ids = None if ids is None else [str(i) for i in ids]
@@ -109,7 +115,12 @@ class _GulpDataset(Dataset):
                 if os.getpid() != self._origin_pid:
                     # Broken chunks were reported when the dataset was made, not per worker.
                     warnings.simplefilter("ignore", BrokenChunkWarning)
-                self._gd = GulpDirectory(self.path, check_data=self.check_data)
+                self._gd = GulpDirectory(
+                    self.path,
+                    check_data=self.check_data,
+                    storage_options=self.storage_options,
+                    io=self.io,
+                )
             self._pid = os.getpid()
         return self._gd
 
@@ -162,12 +173,8 @@ class _GulpDataset(Dataset):
 
     def _label_map(self) -> dict | None:
         if self._labels is None:
-            path = os.path.join(self.path, _LABELS_FILE)
-            if os.path.exists(path):
-                with open(path) as f:
-                    self._labels = json.load(f)
-            else:
-                self._labels = {}
+            text = self._directory().read_file(_LABELS_FILE)
+            self._labels = {} if text is None else json.loads(text)
         return self._labels or None
 
     def _uniform(self, index: int, count: int | None):
@@ -334,6 +341,11 @@ class GulpVideoDataset(_GulpDataset):
     Decoding uses ``threads`` threads (default: the usable cores divided among the
     DataLoader's workers and torchrun's local ranks, at least 1; every core otherwise).
     The dataset pickles as its path and options; each process opens the directory itself.
+
+    ``path`` may be a dataset URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``) with
+    ``storage_options`` (see :class:`~gulpio_rs.GulpDirectory`); every worker opens its own
+    connections (nothing made before a fork is reused). ``io="pread"`` reads local files with
+    positional reads instead of mmap (network file systems).
     """
 
     def __init__(
@@ -352,6 +364,8 @@ class GulpVideoDataset(_GulpDataset):
         colorspace: str | None = None,
         check_data: bool = True,
         threads: int | None = None,
+        storage_options: dict | None = None,
+        io: str | None = None,
     ):
         if layout not in _VIDEO_LAYOUTS:
             raise ValueError(f"layout must be one of {tuple(_VIDEO_LAYOUTS)}, not {layout!r}")
@@ -371,6 +385,8 @@ class GulpVideoDataset(_GulpDataset):
             colorspace=colorspace,
             check_data=check_data,
             threads=threads,
+            storage_options=storage_options,
+            io=io,
         )
 
     def _frames(self, index: int, id_: str) -> list[int]:
@@ -416,6 +432,8 @@ class GulpImageDataset(_GulpDataset):
         colorspace: str | None = None,
         check_data: bool = True,
         threads: int | None = None,
+        storage_options: dict | None = None,
+        io: str | None = None,
     ):
         if layout not in _IMAGE_LAYOUTS:
             raise ValueError(f"layout must be one of {tuple(_IMAGE_LAYOUTS)}, not {layout!r}")
@@ -431,6 +449,8 @@ class GulpImageDataset(_GulpDataset):
             colorspace=colorspace,
             check_data=check_data,
             threads=threads,
+            storage_options=storage_options,
+            io=io,
         )
 
     def _frames(self, index: int, id_: str) -> list[int]:
