@@ -199,3 +199,57 @@ fn missing_dataset_is_empty_and_missing_object_is_not_found() {
     assert_eq!(empty.len(), 0);
     assert!(empty.chunks().is_empty());
 }
+
+#[test]
+fn staged_chunks_publish_with_meta_last_and_read_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_dataset(tmp.path());
+    let local = Directory::open(tmp.path()).unwrap();
+    let mem: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let rs = Arc::new(RemoteStore::from_client(
+        "memory:///out",
+        mem.clone(),
+        RemoteSettings::default(),
+    ));
+    let store = Store::Remote(rs.clone());
+    // Chunk 1 of the local dataset published as chunk 7, then chunk 0 as chunk 0 (data and
+    // index only first: not yet part of the dataset).
+    store
+        .publish_staged(&ChunkPaths::numbered(tmp.path(), 1), 7)
+        .unwrap();
+    let staged0 = ChunkPaths::numbered(tmp.path(), 0);
+    rs.put_file("data_0.gulp", &staged0.data).unwrap();
+    rs.put_file("data_0.gidx", &staged0.index).unwrap();
+    let dir = Directory::open_in(store.clone(), "memory:///out").unwrap();
+    assert_eq!(
+        dir.len(),
+        4,
+        "a chunk without its .gmeta is not part of the dataset"
+    );
+    assert_eq!(dir.chunks()[0].number, 7);
+    rs.put_file("meta_0.gmeta", &staged0.meta).unwrap();
+    let dir = Directory::open_in(store.clone(), "memory:///out").unwrap();
+    assert_eq!(dir.len(), 8);
+    let mut want = all_frames(&local);
+    want.retain(|(id, _)| id.starts_with("c0") || id.starts_with("c1"));
+    assert_eq!(all_frames(&dir), want);
+    // The plan-file primitive: created once, then refused.
+    assert!(store
+        .create_file(Path::new("memory:///out"), "plan.json", b"{}")
+        .unwrap());
+    assert!(!store
+        .create_file(Path::new("memory:///out"), "plan.json", b"{}")
+        .unwrap());
+    // Multipart path: a staged file over one part.
+    let big = tmp.path().join("big.bin");
+    let bytes: Vec<u8> = (0..(gulpio_rs::io::remote::MULTIPART_PART + 12345))
+        .map(|i| (i % 253) as u8)
+        .collect();
+    std::fs::write(&big, &bytes).unwrap();
+    rs.put_file("big.bin", &big).unwrap();
+    assert_eq!(rs.read_all("big.bin").unwrap().as_ref(), bytes.as_slice());
+    assert_eq!(
+        rs.read_range("big.bin", 5..100_005).unwrap().as_ref(),
+        &bytes[5..100_005]
+    );
+}

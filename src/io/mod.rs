@@ -159,6 +159,64 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Publishes a chunk staged on local disk (complete and checked: data, index, meta) as
+    /// chunk `target`: uploads the data, then the index, then **last** the `.gmeta`, the commit
+    /// point (docs/FORMAT.md §4a): readers pair data with meta, so before it the chunk does not
+    /// exist for them and after it everything it describes is uploaded. Local stores are
+    /// published by the chunk writer itself and refuse this.
+    pub fn publish_staged(
+        &self,
+        staged: &crate::format::paths::ChunkPaths,
+        target_number: u64,
+    ) -> Result<()> {
+        let Store::Remote(r) = self else {
+            return Err(Error::InvalidArgument(
+                "staged publication is for remote datasets".into(),
+            ));
+        };
+        let names = crate::format::paths::ChunkPaths::numbered(Path::new(""), target_number);
+        let name = |p: &Path| -> Result<String> { Ok(remote_name(p)?.to_owned()) };
+        r.put_file(&name(&names.data)?, &staged.data)?;
+        if staged.index.exists() {
+            r.put_file(&name(&names.index)?, &staged.index)?;
+        }
+        r.put_file(&name(&names.meta)?, &staged.meta)
+    }
+
+    /// Writes `bytes` as `name` beside the chunks unless it exists (local: a hard link from a
+    /// complete temporary; remote: a conditional `PUT`). True when this call created it.
+    pub fn create_file(&self, root: &Path, name: &str, bytes: &[u8]) -> Result<bool> {
+        match self {
+            Store::Remote(r) => r.put_new(name, bytes.to_vec()),
+            Store::Local(_) => {
+                let target = root.join(name);
+                let tmp = crate::format::paths::temp_for(&target);
+                std::fs::write(&tmp, bytes).at(&tmp)?;
+                let linked = std::fs::hard_link(&tmp, &target);
+                let _ = std::fs::remove_file(&tmp);
+                match linked {
+                    Ok(()) => Ok(true),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+                    Err(e) => Err(Error::io(target, e)),
+                }
+            }
+        }
+    }
+
+    /// Deletes a file beside the chunks (absent is fine).
+    pub fn delete(&self, path: &Path) -> Result<()> {
+        match self {
+            Store::Remote(r) => r.delete(remote_name(path)?),
+            Store::Local(_) => match std::fs::remove_file(path) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(Error::io(path, e)),
+            },
+        }
+    }
+}
+
 /// Maps a whole file read-only. Files are never modified in place below their published
 /// length (see docs/FORMAT.md), which is what makes holding a mapping sound.
 pub(crate) fn map_file(path: &Path) -> Result<Storage> {
