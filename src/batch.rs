@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use crate::chunk::reader::{ChunkReader, FrameData};
+use crate::chunk::reader::{read_many, ChunkReader, FrameData};
 use crate::error::{Error, Result};
 use crate::jpeg::decode::{decode_into, output_shape, Colorspace, DecodeFailure};
 use crate::pool::Runner;
@@ -207,25 +207,29 @@ fn read_groups<'o, 'c>(
     check: bool,
     spawn: &mut dyn FnMut(usize, &'o mut [u8], FrameData<'c>),
 ) -> Result<()> {
-    for (chunk, members) in groups {
-        let wanted: Vec<(usize, usize)> = members
-            .iter()
-            .map(|&i| (jobs[i].video, jobs[i].frame))
-            .collect();
-        chunk.read_frames(&wanted, check, |m, got| {
-            let i = members[m];
-            match (got, outs[i].take()) {
-                (Ok(bytes), Some(out)) => spawn(i, out, bytes),
-                (Err(e), _) => {
-                    let _ = results[i].set(Err(e));
-                }
-                (Ok(_), None) => {
-                    let _ = results[i]
-                        .set(Err(Error::Internal("a frame's bytes arrived twice".into())));
-                }
+    let wanted: Vec<(&'c ChunkReader, Vec<(usize, usize)>)> = groups
+        .iter()
+        .map(|(chunk, members)| {
+            let w = members
+                .iter()
+                .map(|&i| (jobs[i].video, jobs[i].frame))
+                .collect();
+            (*chunk, w)
+        })
+        .collect();
+    read_many(&wanted, check, |g, m, got| {
+        let i = groups[g].1[m];
+        match (got, outs[i].take()) {
+            (Ok(bytes), Some(out)) => spawn(i, out, bytes),
+            (Err(e), _) => {
+                let _ = results[i].set(Err(e));
             }
-        })?;
-    }
+            (Ok(_), None) => {
+                let _ =
+                    results[i].set(Err(Error::Internal("a frame's bytes arrived twice".into())));
+            }
+        }
+    })?;
     Ok(())
 }
 

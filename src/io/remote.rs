@@ -471,21 +471,38 @@ impl RemoteStore {
         &self,
         name: &str,
         ranges: &[Range<u64>],
+        each: impl FnMut(usize, Result<Bytes>),
+    ) -> Result<()> {
+        let items: Vec<(String, Range<u64>)> = ranges
+            .iter()
+            .map(|r| (name.to_owned(), r.clone()))
+            .collect();
+        self.read_named_ranges(&items, each)
+    }
+
+    /// [`RemoteStore::read_ranges`] over ranges of several objects: `items[i] = (name,
+    /// range)`, all in one stream of at most `concurrency` requests in flight.
+    pub fn read_named_ranges(
+        &self,
+        items: &[(String, Range<u64>)],
         mut each: impl FnMut(usize, Result<Bytes>),
     ) -> Result<()> {
-        if ranges.is_empty() {
+        if items.is_empty() {
             return Ok(());
         }
         let client = self.client()?;
         let (rt, _) = runtime::runtime()?;
-        let key = self.key(name);
         let concurrency = self.settings.concurrency.max(1);
         let (tx, rx) = std::sync::mpsc::channel::<(usize, object_store::Result<Bytes>)>();
-        let owned: Vec<(usize, Range<u64>)> = ranges.iter().cloned().enumerate().collect();
+        let owned: Vec<(usize, ObjectPath, Range<u64>)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, (name, r))| (i, self.key(name), r.clone()))
+            .collect();
         rt.spawn(async move {
             stream::iter(owned)
-                .map(|(i, r)| {
-                    let (client, key) = (client.clone(), key.clone());
+                .map(|(i, key, r)| {
+                    let client = client.clone();
                     async move { (i, get_exact(client.as_ref(), &key, r).await) }
                 })
                 .buffer_unordered(concurrency)
@@ -496,9 +513,9 @@ impl RemoteStore {
                 })
                 .await;
         });
-        for _ in 0..ranges.len() {
+        for _ in 0..items.len() {
             match rx.recv() {
-                Ok((i, r)) => each(i, r.map_err(|e| self.error(name, e))),
+                Ok((i, r)) => each(i, r.map_err(|e| self.error(&items[i].0, e))),
                 Err(_) => {
                     return Err(Error::Internal(
                         "the I/O runtime stopped before all ranges arrived".into(),
