@@ -447,6 +447,11 @@ class GulpDirectory:
             )
 
     @property
+    def storage_options(self) -> StorageOptions | None:
+        """The ``storage_options`` given (printed with secret values hidden)."""
+        return self._storage_options
+
+    @property
     def is_remote(self) -> bool:
         """True for datasets read from an object store or HTTP server."""
         return self._handle().is_remote()
