@@ -24,7 +24,7 @@ import re
 import warnings
 
 from ..errors import BrokenChunkWarning, GulpError
-from ..ingest import _pid_alive
+from ..ingest.locks import _pid_alive
 
 QUARANTINE = "gulpio-quarantine"
 TMP = re.compile(r"^\.gulpio-tmp\..*\.(\d+)-\d+$")
