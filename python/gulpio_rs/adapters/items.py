@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._pixels import pil_to_array
 from ..video import read_video
 from .base import _error_item, _reason
 from .files import _frame_files
@@ -71,24 +72,6 @@ def _is_plain_jpeg(path: str) -> bool:
             f.seek(length - 2, os.SEEK_CUR)
 
 
-def _pil_to_array(img) -> np.ndarray:
-    """An 8-bit RGB array, or gray for one-channel images (palette, alpha, CMYK and 16-bit
-    images converted; alpha is dropped, as ``convert('RGB')`` does)."""
-    mode = img.mode
-    if mode in ("RGB", "L"):
-        return np.asarray(img)
-    if mode.startswith("I;16") or mode == "I":
-        # 16-bit gray keeps its high byte; Pillow's convert('L') would clip at 255 instead.
-        arr = np.asarray(img).astype(np.int64)
-        return np.clip(arr >> 8, 0, 255).astype(np.uint8)
-    if mode in ("1", "LA", "La", "F"):
-        return np.asarray(img.convert("L"))
-    if mode in ("P", "PA"):
-        # Via RGBA so Pillow does not warn about palette transparency.
-        img = img.convert("RGBA")
-    return np.asarray(img.convert("RGB"))
-
-
 def _image_frame(path: str, size: int):
     """One image file as a frame: its path if it can be stored as it is (a plain JPEG and no
     resize asked), else the decoded uint8 array (resized by :func:`_image_item`)."""
@@ -98,7 +81,7 @@ def _image_frame(path: str, size: int):
 
     with Image.open(path) as img:
         img.load()
-        return _pil_to_array(img)
+        return pil_to_array(img)
 
 
 def _frames_folder_item(id_, meta, folder: str, exts: tuple[str, ...], size: int) -> dict:
