@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from collections.abc import Iterable
+
+from .._atomic import write_json_atomically
 
 LABEL2IDX_FILE = "label2idx.json"
 
@@ -52,18 +53,7 @@ class _Label2IdxMixin:
         except (OSError, ValueError):
             pass
         os.makedirs(os.fspath(self.output_folder), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex}.tmp"
-        try:
-            # os.open with 0o666 honours the umask, as gulpio2's plain open() did.
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            with os.fdopen(fd, "w") as f:
-                json.dump(label2idx, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        write_json_atomically(path, label2idx)
 
 
 class Custom20BNAdapterMixin(_Label2IdxMixin):

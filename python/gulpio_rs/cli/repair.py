@@ -23,6 +23,7 @@ import os
 import re
 import warnings
 
+from .._atomic import write_json_atomically
 from ..errors import BrokenChunkWarning, GulpError
 from ..ingest.locks import _pid_alive
 
@@ -126,12 +127,7 @@ def _record(directory: str, entries: list[dict]) -> None:
     if os.path.exists(path):
         with open(path) as f:
             existing = json.load(f)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(existing + entries, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_json_atomically(path, existing + entries, indent=1)
 
 
 def _rewrite(directory: str, data: str, damaged: dict[str, list[str]]) -> int:

@@ -12,6 +12,7 @@ import uuid
 import warnings
 
 from .. import _native
+from .._atomic import write_json_atomically
 from ..errors import GulpError
 from .locks import STATE_DIR, _pid_alive, _RunLock
 from .report import ChunkResult, IngestError, IngestWarning
@@ -143,31 +144,6 @@ def _plans(folder: str) -> list[dict]:
     return plans
 
 
-def _write_json_atomically(path: str, obj, *, exclusive: bool = False) -> bool:
-    """Writes ``obj`` to ``path`` via a fsynced temporary file. With ``exclusive`` the file is
-    only created if it does not exist yet (``link`` fails atomically if it does) and the return
-    value says whether this call created it."""
-    # Not the pid: job-array containers on one shared file system often have equal pids.
-    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-    try:
-        if exclusive:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
-        else:
-            os.replace(tmp, path)
-            return True
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return True
-
-
 def _plan(folder: str, key: dict, num_slices: int) -> dict:
     """The run's plan: created by whichever shard gets there first, read by the others."""
     run_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
@@ -198,7 +174,7 @@ def _create_plan(folder: str, path: str, run_id: str, key: dict, num_slices: int
         "num_slices": num_slices,
         **key,
     }
-    _write_json_atomically(path, plan, exclusive=True)
+    write_json_atomically(path, plan, exclusive=True, indent=1, sort_keys=True)
 
 
 def _chunk_done(folder: str, number: int) -> ChunkResult | None:

@@ -12,6 +12,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict
 
 from .. import _native
+from .._atomic import write_json_atomically
 from .._frames import EncodeOptions, FrameEncoder
 from .._reading import _usable_cores
 from ..chunk import GulpChunk
@@ -23,7 +24,6 @@ from .plan import (
     _fingerprint,
     _plan,
     _remove_dead_temporaries,
-    _write_json_atomically,
     calculate_chunk_slices,
 )
 from .report import ChunkResult, IngestError, IngestReport, IngestWarning
@@ -115,7 +115,7 @@ class _Worker:
                 )
             # Recorded before publication: a record is only trusted once its chunk is
             # published, and then it carries the failures the chunk itself cannot.
-            _write_json_atomically(record, asdict(result))
+            write_json_atomically(record, asdict(result), indent=1, sort_keys=True)
 
         while True:
             try:
