@@ -4,13 +4,12 @@ adapter shares: fingerprint, id checks, shuffling, slicing, error items.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable
 
+from .._fingerprint import digest
 from ..errors import DuplicateIdError
 
 
@@ -40,13 +39,11 @@ class _BuiltinAdapter(AbstractDatasetAdapter):
         """A digest of everything the adapter yields from: the same for the same arguments
         and input lists, different when they change.
 
-        The ingestor compares it to recognise a restarted run. A pickle is not stable enough
-        for that: equal strings that are one object in one run and two in the next (labels read
-        back from ``label2idx.json``) pickle differently.
+        The ingestor compares it to recognise a restarted run; the algorithm is
+        :func:`gulpio_rs._fingerprint.digest`, the one the ingestor applies to adapters
+        without a ``fingerprint()``.
         """
-        state = {"class": f"{type(self).__module__}.{type(self).__qualname__}", **vars(self)}
-        text = json.dumps(state, sort_keys=True, default=str, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()
+        return digest(self)
 
 
 def _check_unique_ids(ids: Iterable, source: str) -> None:

@@ -13,6 +13,7 @@ import warnings
 
 from .. import _native
 from .._atomic import write_json_atomically
+from .._fingerprint import NoCanonicalForm, digest
 from ..errors import GulpError
 from .locks import STATE_DIR, _pid_alive, _RunLock
 from .report import ChunkResult, IngestError, IngestWarning
@@ -33,19 +34,18 @@ def _fingerprint(adapter) -> str:
     """Identifies the adapter's content, so a restart is recognised and a different dataset of
     the same size is not mistaken for one.
 
-    ``adapter.fingerprint()`` if it has one; else a hash of a canonical form of its attributes
-    (sets and dicts sorted, so it does not change with ``PYTHONHASHSEED`` between runs, as a
-    pickle would); else, for attributes that have no canonical form, a fresh random value:
+    ``adapter.fingerprint()`` if it has one; else :func:`gulpio_rs._fingerprint.digest` of the
+    adapter (the algorithm the built-in adapters' ``fingerprint()`` uses too); else, for
+    attributes that have no canonical form, a fresh random value:
     such an adapter is never taken for a restart (it extends the dataset instead) and a warning
     says so.
     """
     fp = getattr(adapter, "fingerprint", None)
     if callable(fp):
         return str(fp())
-    h = hashlib.sha256()
     try:
-        _canonical(adapter, h, depth=0, seen=set())
-    except _NoCanonicalForm as e:
+        return digest(adapter)
+    except NoCanonicalForm as e:
         warnings.warn(
             f"cannot fingerprint {type(adapter).__qualname__} ({e}); an interrupted ingest "
             "will not be resumed. Give the adapter a fingerprint() method returning a string "
@@ -54,71 +54,6 @@ def _fingerprint(adapter) -> str:
             stacklevel=3,
         )
         return "unresumable-" + uuid.uuid4().hex
-    return h.hexdigest()
-
-
-class _NoCanonicalForm(Exception):
-    pass
-
-
-def _canonical(obj, h, depth: int, seen: set) -> None:
-    """Feeds a deterministic serialisation of ``obj`` into ``h``."""
-    import numpy as np
-
-    if depth > 50:
-        raise _NoCanonicalForm("nested too deeply")
-
-    def put(tag: str, text: str = "") -> None:
-        h.update(f"{tag}{len(text)}:{text};".encode("utf-8", "surrogatepass"))
-
-    if obj is None or isinstance(obj, (bool, int, float, complex, str)):
-        put(type(obj).__name__, repr(obj))
-    elif isinstance(obj, (bytes, bytearray)):
-        put("bytes", bytes(obj).hex())
-    elif isinstance(obj, os.PathLike):
-        put("path", os.fspath(obj))
-    elif isinstance(obj, slice):
-        put("slice", repr((obj.start, obj.stop, obj.step)))
-    elif isinstance(obj, np.ndarray):
-        put("ndarray", f"{obj.dtype.str}{obj.shape}")
-        h.update(np.ascontiguousarray(obj).tobytes())
-    elif isinstance(obj, np.generic):
-        put("npscalar", repr(obj.item()))
-    elif id(obj) in seen:
-        raise _NoCanonicalForm("it refers to itself")
-    else:
-        seen = seen | {id(obj)}
-        if isinstance(obj, (list, tuple)):
-            put(type(obj).__name__, str(len(obj)))
-            for x in obj:
-                _canonical(x, h, depth + 1, seen)
-        elif isinstance(obj, (set, frozenset)):
-            items = []
-            for x in obj:
-                sub = hashlib.sha256()
-                _canonical(x, sub, depth + 1, seen)
-                items.append(sub.hexdigest())
-            put("set", ",".join(sorted(items)))
-        elif isinstance(obj, dict):
-            items = []
-            for k, v in obj.items():
-                sub = hashlib.sha256()
-                _canonical(k, sub, depth + 1, seen)
-                _canonical(v, sub, depth + 1, seen)
-                items.append(sub.hexdigest())
-            put(type(obj).__name__, ",".join(sorted(items)))
-        elif hasattr(obj, "__dict__") or hasattr(type(obj), "__slots__"):
-            cls = type(obj)
-            put("object", f"{cls.__module__}.{cls.__qualname__}")
-            state = dict(getattr(obj, "__dict__", {}))
-            for name in getattr(cls, "__slots__", ()):
-                if hasattr(obj, name):
-                    state[name] = getattr(obj, name)
-            if not state and callable(obj):
-                put("callable", getattr(obj, "__qualname__", repr(obj)))
-            _canonical(state, h, depth + 1, seen)
-        else:
-            raise _NoCanonicalForm(f"a {type(obj).__name__} attribute")
 
 
 def _chunk_numbers(folder: str) -> list[int]:
