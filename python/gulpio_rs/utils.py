@@ -156,7 +156,7 @@ def resize_images(imgs: Iterable, img_size: int = -1) -> Iterator[np.ndarray]:
 
 def remove_entries_with_duplicate_ids(output_directory: str, meta_dict: list) -> list:
     """Drop entries whose id repeats, or that already exist in ``output_directory``."""
-    from .fileio import GulpDirectory
+    from .directory import GulpDirectory
 
     meta_dict = _remove_duplicates_in_metadict(meta_dict)
     if os.path.isdir(output_directory):
