@@ -203,13 +203,5 @@ class GulpChunk:
         jpegs = [f if isinstance(f, (bytes, bytearray, memoryview)) else encode(f) for f in frames]
         self._writer.append(_id_str(id_), json.dumps(meta_data), jpegs)
 
-    @staticmethod
-    def _pad_image(number):
-        return (4 - (number % 4)) % 4
-
-    @staticmethod
-    def _default_factory():
-        return OrderedDict([("frame_info", []), ("meta_data", [])])
-
     def __repr__(self):
         return f"GulpChunk({self.data_file_path!r}, {self.meta_file_path!r})"

@@ -4,34 +4,31 @@ from __future__ import annotations
 
 import os
 
+from filelock import FileLock
+
 #: Where a run keeps its plan, chunk records and lock, inside the output folder.
 STATE_DIR = ".gulpio-ingest"
 
 
-class _RunLock:
-    """An exclusive ``flock`` on ``.gulpio-ingest/lock``: serialises the short critical
-    sections of concurrent writers (choosing a run's first chunk, publishing a chunk)."""
+class RunLock:
+    """An exclusive lock on ``.gulpio-ingest/lock`` (``flock`` through :mod:`filelock`):
+    serialises the short critical sections of concurrent writers (choosing a run's first
+    chunk, publishing a chunk). The kernel drops it when the holder dies, even by SIGKILL.
+
+    ``acquire`` while held does nothing more and ``release`` lets go completely, so a caller
+    may release in a ``finally`` whether or not it got as far as acquiring.
+    """
 
     def __init__(self, folder: str):
         self.path = os.path.join(folder, STATE_DIR, "lock")
-        self.fd: int | None = None
+        self._lock = FileLock(self.path, mode=0o644)
 
     def acquire(self) -> None:
-        if self.fd is None:
-            import fcntl
-
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except BaseException:
-                os.close(fd)
-                raise
-            self.fd = fd
+        if not self._lock.is_locked:
+            self._lock.acquire()
 
     def release(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # closing drops the flock
-            self.fd = None
+        self._lock.release(force=True)
 
     def __enter__(self):
         self.acquire()
@@ -41,7 +38,9 @@ class _RunLock:
         self.release()
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """True if process ``pid`` exists on this machine and is not a zombie (also when it
+    belongs to another user)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -15,7 +15,7 @@ from .. import _native
 from .._atomic import write_json_atomically
 from .._fingerprint import NoCanonicalForm, digest
 from ..errors import GulpError
-from .locks import STATE_DIR, _pid_alive, _RunLock
+from .locks import STATE_DIR, RunLock, pid_alive
 from .report import ChunkResult, IngestError, IngestWarning
 
 _TMP = re.compile(r"^\.gulpio-tmp\.(?:data|meta)_(\d+)\.\w+\.(\d+)-\d+$")
@@ -85,7 +85,7 @@ def _plan(folder: str, key: dict, num_slices: int) -> dict:
     state = os.path.join(folder, STATE_DIR)
     os.makedirs(state, exist_ok=True)
     path = os.path.join(state, f"run-{run_id}.json")
-    with _RunLock(folder):
+    with RunLock(folder):
         if not os.path.exists(path):
             _create_plan(folder, path, run_id, key, num_slices)
     with open(path) as f:
@@ -148,7 +148,7 @@ def _remove_dead_temporaries(folder: str, numbers: set[int]) -> None:
     means nothing here, but no other live process writes these chunks."""
     for name in os.listdir(folder):
         m = _TMP.match(name)
-        if m and int(m.group(1)) in numbers and not _pid_alive(int(m.group(2))):
+        if m and int(m.group(1)) in numbers and not pid_alive(int(m.group(2))):
             try:
                 os.unlink(os.path.join(folder, name))
             except FileNotFoundError:

@@ -18,7 +18,7 @@ from .._reading import _usable_cores
 from ..chunk import GulpChunk
 from ..directory import GulpDirectory
 from ..errors import GulpError
-from .locks import STATE_DIR, _RunLock
+from .locks import STATE_DIR, RunLock
 from .plan import (
     _chunk_done,
     _fingerprint,
@@ -101,7 +101,7 @@ class _Worker:
         def existing(id_: str) -> str | None:
             return excluded.get(id_) or self.existing(id_)
 
-        lock = _RunLock(self.folder)
+        lock = RunLock(self.folder)
 
         def before_publish(result: ChunkResult, ids: set[str]) -> None:
             # Ids must be unique across the run's chunks too (a user adapter may repeat one in
