@@ -25,6 +25,7 @@ from PIL import Image
 import gulpio_rs
 from gulpio_rs import adapters as A
 from gulpio_rs import utils
+from gulpio_rs._fingerprint import digest
 from gulpio_rs.errors import DuplicateIdError
 
 BBB = [bbb_frame_paths(c) for c in range(4)]  # 4 real clips x 24 JPEG frames, 256x144
@@ -841,6 +842,8 @@ def test_slicing_shuffling_and_pickling(make, name, tmp_path):
     fingerprint = adapter.fingerprint()
     assert again.fingerprint() == make(name, tmp_path / "out").fingerprint() == fingerprint
     assert make(name, tmp_path / "out", shuffle=True, seed=7).fingerprint() != fingerprint
+    # one algorithm: the ingestor's, which it also applies to adapters without fingerprint()
+    assert fingerprint == digest(adapter)
     # shuffling is a seeded permutation: the same for the same seed
     one = yielded_ids(make(name, tmp_path / "s1", shuffle=True))
     two = yielded_ids(make(name, tmp_path / "s2", shuffle=True))

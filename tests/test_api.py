@@ -254,15 +254,6 @@ def test_new_chunks_number_after_everything_present(tmp_path, make_frame):
     ]
 
 
-def test_import_does_not_pull_torch():
-    import subprocess
-    import sys
-
-    code = "import sys, gulpio_rs; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
-
-
 def test_directory_pickles_small_and_reopens(dataset):
     import pickle
 

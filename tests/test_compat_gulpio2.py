@@ -929,7 +929,10 @@ def test_import_gulpio_rs_as_gulpio2():
     for name in ("GulpDirectory", "GulpChunk", "ChunkWriter", "GulpIngestor"):
         assert getattr(g2_alias, name) is getattr(g2_alias.fileio, name)
     assert g2_alias.utils._JPEG_WRITE_QUALITY == gulpio2.utils._JPEG_WRITE_QUALITY == 90
-    assert issubclass(g2_alias.adapters.AbstractDatasetAdapter, object)
+    # gulpio2 adapters subclass ours unchanged: the same abstract methods to implement
+    ours = g2_alias.adapters.AbstractDatasetAdapter.__abstractmethods__
+    assert ours == gulpio2.adapters.AbstractDatasetAdapter.__abstractmethods__
+    assert ours == {"iter_data", "__len__"}
 
 
 def test_imginfo_field_order():

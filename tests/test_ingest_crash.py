@@ -1,4 +1,4 @@
-"""Interrupted ingests and their restart (python/gulpio_rs/ingest.py).
+"""Interrupted ingests and their restart (python/gulpio_rs/ingest/).
 
 An ingest running in a child process is killed with SIGKILL at a seeded random moment while
 its chunks are being written (num_workers 1 and 2); running it again with the same arguments

@@ -5,11 +5,14 @@ Drop-in for gulpio2: ``import gulpio_rs as gulpio2``. See README.md and docs/FOR
 
 from __future__ import annotations
 
-from . import errors
+# fileio: gulpio2's module, and the installer of GulpChunk.append's encoder (its docstring).
+from . import errors, fileio
 
 # JPEG_BACKEND: the decoder this build uses, "libjpeg-turbo" or "zune-jpeg" (chosen when the
 # package was built; see build_backend/gulpio_rs_build.py).
 from ._native import JPEG_BACKEND, __version__
+from .chunk import GulpChunk
+from .directory import GulpDirectory
 from .errors import (
     BrokenChunkWarning,
     CorruptDataError,
@@ -25,8 +28,7 @@ from .errors import (
     StaleIndexError,
     UnsupportedJpegError,
 )
-from .fileio import ChunkWriter, GulpChunk, GulpDirectory, GulpIngestor
-from .ingest import IngestError, IngestReport, IngestWarning
+from .ingest import ChunkWriter, GulpIngestor, IngestError, IngestReport, IngestWarning
 from .video import VideoDecodeError
 
 
@@ -44,6 +46,7 @@ __all__ = [
     "__version__",
     "JPEG_BACKEND",
     "errors",
+    "fileio",
     "GulpDirectory",
     "GulpChunk",
     "ChunkWriter",

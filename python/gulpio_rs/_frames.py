@@ -23,6 +23,7 @@ import simplejpeg
 from PIL import Image
 
 from . import _native
+from ._pixels import to_frame
 from .errors import DecodeError, UnsupportedJpegError
 
 _SUBSAMPLING = {"4:4:4": "444", "4:2:2": "422", "4:2:0": "420", "4:4:0": "440"}
@@ -56,20 +57,6 @@ def _is_jpeg(data) -> bool:
     return bytes(data[:3]) == b"\xff\xd8\xff"
 
 
-def _pil_to_array(img: Image.Image) -> np.ndarray:
-    """RGB, or gray for one-channel images; palette, alpha, CMYK and 16-bit modes converted."""
-    if img.mode in ("L", "RGB"):
-        return np.asarray(img)
-    if img.mode in ("I;16", "I;16B", "I;16L", "I"):
-        # Scale 16/32-bit gray to 8 bits instead of letting PIL clip it.
-        arr = np.asarray(img, dtype=np.float64)
-        top = 65535.0 if img.mode.startswith("I;16") else max(float(arr.max()), 1.0)
-        return np.clip(np.rint(arr * (255.0 / top)), 0, 255).astype(np.uint8)
-    if img.mode in ("1", "LA"):
-        return np.asarray(img.convert("L"))
-    return np.asarray(img.convert("RGB"))
-
-
 def load_image(path) -> np.ndarray | bytes:
     """An image file as JPEG bytes (if it is a JPEG) or as a uint8 array."""
     with open(path, "rb") as f:
@@ -79,29 +66,9 @@ def load_image(path) -> np.ndarray | bytes:
     try:
         with Image.open(path) as img:
             img.load()
-            return _pil_to_array(img)
+            return to_frame(img)
     except (OSError, ValueError, SyntaxError) as e:
         raise DecodeError(f"{os.fspath(path)}: cannot read image: {e}") from e
-
-
-def to_array(frame) -> np.ndarray:
-    """A frame as a C-contiguous uint8 ``HxW`` (gray) or ``HxWx3`` (RGB) array."""
-    if isinstance(frame, Image.Image):
-        return _pil_to_array(frame)
-    arr = np.asarray(frame)
-    if arr.dtype == np.bool_:
-        arr = arr.astype(np.uint8) * 255
-    if arr.dtype != np.uint8:
-        raise ValueError(f"frames must be uint8 arrays, got dtype {arr.dtype}")
-    if arr.ndim == 3 and arr.shape[2] in (1, 2):  # gray, gray + alpha
-        arr = arr[:, :, 0]
-    elif arr.ndim == 3 and arr.shape[2] == 4:  # RGBA: drop alpha, as PIL's convert does
-        arr = arr[:, :, :3]
-    if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] != 3):
-        raise ValueError(f"frames must be HxW, HxWx1, HxWx3 or HxWx4 arrays, got {arr.shape}")
-    if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"frame has an empty shape {arr.shape}")
-    return np.ascontiguousarray(arr)
 
 
 def _encode(arr: np.ndarray, opts: EncodeOptions) -> bytes:
@@ -112,20 +79,57 @@ def _encode(arr: np.ndarray, opts: EncodeOptions) -> bytes:
     )
 
 
+#: SOF markers of Huffman-coded 8-bit-capable JPEGs every gulpio reader (both builds of this
+#: one, gulpio2's simplejpeg) decodes: baseline, extended sequential, progressive.
+_SOF_PORTABLE = (0xC0, 0xC1, 0xC2)
+_SOF_ALL = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+
+
+def frame_header(data: bytes) -> tuple[int, int, int] | None:
+    """``(SOF marker, precision, components)`` of a JPEG's frame header, or ``None`` when
+    there is none before the scan (or the markers are damaged).
+
+    The one place Python reads a JPEG header (to be replaced by the Rust ``jpeg_info``).
+    """
+    if data[:2] != b"\xff\xd8":
+        return None
+    i, n = 2, len(data)
+    while i + 1 < n and data[i] == 0xFF:
+        while i + 1 < n and data[i + 1] == 0xFF:  # fill bytes
+            i += 1
+        if i + 1 >= n:
+            return None
+        code = data[i + 1]
+        if code == 0x01 or 0xD0 <= code <= 0xD8:  # segments without a length
+            i += 2
+            continue
+        if code in (0xD9, 0xDA) or i + 4 > n:  # end of image or scan data first
+            return None
+        if code in _SOF_ALL:
+            if i + 10 > n:
+                return None
+            return code, data[i + 4], data[i + 9]
+        length = int.from_bytes(data[i + 2 : i + 4], "big")
+        if length < 2:
+            return None
+        i += 2 + length
+    return None
+
+
+def is_plain_jpeg(data: bytes) -> bool:
+    """True for a JPEG whose bytes can be stored unchanged: baseline/extended/progressive
+    Huffman, 8-bit, gray or YCbCr. Damage past the header is left to the strict decode."""
+    header = frame_header(data)
+    return (
+        header is not None and header[0] in _SOF_PORTABLE and header[1] == 8 and header[2] in (1, 3)
+    )
+
+
 def _portable(data: bytes) -> bool:
-    """Baseline, extended or progressive Huffman-coded 8-bit: what every gulpio reader (both
-    builds of this one, gulpio2's simplejpeg) decodes. Not arithmetic-coded, lossless or
-    12-bit. Unknown layouts count as portable; the strict decode judges them."""
-    i = 2
-    while i + 4 <= len(data) and data[i] == 0xFF:
-        marker = data[i + 1]
-        if marker in (0xDA, 0xD9):
-            break
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-            precision = data[i + 4] if i + 4 < len(data) else 8
-            return marker in (0xC0, 0xC1, 0xC2) and precision == 8
-        i += 2 + int.from_bytes(data[i + 2 : i + 4], "big")
-    return True
+    """What every gulpio reader decodes: not arithmetic-coded, lossless or 12-bit. Unknown
+    layouts count as portable; the strict decode judges them."""
+    header = frame_header(data)
+    return header is None or (header[0] in _SOF_PORTABLE and header[1] == 8)
 
 
 def _check_jpeg(data: bytes, opts: EncodeOptions) -> bytes:
@@ -141,7 +145,7 @@ def _check_jpeg(data: bytes, opts: EncodeOptions) -> bytes:
         try:
             with Image.open(io.BytesIO(data)) as img:
                 img.load()
-                return _encode(to_array(img), opts)
+                return _encode(to_frame(img), opts)
         except (OSError, ValueError, SyntaxError) as e:
             raise DecodeError(f"cannot decode JPEG ({e})") from e
     if _native.jpeg_info(data)[2] == 4:
@@ -200,7 +204,7 @@ class FrameEncoder:
                     if not _is_jpeg(f):
                         raise DecodeError("bytes are not a JPEG (no SOI marker)")
                     return f
-                return to_array(f)
+                return to_frame(f)
             except (DecodeError, ValueError) as e:
                 raise type(e)(f"frame {i}: {e}") from e
             except (OSError, SyntaxError) as e:  # Pillow's errors for damaged or missing files

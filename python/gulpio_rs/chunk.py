@@ -17,6 +17,17 @@ from .errors import BrokenChunkWarning
 from .serializers import JSONSerializer, json_serializer
 
 
+def _no_encoder():
+    raise RuntimeError("gulpio_rs.fileio was not imported, so no frame encoder is installed")
+
+
+#: Returns the function :meth:`GulpChunk.append` encodes arrays with. ``gulpio_rs.fileio``
+#: installs one that reads its own ``img_to_jpeg_bytes`` at call time, so monkeypatching
+#: ``fileio.img_to_jpeg_bytes`` (as gulpio2 users do) takes effect without this module
+#: importing the facade back.
+encoder_lookup = _no_encoder
+
+
 class GulpChunk:
     """One chunk: ``data_{k}.gulp`` + ``meta_{k}.gmeta`` (+ the ``data_{k}.gidx`` index).
 
@@ -188,21 +199,9 @@ class GulpChunk:
             raise ValueError(
                 f"{self.data_file_path} is not open for writing; use `with chunk.open('wb'):`"
             )
-        from . import fileio
-
-        # Looked up at call time, so monkeypatching `fileio.img_to_jpeg_bytes` (as gulpio2
-        # users do) takes effect.
-        encode = fileio.img_to_jpeg_bytes
+        encode = encoder_lookup()
         jpegs = [f if isinstance(f, (bytes, bytearray, memoryview)) else encode(f) for f in frames]
         self._writer.append(_id_str(id_), json.dumps(meta_data), jpegs)
-
-    @staticmethod
-    def _pad_image(number):
-        return (4 - (number % 4)) % 4
-
-    @staticmethod
-    def _default_factory():
-        return OrderedDict([("frame_info", []), ("meta_data", [])])
 
     def __repr__(self):
         return f"GulpChunk({self.data_file_path!r}, {self.meta_file_path!r})"

@@ -61,7 +61,8 @@ class _MetaView(Mapping):
         return True
 
 
-def _problem_text(problem: dict) -> str:
+def problem_text(problem: dict) -> str:
+    """One line for a ``GulpDirectory.problems`` entry, starting with the file it is about."""
     message = problem["message"]
     return message if message.startswith(problem["path"]) else f"{problem['path']}: {message}"
 
@@ -152,10 +153,10 @@ class GulpDirectory:
             if strict:
                 from .errors import FormatError
 
-                err = FormatError(_problem_text(problem))
+                err = FormatError(problem_text(problem))
                 err.path = problem["path"]
                 raise err
-            warnings.warn(_problem_text(problem), BrokenChunkWarning, stacklevel=2)
+            warnings.warn(problem_text(problem), BrokenChunkWarning, stacklevel=2)
 
     # -- lookups -----------------------------------------------------------------------------
     def _handle(self):
@@ -169,6 +170,17 @@ class GulpDirectory:
 
     def _chunk(self, pos: int):
         return self._handle().chunk(pos)
+
+    # -- low-level access for tools (the gulpio command line) --------------------------------
+    def chunk_table(self) -> list[tuple[int, str, str, str, int, int]]:
+        """``(number, data file, meta file, index file, first position, videos)`` for each
+        readable chunk, in chunk-number order."""
+        return self._handle().chunk_table()
+
+    def native_chunk(self, pos: int):
+        """The Rust reader (``_native.Chunk``) of the ``pos``-th row of :meth:`chunk_table`:
+        frame shapes, raw metadata, verification."""
+        return self._chunk(pos)
 
     def __len__(self) -> int:
         return len(self._handle())

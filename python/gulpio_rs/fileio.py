@@ -1,12 +1,17 @@
 """gulpio2's ``fileio`` module: the same names, arguments and return shapes, implemented by
 ``chunk``, ``directory``, ``ingest``, ``serializers`` and ``_reading`` (see
 docs/COMPATIBILITY.md for what differs on purpose).
+
+A facade: it only re-exports, and installs its ``img_to_jpeg_bytes`` as the encoder of
+``GulpChunk.append``. No module of the package imports it (the package root does, to install
+the encoder); tests/test_import_graph.py checks both.
 """
 
 from __future__ import annotations
 
 from collections import namedtuple
 
+from . import chunk as _chunk
 from . import utils
 from ._reading import extract_input_for_getitem
 from .chunk import GulpChunk
@@ -20,10 +25,17 @@ from .serializers import (
     pickle_serializer,
 )
 
-# GulpChunk.append looks this up here at call time, so monkeypatching
-# `fileio.img_to_jpeg_bytes` (as gulpio2 users do) still takes effect.
 img_to_jpeg_bytes = utils.img_to_jpeg_bytes
 jpeg_bytes_to_img = utils.jpeg_bytes_to_img
+
+
+def _installed_encoder():
+    # Read at call time, so monkeypatching `fileio.img_to_jpeg_bytes` (as gulpio2 users do)
+    # changes what GulpChunk.append encodes with.
+    return img_to_jpeg_bytes
+
+
+_chunk.encoder_lookup = _installed_encoder
 
 ImgInfo = namedtuple("ImgInfo", ["loc", "pad", "length"])
 

@@ -2,7 +2,8 @@
 
 Differences from gulpio2, all deliberate: ``jpeg_bytes_to_img`` uses the built-in Rust decoder
 (strict: damaged data raises :class:`~gulpio_rs.errors.DecodeError`); ``img_to_jpeg_bytes``
-accepts ``HxWx1`` and RGBA/LA arrays (converted) instead of rejecting them; the ffmpeg helpers
+accepts ``HxWx1`` and RGBA/LA arrays and PIL images (converted by the one pixel rule of
+``_pixels``) instead of rejecting them; the ffmpeg helpers
 raise instead of printing and returning no frames.
 """
 
@@ -21,6 +22,7 @@ import simplejpeg
 from PIL import Image
 
 from . import _native
+from ._pixels import pil_to_array, to_frame
 
 #: JPEG quality used by :func:`img_to_jpeg_bytes`; read on every call (tests may change it).
 _JPEG_WRITE_QUALITY = 90
@@ -79,29 +81,13 @@ def burst_video_into_frames(
     return find_images_in_folder(temp_burst_dir, formats=["jpg"])
 
 
-def _to_rgb_or_gray(img: np.ndarray) -> np.ndarray:
-    """Normalise an image array to ``HxWx3`` RGB or ``HxW`` gray uint8, C-contiguous."""
-    img = np.asarray(img)
-    if img.dtype != np.uint8:
-        raise ValueError(f"frames must be uint8 arrays, got {img.dtype}")
-    if img.ndim == 3 and img.shape[2] == 1:
-        img = img[:, :, 0]
-    elif img.ndim == 3 and img.shape[2] == 4:
-        img = img[:, :, :3]
-    elif img.ndim == 3 and img.shape[2] == 2:
-        img = img[:, :, 0]
-    if img.ndim not in (2, 3) or (img.ndim == 3 and img.shape[2] != 3):
-        raise ValueError(f"frames must be HxW, HxWx1, HxWx3 or HxWx4 arrays, got {img.shape}")
-    return np.ascontiguousarray(img)
-
-
 def img_to_jpeg_bytes(img: np.ndarray) -> bytes:
     """Encode an RGB (``HxWx3``) or gray (``HxW``) uint8 array as JPEG, like gulpio2.
 
     Uses libjpeg-turbo (simplejpeg) at quality ``_JPEG_WRITE_QUALITY`` with 4:4:4 sampling,
     so it writes the same bytes gulpio2 writes.
     """
-    img = _to_rgb_or_gray(img)
+    img = to_frame(img)
     if img.ndim == 2:
         return simplejpeg.encode_jpeg(
             img[:, :, None], quality=_JPEG_WRITE_QUALITY, colorspace="Gray"
@@ -144,9 +130,7 @@ def resize_frames(frames: Iterable, size: int, threads: int = 1) -> list[np.ndar
     Runs in the Rust core (SIMD bilinear convolution, antialiased like Pillow's ``BILINEAR``)
     on ``threads`` threads with the GIL released.
     """
-    from ._frames import to_array
-
-    frames = [to_array(f) for f in frames]
+    frames = [to_frame(f) for f in frames]
     if size < 1 or not frames:
         return frames
     return _native.resize_frames(frames, int(size), int(threads))
@@ -164,15 +148,15 @@ def resize_images(imgs: Iterable, img_size: int = -1) -> Iterator[np.ndarray]:
                 pil.load()
             except (OSError, ValueError) as e:
                 raise ImageNotFound(f"cannot read image {img}: {e}") from e
-            if pil.mode not in ("RGB", "L"):
-                pil = pil.convert("RGB")
             img = pil
+        if isinstance(img, Image.Image):
+            img = pil_to_array(img)
         yield resize_by_short_edge(img, img_size)
 
 
 def remove_entries_with_duplicate_ids(output_directory: str, meta_dict: list) -> list:
     """Drop entries whose id repeats, or that already exist in ``output_directory``."""
-    from .fileio import GulpDirectory
+    from .directory import GulpDirectory
 
     meta_dict = _remove_duplicates_in_metadict(meta_dict)
     if os.path.isdir(output_directory):

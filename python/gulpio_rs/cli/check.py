@@ -51,7 +51,7 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
         for p in gd.problems
     ]
     totals = {"videos": 0, "frames": 0, "bytes": 0, "legacy_chunks": 0}
-    table = gd._handle().chunk_table()
+    table = gd.chunk_table()
     rows = table
     if progress:
         from tqdm import tqdm
@@ -61,7 +61,7 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", BrokenChunkWarning)
-                chunk = gd._chunk(pos)
+                chunk = gd.native_chunk(pos)
         except GulpError as e:
             problems.append(_problem(data, "chunk", str(e)))
             continue

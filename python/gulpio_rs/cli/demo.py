@@ -40,7 +40,8 @@ def _mb(n: int) -> str:
 def run(args: argparse.Namespace) -> int:
     from ..adapters import JpegFolderClipsAdapter
     from ..contact_sheet import contact_sheet
-    from ..fileio import GulpDirectory, GulpIngestor
+    from ..directory import GulpDirectory
+    from ..ingest import GulpIngestor
 
     sample = _sample_dir()
     clips_json = os.path.join(sample, "clips.json")

@@ -37,9 +37,9 @@ def describe(directory: str, label_field: str = "label") -> dict:
     labels: Counter = Counter()
     frames = data_bytes = indexed = 0
     frame_counts = []
-    for pos, (_number, data, meta, _index, _first, _count) in enumerate(gd._handle().chunk_table()):
+    for pos, (_number, data, meta, _index, _first, _count) in enumerate(gd.chunk_table()):
         data_bytes += os.path.getsize(data) + os.path.getsize(meta)
-        chunk = gd._chunk(pos)
+        chunk = gd.native_chunk(pos)
         indexed += bool(chunk.indexed)
         for video in range(len(chunk)):
             shapes = chunk.frame_shapes(video)

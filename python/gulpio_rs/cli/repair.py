@@ -23,8 +23,9 @@ import os
 import re
 import warnings
 
+from .._atomic import write_json_atomically
 from ..errors import BrokenChunkWarning, GulpError
-from ..ingest import _pid_alive
+from ..ingest.locks import pid_alive
 
 QUARANTINE = "gulpio-quarantine"
 TMP = re.compile(r"^\.gulpio-tmp\..*\.(\d+)-\d+$")
@@ -51,7 +52,7 @@ def add_parser(sub) -> None:
 
 def _alive(pid: int) -> bool:
     # Our own temporaries cannot belong to a live writer: repair is not writing.
-    return pid != os.getpid() and _pid_alive(pid)
+    return pid != os.getpid() and pid_alive(pid)
 
 
 def plan(directory: str, decode: bool = False) -> list[dict]:
@@ -97,7 +98,7 @@ def _meta_path(data: str) -> str:
     root = os.path.dirname(data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BrokenChunkWarning)
-        for _n, d, meta, _i, _f, _c in GulpDirectory(root)._handle().chunk_table():
+        for _n, d, meta, _i, _f, _c in GulpDirectory(root).chunk_table():
             if d == data:
                 return meta
     raise GulpError(f"{data}: not a readable chunk")
@@ -126,12 +127,7 @@ def _record(directory: str, entries: list[dict]) -> None:
     if os.path.exists(path):
         with open(path) as f:
             existing = json.load(f)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(existing + entries, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_json_atomically(path, existing + entries, indent=1)
 
 
 def _rewrite(directory: str, data: str, damaged: dict[str, list[str]]) -> int:

@@ -53,7 +53,7 @@ def run_tests(gulp_directory) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Check the directory in ``argv`` (default: ``sys.argv[1:]``); exit code 0 if it is sane."""
-    from ..directory import GulpDirectory, _problem_text
+    from ..directory import GulpDirectory, problem_text
 
     parser = argparse.ArgumentParser(
         prog=PROG, description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             gd = GulpDirectory(args.gulp_directory)
             passed = run_tests(gd)
         for problem in gd.problems:
-            print(f"{PROG}: {_problem_text(problem)}", file=sys.stderr)
+            print(f"{PROG}: {problem_text(problem)}", file=sys.stderr)
     except (GulpError, OSError, KeyError) as e:
         message = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"{PROG}: error: {message}", file=sys.stderr)

@@ -1,0 +1,57 @@
+"""Writing a small JSON file so that readers see the old or the new content, never a part.
+
+The one writer of ``label2idx.json``, the ingest plan and chunk records, and repair's
+``quarantine.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+
+def _fsync_dir(folder: str) -> None:
+    """Makes a rename in ``folder`` durable (a no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(folder or ".", os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_json_atomically(path, obj, *, exclusive: bool = False, **dump_kwargs) -> bool:
+    """Writes ``obj`` as JSON to ``path`` through a fsynced temporary file in the same folder,
+    then renames it into place and fsyncs the folder. ``dump_kwargs`` go to :func:`json.dump`.
+
+    The temporary name is unique (not the pid: job-array containers on one shared file system
+    often have equal pids), so concurrent writers of one file cannot write into each other's
+    temporary; the last rename wins. With ``exclusive`` the file is only created if it does
+    not exist yet (``link`` fails atomically if it does) and the return value says whether
+    this call created it. Permissions follow the umask, as a plain ``open`` would.
+    """
+    path = os.fspath(path)
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, **dump_kwargs)
+            f.flush()
+            os.fsync(f.fileno())
+        if exclusive:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+        else:
+            os.replace(tmp, path)
+        _fsync_dir(os.path.dirname(path))
+        return True
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)

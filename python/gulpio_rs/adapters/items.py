@@ -1,0 +1,70 @@
+"""Building one item (``{'id', 'meta', 'frames'}``) from a video file, image files or a folder
+of frames; anything unreadable becomes an error item naming the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._frames import is_plain_jpeg
+from .._pixels import pil_to_array
+from ..video import read_video
+from .base import _error_item, _reason
+from .files import _frame_files
+
+
+def _video_item(id_, meta, path: str, frame_rate, frame_size, max_frames) -> dict:
+    """The item of one video, decoded now; an unreadable video becomes an error item."""
+    try:
+        frames = read_video(
+            path, frame_rate=frame_rate, frame_size=frame_size, max_frames=max_frames
+        )
+    except Exception as e:  # one bad video must not end the run: the ingestor reports it
+        return _error_item(id_, meta, _reason(e, path))
+    return {"id": id_, "meta": meta, "frames": frames}
+
+
+def _image_frame(path: str, size: int):
+    """One image file as a frame: its path if it can be stored as it is (a plain JPEG and no
+    resize asked), else the decoded uint8 array (resized by :func:`_image_item`)."""
+    if size < 1:
+        # JPEG frames stored unchanged must decode as gulpio2 decodes them; CMYK, 12-bit,
+        # arithmetic-coded and lossless JPEGs are decoded with Pillow and re-encoded instead.
+        # Damage further in is found by the ingestor's strict decode, which reports the frame.
+        with open(path, "rb") as f:
+            if is_plain_jpeg(f.read()):
+                return path
+    from PIL import Image
+
+    with Image.open(path) as img:
+        img.load()
+        return pil_to_array(img)
+
+
+def _frames_folder_item(id_, meta, folder: str, exts: tuple[str, ...], size: int) -> dict:
+    """The item of one folder of frame files; an unreadable folder makes it an error item."""
+    try:
+        paths = _frame_files(folder, exts)
+    except OSError as e:
+        return _error_item(id_, meta, _reason(e, folder))
+    return _image_item(id_, meta, paths, size, f"no frames in {folder}")
+
+
+def _image_item(id_, meta, paths: Sequence[str], size: int, empty_reason: str) -> dict:
+    """The item of one image or frame folder; any unreadable file makes it an error item."""
+    if not paths:
+        return _error_item(id_, meta, empty_reason)
+    frames = []
+    for path in paths:
+        try:
+            frames.append(_image_frame(path, size))
+        except Exception as e:  # one bad file must not end the run: the ingestor reports it
+            return _error_item(id_, meta, _reason(e, path))
+    if size >= 1:
+        from .. import utils
+
+        # One call for the whole video; looked up at call time (the Rust resize).
+        frames = [np.ascontiguousarray(f) for f in utils.resize_frames(frames, size)]
+    return {"id": id_, "meta": meta, "frames": frames}

@@ -1,0 +1,77 @@
+"""What a run reports: per-chunk results, the run's report, its error and warning."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import GulpError, GulpWarning
+
+
+class IngestError(GulpError):
+    """A video could not be ingested and ``strict=True`` was asked for (or the run cannot
+    start). The message names the video id and the reason."""
+
+
+class IngestWarning(GulpWarning):
+    """Some videos were skipped; the report lists them."""
+
+
+@dataclass
+class ChunkResult:
+    """What writing one chunk did."""
+
+    chunk: int
+    videos: int = 0
+    frames: int = 0
+    bytes: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    resumed: bool = False
+
+
+@dataclass
+class IngestReport:
+    """The outcome of a run: totals over every chunk this shard owns (also those finished by an
+    earlier, interrupted run), and each video that was skipped with the reason."""
+
+    output_folder: str
+    videos: int = 0
+    frames: int = 0
+    bytes: int = 0
+    chunks_written: int = 0
+    chunks_resumed: int = 0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+    #: Frames written by this call (``frames`` also counts chunks finished earlier).
+    frames_written: int = 0
+
+    def add(self, r: ChunkResult) -> None:
+        self.videos += r.videos
+        self.frames += r.frames
+        self.bytes += r.bytes
+        self.failures.extend(r.failures)
+        if r.resumed:
+            self.chunks_resumed += 1
+        else:
+            self.chunks_written += 1
+            self.frames_written += r.frames
+
+    @property
+    def failed_ids(self) -> list[str]:
+        return [id_ for id_, _ in self.failures]
+
+    def __iter__(self):
+        # gulpio-rs 0.1 returned the skipped ids; keep `for id in ingestor()` working.
+        return iter(self.failed_ids)
+
+    def summary(self) -> str:
+        """A few lines for a terminal: totals, then every failed video and why."""
+        rate = f", {self.frames_written / self.seconds:,.0f} frames/s" if self.seconds > 0 else ""
+        lines = [
+            f"{self.videos:,} videos, {self.frames:,} frames, {self.bytes / 1e6:,.1f} MB in "
+            f"{self.chunks_written} new chunks ({self.chunks_resumed} already done) "
+            f"in {self.seconds:.1f} s{rate} -> {self.output_folder}"
+        ]
+        if self.failures:
+            lines.append(f"{len(self.failures)} videos skipped:")
+            lines += [f"  {id_}: {reason}" for id_, reason in self.failures]
+        return "\n".join(lines)
