@@ -177,6 +177,11 @@ class GulpDirectory:
         readable chunk, in chunk-number order."""
         return self._handle().chunk_table()
 
+    def chunk_sizes(self) -> list[tuple[int, int]]:
+        """``(data bytes, meta bytes)`` of each row of :meth:`chunk_table` (from the listing for
+        remote datasets)."""
+        return self._handle().chunk_sizes()
+
     def native_chunk(self, pos: int):
         """The Rust reader (``_native.Chunk``) of the ``pos``-th row of :meth:`chunk_table`:
         frame shapes, raw metadata, verification."""

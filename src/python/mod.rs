@@ -626,6 +626,24 @@ impl NativeDirectory {
         self.inner.store().is_remote()
     }
 
+    /// `(data bytes, meta bytes)` per chunk, from the listing when it gave them.
+    fn chunk_sizes(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64)>> {
+        let dir = &self.inner;
+        py.detach(|| {
+            dir.chunks()
+                .iter()
+                .map(|c| {
+                    let store = dir.store();
+                    Ok((
+                        store.size(&c.paths.data, c.sizes.data)?,
+                        store.size(&c.paths.meta, c.sizes.meta)?,
+                    ))
+                })
+                .collect::<crate::Result<Vec<_>>>()
+        })
+        .py_err(py)
+    }
+
     /// The bytes of a small file beside the chunks, or None if it does not exist.
     fn read_file<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let got = py.detach(|| self.inner.read_file(name)).py_err(py)?;
@@ -873,6 +891,12 @@ fn decode_jpeg<'py>(
 }
 
 /// `(width, height, components)` from a JPEG's frame header, without decoding.
+/// True for dataset URLs the object-store layer handles (`s3://`, `gs://`, `az://`, ...).
+#[pyfunction]
+fn is_remote_url(path: &str) -> bool {
+    crate::io::is_remote_url(path)
+}
+
 #[pyfunction]
 fn jpeg_info(data: &[u8]) -> PyResult<(u16, u16, u8)> {
     crate::jpeg::header::read_info(data)
@@ -890,6 +914,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_batch, m)?)?;
     m.add_function(wrap_pyfunction!(decode_jpeg, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg_info, m)?)?;
+    m.add_function(wrap_pyfunction!(is_remote_url, m)?)?;
     m.add_function(wrap_pyfunction!(resize::resize_frames, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::pooled_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::release_pooled_buffers, m)?)?;

@@ -8,15 +8,29 @@ import warnings
 from ..errors import BrokenChunkWarning, GulpError
 
 
+def is_url(directory: str) -> bool:
+    """True for dataset URLs (``s3://``, ``gs://``, ``az://``, ``http(s)://``)."""
+    from .. import _native
+
+    return _native.is_remote_url(directory)
+
+
+def refuse_remote(directory: str, command: str, why: str) -> None:
+    """GulpError for subcommands that only change local datasets."""
+    if is_url(directory):
+        raise GulpError(f"{directory}: `gulpio {command}` works on local directories only: {why}")
+
+
 def open_directory(directory: str, *, quiet: bool = False):
-    """A ``GulpDirectory`` for ``directory``; GulpError if it is missing or holds no chunks.
+    """A ``GulpDirectory`` for ``directory`` (a local path or a dataset URL, with credentials
+    from the environment); GulpError if it is missing or holds no chunks.
 
     With ``quiet``, broken-chunk warnings are suppressed (the caller reports
     ``gd.problems`` itself).
     """
     from ..directory import GulpDirectory
 
-    if not os.path.isdir(directory):
+    if not is_url(directory) and not os.path.isdir(directory):
         raise GulpError(f"{directory}: no such directory")
     with warnings.catch_warnings():
         if quiet:

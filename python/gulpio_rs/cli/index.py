@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import open_directory
+from ._common import open_directory, refuse_remote
 
 EPILOG = """examples:
   gulpio index /data/something_something_gulps
@@ -24,6 +24,11 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_remote(
+        args.directory,
+        "index",
+        "index a local copy and upload the data_*.gidx files (they are only ever added)",
+    )
     gd = open_directory(args.directory)
     written = gd.write_indexes()
     print(f"{args.directory}: wrote {written} index file(s); {gd.num_chunks} chunk(s) in all")

@@ -37,8 +37,9 @@ def describe(directory: str, label_field: str = "label") -> dict:
     labels: Counter = Counter()
     frames = data_bytes = indexed = 0
     frame_counts = []
+    sizes = gd.chunk_sizes()
     for pos, (_number, data, meta, _index, _first, _count) in enumerate(gd.chunk_table()):
-        data_bytes += os.path.getsize(data) + os.path.getsize(meta)
+        data_bytes += sizes[pos][0] + sizes[pos][1]
         chunk = gd.native_chunk(pos)
         indexed += bool(chunk.indexed)
         for video in range(len(chunk)):

@@ -17,6 +17,8 @@ Run it while no writer is working on the directory.
 
 from __future__ import annotations
 
+from ._common import refuse_remote
+
 import argparse
 import json
 import os
@@ -209,6 +211,12 @@ def _describe(a: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_remote(
+        args.directory,
+        "repair",
+        "object stores cannot truncate or rename, and rewriting chunks under running readers "
+        "is unsafe; run `gulpio check` on the URL, repair a local copy and upload it",
+    )
     actions = plan(args.directory, decode=args.decode)
     if not actions:
         print(f"{args.directory}: nothing to repair")
