@@ -52,7 +52,9 @@ impl ChunkSlot {
             .get_or_init(|| {
                 let opened = match &self.probed {
                     Some(header) => {
-                        match ChunkReader::from_index_in(store, &self.paths, header, self.sizes) {
+                        match once_more_if_remote(store, || {
+                            ChunkReader::from_index_in(store, &self.paths, header, self.sizes)
+                        }) {
                             Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
                                 self.fall_back(ids, store, e)
                             }
@@ -359,11 +361,26 @@ impl Directory {
     }
 }
 
+/// Runs `read` again once when it fails a format or staleness check on a remote store: a byte
+/// flipped in transit must not make the chunk fall back to its `.gmeta` (and lose its frame
+/// CRCs) for the rest of the session. A second failure is the file's.
+pub(crate) fn once_more_if_remote<T>(
+    store: &Store,
+    mut read: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    match read() {
+        Err(Error::Format { .. } | Error::StaleIndex { .. }) if store.is_remote() => read(),
+        other => other,
+    }
+}
+
 /// Probes the index of every chunk that has one (None for chunks without an index). Remote
 /// probes run concurrently, each a round trip or two; local ones are cheap reads in order.
 fn probe_all(store: &Store, pairs: &[(u64, ChunkPaths, KnownSizes)]) -> Vec<Option<Result<Probe>>> {
     let probe = |(_, paths, sizes): &(u64, ChunkPaths, KnownSizes)| {
-        sizes.index.map(|_| probe_index_in(store, paths, *sizes))
+        sizes
+            .index
+            .map(|_| once_more_if_remote(store, || probe_index_in(store, paths, *sizes)))
     };
     let Store::Remote(remote) = store else {
         return pairs.iter().map(probe).collect();

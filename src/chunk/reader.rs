@@ -310,8 +310,10 @@ impl ChunkReader {
         if !has_index {
             return Ok((Self::open_legacy_in(store, paths, sizes)?, None));
         }
-        let opened = probe_index_in(store, paths, sizes)
-            .and_then(|p| Self::from_index_in(store, paths, &p.header_bytes, sizes));
+        let opened = crate::directory::once_more_if_remote(store, || {
+            probe_index_in(store, paths, sizes)
+                .and_then(|p| Self::from_index_in(store, paths, &p.header_bytes, sizes))
+        });
         match opened {
             Ok(r) => Ok((r, None)),
             // A damaged or stale index must not make a chunk with a good `.gmeta` unreadable.

@@ -163,7 +163,9 @@ impl RemoteStore {
                 }
                 "timeout" => {
                     settings.timeout = parse_seconds(v).ok_or_else(|| bad("seconds"))?;
-                    store_options.push((k.clone(), v.clone()));
+                    // object_store takes a duration with its unit.
+                    let ms = settings.timeout.as_millis();
+                    store_options.push(("timeout".into(), format!("{ms}ms")));
                 }
                 _ => store_options.push((k.clone(), v.clone())),
             }
@@ -666,7 +668,8 @@ fn jitter(d: Duration) -> Duration {
 }
 
 fn parse_seconds(v: &str) -> Option<Duration> {
-    let v = v.trim().trim_end_matches('s');
+    let v = v.trim();
+    let v = v.strip_suffix('s').unwrap_or(v);
     v.parse::<f64>()
         .ok()
         .filter(|s| s.is_finite() && *s >= 0.0)

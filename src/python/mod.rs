@@ -327,7 +327,10 @@ impl Chunk {
         self.check(video)?;
         let frames = self.selection(video, frames);
         let cs = self::colorspace(colorspace)?;
-        let jobs = batch::plan(&self.inner, video, &frames, cs, false).py_err(py)?;
+        let inner = &self.inner;
+        let jobs = py
+            .detach(|| batch::plan(inner, video, &frames, cs, false))
+            .py_err(py)?;
         if let Some((h, w, c)) = batch::uniform(&jobs) {
             let arr = new_array(py, [jobs.len(), h, w, c])?;
             decode_into_array(py, &jobs, &arr, check, threads)?;
@@ -366,7 +369,10 @@ impl Chunk {
         self.check(video)?;
         let frames = self.selection(video, frames);
         let cs = self::colorspace(colorspace)?;
-        let jobs = batch::plan(&self.inner, video, &frames, cs, true).py_err(py)?;
+        let inner = &self.inner;
+        let jobs = py
+            .detach(|| batch::plan(inner, video, &frames, cs, true))
+            .py_err(py)?;
         let (h, w, c) = uniform_shape(&self.inner, video, &jobs)?;
         let arr = match out {
             Some(arr) => {
@@ -793,7 +799,9 @@ fn read_batch<'py>(
         let chunk = chunk.get();
         chunk.check(*video)?;
         let frames = chunk.selection(*video, frames.clone());
-        let jobs = batch::plan(reader, *video, &frames, cs, true).py_err(py)?;
+        let jobs = py
+            .detach(|| batch::plan(reader, *video, &frames, cs, true))
+            .py_err(py)?;
         let shape = uniform_shape(reader, *video, &jobs)?;
         plans.push((jobs, shape));
     }

@@ -1,0 +1,286 @@
+"""A fault-injecting HTTP/1.1 reverse proxy on loopback, for tests and benchmarks.
+
+It forwards requests unchanged (Host header included, so S3 SigV4 signatures still verify)
+to one upstream over keep-alive connections, and injects, by a plan that can be changed at
+any time from another thread:
+
+- ``latency_ms``: a delay before every request is forwarded;
+- ``status`` (503, 429, ...) for the next ``count`` requests, answered by the proxy itself;
+- ``reset_mid_body``: the next N responses with a body are cut half-way by a TCP reset;
+- ``truncate_body``: the next N responses with a body are closed after half their declared
+  ``Content-Length``;
+- ``flip_byte``: one byte of the body of the next N ``GET`` responses is inverted.
+
+It counts requests and response body bytes (what a client really fetched). Plain class with
+``start()``/``stop()`` and ``url``: usable from pytest, from benchmarks and by clients in other
+processes (they only see a TCP port).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+import threading
+from dataclasses import dataclass, field
+
+
+_DEBUG = bool(__import__("os").environ.get("GULPIO_PROXY_DEBUG"))
+
+
+@dataclass
+class Faults:
+    latency_ms: float = 0.0
+    status: int = 0
+    count: int = 0
+    reset_mid_body: int = 0
+    truncate_body: int = 0
+    flip_byte: int = 0
+
+
+@dataclass
+class Counters:
+    requests: int = 0
+    body_bytes: int = 0
+    faults: int = 0
+    log: list = field(default_factory=list)
+
+
+class FaultProxy:
+    def __init__(self, upstream: str):
+        if not upstream.startswith("http://"):
+            raise ValueError("the proxy forwards plain http only")
+        host, _, port = upstream[len("http://") :].rstrip("/").partition(":")
+        self.upstream = (host, int(port or 80))
+        self._faults = Faults()
+        self._counters = Counters()
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    # -- control -----------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def set_faults(self, **faults) -> None:
+        """Replaces the fault plan (keys of :class:`Faults`; unspecified ones are off)."""
+        with self._lock:
+            self._faults = Faults(**faults)
+
+    def reset_counters(self) -> None:
+        with self._lock:
+            self._counters = Counters()
+
+    @property
+    def requests(self) -> int:
+        return self._counters.requests
+
+    @property
+    def body_bytes(self) -> int:
+        return self._counters.body_bytes
+
+    def faults_injected(self) -> int:
+        return self._counters.faults
+
+    def log(self) -> list:
+        """``(method, target, what)`` of every request, ``what`` naming an injected fault."""
+        with self._lock:
+            return list(self._counters.log)
+
+    def start(self) -> FaultProxy:
+        ready = threading.Event()
+
+        def run():
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+            self._server = loop.run_until_complete(
+                asyncio.start_server(self._serve, "127.0.0.1", 0)
+            )
+            self.port = self._server.sockets[0].getsockname()[1]
+            ready.set()
+            loop.run_forever()
+            self._server.close()
+            loop.run_until_complete(self._server.wait_closed())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="fault-proxy", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("fault proxy did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is None or self._thread is None:
+            return
+
+        async def shutdown():
+            # Open client connections are cancelled, not abandoned with the loop.
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self._loop.stop()
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self._loop)
+        self._thread.join(10)
+        self._loop = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # -- the plan ------------------------------------------------------------------------------
+    def _take(self, method: str) -> str | None:
+        """The fault for this request (consuming it from the plan), or None."""
+        with self._lock:
+            f = self._faults
+            if f.status and f.count > 0:
+                f.count -= 1
+                return f"status:{f.status}"
+            if method == "GET":
+                for name in ("reset_mid_body", "truncate_body", "flip_byte"):
+                    if getattr(f, name) > 0:
+                        setattr(f, name, getattr(f, name) - 1)
+                        return name
+            return None
+
+    def _count(self, method: str, target: str, what: str | None, body: int) -> None:
+        with self._lock:
+            self._counters.requests += 1
+            self._counters.body_bytes += body
+            self._counters.faults += what is not None
+            self._counters.log.append((method, target, what))
+
+    # -- HTTP plumbing -------------------------------------------------------------------------
+    async def _serve(self, creader, cwriter):
+        up = None
+        try:
+            while True:
+                head = await _read_head(creader)
+                if head is None:
+                    break
+                first, headers = head
+                method, target = first.split(" ")[:2]
+                body = await _read_body(creader, headers)
+                delay = self._faults.latency_ms
+                if delay:
+                    await asyncio.sleep(delay / 1000)
+                fault = self._take(method)
+                if fault and fault.startswith("status:"):
+                    code = int(fault.split(":")[1])
+                    reason = {503: "Service Unavailable", 429: "Too Many Requests"}.get(code, "X")
+                    msg = b"<Error><Code>SlowDown</Code></Error>"
+                    cwriter.write(
+                        f"HTTP/1.1 {code} {reason}\r\nContent-Length: {len(msg)}\r\n"
+                        f"Retry-After: 0\r\nContent-Type: application/xml\r\n\r\n".encode()
+                        + msg
+                    )
+                    await cwriter.drain()
+                    self._count(method, target, fault, 0)
+                    continue
+                if up is None:
+                    up = await asyncio.open_connection(*self.upstream)
+                ureader, uwriter = up
+                uwriter.write(_encode_head(first, headers) + body)
+                await uwriter.drain()
+                rhead = await _read_head(ureader)
+                if rhead is None:
+                    break
+                status_line, rheaders = rhead
+                if _DEBUG:
+                    print("proxy:", first, "->", status_line, rheaders["__order__"], flush=True)
+                rbody = await _read_body(ureader, rheaders, response_to=method)
+                if rheaders.get("connection", "").lower() == "close":
+                    uwriter.close()
+                    up = None
+                if fault and rbody:
+                    half = len(rbody) // 2
+                    if fault == "flip_byte":
+                        rbody = bytearray(rbody)
+                        rbody[half] ^= 0xFF
+                        rbody = bytes(rbody)
+                    else:
+                        self._count(method, target, fault, half)
+                        cwriter.write(_encode_head(status_line, rheaders) + rbody[:half])
+                        await cwriter.drain()
+                        if fault == "reset_mid_body":
+                            sock = cwriter.get_extra_info("socket")
+                            sock.setsockopt(
+                                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                            )
+                        cwriter.close()
+                        return
+                elif fault:
+                    fault = None  # nothing to damage: the fault stays unused
+                self._count(method, target, fault, len(rbody))
+                cwriter.write(_encode_head(status_line, rheaders) + rbody)
+                await cwriter.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, OSError, asyncio.CancelledError):
+            pass
+        finally:
+            if up is not None:
+                up[1].close()
+            cwriter.close()
+
+
+async def _read_head(reader):
+    try:
+        raw = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    lines = raw.decode("latin-1").split("\r\n")
+    headers: dict[str, str] = {}
+    order = []
+    for line in lines[1:]:
+        if not line:
+            continue
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+        order.append((k.strip(), v.strip()))
+    headers["__order__"] = order  # type: ignore[assignment]
+    return lines[0], headers
+
+
+def _encode_head(first: str, headers) -> bytes:
+    out = [first]
+    for k, v in headers["__order__"]:
+        if k.lower() == "transfer-encoding":
+            continue  # bodies are forwarded de-chunked, with their length
+        if k.lower() == "content-length":
+            continue
+        out.append(f"{k}: {v}")
+    length = headers.get("__length__")
+    if length is not None:
+        out.append(f"Content-Length: {length}")
+    return ("\r\n".join(out) + "\r\n\r\n").encode("latin-1")
+
+
+async def _read_body(reader, headers, response_to: str | None = None) -> bytes:
+    if response_to == "HEAD":
+        headers["__length__"] = headers.get("content-length")
+        return b""
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        parts = []
+        while True:
+            size_line = await reader.readuntil(b"\r\n")
+            size = int(size_line.split(b";")[0], 16)
+            if size == 0:
+                await reader.readuntil(b"\r\n")
+                break
+            parts.append(await reader.readexactly(size))
+            await reader.readexactly(2)
+        body = b"".join(parts)
+    else:
+        n = int(headers.get("content-length", "0") or 0)
+        body = await reader.readexactly(n) if n else b""
+    if response_to is None and "content-length" not in headers and not body:
+        headers["__length__"] = None
+    else:
+        headers["__length__"] = str(len(body))
+    return body
