@@ -83,9 +83,7 @@ def _same_everything(local: GulpDirectory, remote: GulpDirectory, ids: list[str]
         assert remote.num_frames(i) == local.num_frames(i)
         if fl and len({f.shape for f in fl}) == 1:
             np.testing.assert_array_equal(local.read(i), remote.read(i))
-    assert json.dumps(remote.merged_meta_dict[ids[0]]) == json.dumps(
-        local.merged_meta_dict[ids[0]]
-    )
+    assert json.dumps(remote.merged_meta_dict[ids[0]]) == json.dumps(local.merged_meta_dict[ids[0]])
 
 
 def test_s3_reads_equal_local_reads(dataset, s3_server):
@@ -305,7 +303,7 @@ def test_pickled_directory_reopens_with_its_options(dataset, s3_server):
     np.testing.assert_array_equal(again.read(ids[0]), remote.read(ids[0]))
 
 
-# -- plain HTTP -------------------------------------------------------------------------------------
+# -- plain HTTP ------------------------------------------------------------------------------
 
 
 def test_http_dataset_reads_equal_local_reads(tmp_path, make_frame, http_server):

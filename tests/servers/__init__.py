@@ -150,8 +150,8 @@ class S3Server:
 
     def keys(self, bucket: str, prefix: str = "") -> list[str]:
         out = []
-        for page in self.client().get_paginator("list_objects_v2").paginate(
-            Bucket=bucket, Prefix=prefix
+        for page in (
+            self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
         ):
             out += [o["Key"] for o in page.get("Contents", [])]
         return sorted(out)

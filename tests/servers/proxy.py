@@ -19,13 +19,13 @@ processes (they only see a TCP port).
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import struct
 import threading
 from dataclasses import dataclass, field
 
-
-_DEBUG = bool(__import__("os").environ.get("GULPIO_PROXY_DEBUG"))
+_DEBUG = bool(os.environ.get("GULPIO_PROXY_DEBUG"))
 
 
 @dataclass

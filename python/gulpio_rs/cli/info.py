@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections import Counter
 
 from ._common import open_directory
@@ -37,9 +36,8 @@ def describe(directory: str, label_field: str = "label") -> dict:
     labels: Counter = Counter()
     frames = data_bytes = indexed = 0
     frame_counts = []
-    sizes = gd.chunk_sizes()
-    for pos, (_number, data, meta, _index, _first, _count) in enumerate(gd.chunk_table()):
-        data_bytes += sizes[pos][0] + sizes[pos][1]
+    for pos, (data_len, meta_len) in enumerate(gd.chunk_sizes()):
+        data_bytes += data_len + meta_len
         chunk = gd.native_chunk(pos)
         indexed += bool(chunk.indexed)
         for video in range(len(chunk)):

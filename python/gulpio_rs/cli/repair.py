@@ -17,8 +17,6 @@ Run it while no writer is working on the directory.
 
 from __future__ import annotations
 
-from ._common import refuse_remote
-
 import argparse
 import json
 import os
@@ -28,6 +26,7 @@ import warnings
 from .._atomic import write_json_atomically
 from ..errors import BrokenChunkWarning, GulpError
 from ..ingest.locks import pid_alive
+from ._common import refuse_remote
 
 QUARANTINE = "gulpio-quarantine"
 TMP = re.compile(r"^\.gulpio-tmp\..*\.(\d+)-\d+$")
