@@ -317,3 +317,25 @@ def test_http_dataset_reads_equal_local_reads(tmp_path, make_frame, http_server)
 
 def test_jpeg_backend_is_reported():
     assert gulpio_rs.JPEG_BACKEND in ("libjpeg-turbo", "zune-jpeg")
+
+
+# -- command line -----------------------------------------------------------------------------
+
+
+def test_cli_reads_urls_and_refuses_remote_changes(dataset, s3_server, monkeypatch, capsys):
+    from gulpio_rs.cli import main
+
+    local_dir, url, ids = dataset
+    for key, value in s3_server.env().items():
+        monkeypatch.setenv(key, value)
+    assert main(["info", url, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["videos"] == len(ids)
+    assert main(["check", url, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and report["videos"] == len(ids)
+    for command in (["repair", url, "--apply"], ["index", url]):
+        assert main(command) == 1
+        assert "local directories only" in capsys.readouterr().err
+    assert main(["info", "s3://no-such-bucket-gulpio/x"]) == 1
+    assert "no-such-bucket-gulpio" in capsys.readouterr().err
