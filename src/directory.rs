@@ -200,6 +200,35 @@ impl Directory {
         &self.store
     }
 
+    /// Chunk numbers of every data or meta file listed now, paired or not.
+    pub fn listed_numbers(&self) -> Result<Vec<u64>> {
+        let mut out: Vec<u64> = self
+            .store
+            .list(&self.root)?
+            .iter()
+            .filter_map(|(path, _)| {
+                let name = path.file_name()?.to_str()?;
+                (matches(name, "data", DATA_EXT) || matches(name, "meta", META_EXT))
+                    .then(|| chunk_number(path))
+                    .flatten()
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// Uploads a small local file beside the chunks of a remote dataset.
+    pub fn upload_file(&self, local: &Path, name: &str) -> Result<()> {
+        check_plain_name(name)?;
+        match &self.store {
+            Store::Remote(r) => r.put_file(name, local),
+            Store::Local(_) => Err(Error::InvalidArgument(
+                "upload_file is for remote datasets; copy local files instead".into(),
+            )),
+        }
+    }
+
     /// A small file beside the chunks (e.g. `label2idx.json`), or None if there is none.
     /// Only plain names: ids and other input never become paths.
     pub fn read_file(&self, name: &str) -> Result<Option<Vec<u8>>> {
@@ -359,6 +388,16 @@ impl Directory {
             .ok_or_else(|| Error::UnknownId(id.to_owned()))?;
         Ok((self.reader(c)?, v))
     }
+}
+
+/// Only plain names: ids and other input never become paths.
+fn check_plain_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
+        return Err(Error::InvalidArgument(format!(
+            "not a plain file name: {name:?}"
+        )));
+    }
+    Ok(())
 }
 
 /// Runs `read` again once when it fails a format or staleness check on a remote store: a byte

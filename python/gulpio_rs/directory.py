@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from glob import glob
 
 import numpy as np
@@ -391,6 +394,8 @@ class GulpDirectory:
         return self.chunks()
 
     def _existing_numbers(self) -> list[int]:
+        if self.is_remote:
+            return self._handle().listed_numbers()
         numbers = []
         for pattern in ("data*.gulp", "meta*.gmeta"):
             for path in glob(os.path.join(self.output_dir, pattern)):
@@ -414,7 +419,17 @@ class GulpDirectory:
         return [self._initialize_filenames(i) for i in range(first, first + total_new_chunks)]
 
     def new_chunks(self, total_new_chunks: int) -> Iterator[GulpChunk]:
-        """``total_new_chunks`` new chunks numbered after every existing one."""
+        """``total_new_chunks`` new chunks numbered after every existing one.
+
+        In a remote directory each chunk is written to a local staging file and uploaded when
+        its ``open('wb')`` block ends (data, index, then the ``.gmeta`` that makes it visible:
+        docs/FORMAT.md §4a); reopen the directory to read it.
+        """
+        if self.is_remote:
+            first = self._next_chunk_id()
+            for number in range(first, first + total_new_chunks):
+                yield _RemoteNewChunk(self, number)
+            return
         for data, meta in self._allocate_new_file_paths(total_new_chunks):
             yield GulpChunk(data, meta, jpeg_decoder=self.jpeg_decoder)
 
@@ -491,6 +506,43 @@ class GulpDirectory:
 
     def __repr__(self):
         return f"GulpDirectory({self.output_dir!r})"
+
+
+class _RemoteNewChunk(GulpChunk):
+    """A new chunk of a remote directory: written (crash-safe) to a local staging folder and
+    uploaded when its ``open('wb')`` block ends without an error. ``url`` is where it goes."""
+
+    def __init__(self, directory: GulpDirectory, number: int):
+        self._stage = tempfile.mkdtemp(prefix="gulpio-stage-")
+        super().__init__(
+            os.path.join(self._stage, f"data_{number}.gulp"),
+            os.path.join(self._stage, f"meta_{number}.gmeta"),
+            jpeg_decoder=directory.jpeg_decoder,
+        )
+        self._directory = directory
+        self.number = number
+        self.url = f"{directory.output_dir.rstrip('/')}/data_{number}.gulp"
+
+    @contextmanager
+    def open(self, flag: str = "rb"):
+        if flag == "ab":
+            raise NotImplementedError(
+                f"{self.url}: published remote chunks cannot be appended to (objects cannot be "
+                "extended); write a new chunk instead"
+            )
+        try:
+            with super().open(flag) as fp:
+                yield fp
+            if flag == "wb":
+                self._directory._handle().upload_chunk(
+                    self.data_file_path, self.meta_file_path, self.number
+                )
+        finally:
+            if flag == "wb":
+                shutil.rmtree(self._stage, ignore_errors=True)
+
+    def __repr__(self):
+        return f"GulpChunk({self.url!r}, staged in {self._stage!r})"
 
 
 class _DirectoryChunk(GulpChunk):

@@ -632,6 +632,35 @@ impl NativeDirectory {
         self.inner.store().is_remote()
     }
 
+    /// Chunk numbers of every `data*.gulp` / `meta*.gmeta` file in the dataset now, paired
+    /// or not (a fresh listing: new chunks must not collide with uploads in progress).
+    fn listed_numbers(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
+        let dir = &self.inner;
+        py.detach(|| dir.listed_numbers()).py_err(py)
+    }
+
+    /// Publishes a chunk staged on local disk as chunk `number` of this (remote) dataset:
+    /// data, index, then the `.gmeta` (the commit point).
+    fn upload_chunk(
+        &self,
+        py: Python<'_>,
+        data_path: &str,
+        meta_path: &str,
+        number: u64,
+    ) -> PyResult<()> {
+        let dir = &self.inner;
+        let staged = ChunkPaths::new(data_path, meta_path);
+        py.detach(|| dir.store().publish_staged(&staged, number))
+            .py_err(py)
+    }
+
+    /// Uploads a small local file beside the chunks (e.g. `label2idx.json`).
+    fn upload_file(&self, py: Python<'_>, local_path: &str, name: &str) -> PyResult<()> {
+        let dir = &self.inner;
+        py.detach(|| dir.upload_file(std::path::Path::new(local_path), name))
+            .py_err(py)
+    }
+
     /// `(data bytes, meta bytes)` per chunk, from the listing when it gave them.
     fn chunk_sizes(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64)>> {
         let dir = &self.inner;

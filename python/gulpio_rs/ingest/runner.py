@@ -208,6 +208,11 @@ class GulpIngestor:
       of one adapter into one shared directory.
     - ``progress``: a tqdm bar with videos/s, frames/s and an ETA (on by default when stderr is
       a terminal).
+    - ``output_folder`` may be a dataset URL (``s3://``, ``gs://``, ``az://``; credentials from
+      the environment or ``storage_options``): chunks are staged in ``staging_dir`` (default
+      ``~/.cache/gulpio/staging/<hash of the URL>``, or under ``$GULPIO_STAGING_DIR``) and
+      uploaded data first, ``.gmeta`` last; rerunning after a crash resumes from the staging
+      folder and skips chunks already uploaded.
     """
 
     def __init__(
@@ -224,6 +229,8 @@ class GulpIngestor:
         num_shards: int = 1,
         threads: int | None = None,
         progress: bool | None = None,
+        storage_options: dict | None = None,
+        staging_dir=None,
     ):
         assert int(num_workers) > 0
         self.adapter = adapter
@@ -240,8 +247,14 @@ class GulpIngestor:
             threads = max(1, _usable_cores() // self.num_workers)
         self.options = EncodeOptions(int(quality), subsampling, int(threads))
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
+        self.storage_options = storage_options
+        self.staging_dir = staging_dir
 
     def __call__(self) -> IngestReport:
+        if _native.is_remote_url(self.output_folder):
+            from .remote import ingest_remote
+
+            return ingest_remote(self, self.output_folder)
         t0 = time.perf_counter()
         folder = self.output_folder
         os.makedirs(folder, exist_ok=True)
