@@ -87,7 +87,31 @@ def read_batch(
 def decode_jpeg(
     data: bytes | bytearray | memoryview, colorspace: str | None = None
 ) -> npt.NDArray[np.uint8]: ...
-def jpeg_info(data: bytes) -> tuple[int, int, int]: ...
+
+class JpegInfo:
+    """What a JPEG's frame header (SOF) says, read without decoding."""
+
+    @property
+    def width(self) -> int: ...
+    @property
+    def height(self) -> int: ...
+    @property
+    def components(self) -> int: ...
+    @property
+    def precision(self) -> int: ...
+    @property
+    def sof(self) -> int:
+        """The SOF marker byte, ``0xC0``..``0xCF``: the coding process."""
+    @property
+    def progressive(self) -> bool: ...
+    @property
+    def arithmetic(self) -> bool: ...
+    @property
+    def lossless(self) -> bool: ...
+
+def jpeg_info(data: bytes) -> JpegInfo:
+    """The frame header of a JPEG; :class:`~gulpio_rs.errors.DecodeError` if there is none."""
+
 def resize_frames(
     frames: list[npt.NDArray[np.uint8]], size: int, threads: int = 1
 ) -> list[npt.NDArray[np.uint8]]:

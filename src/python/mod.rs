@@ -803,12 +803,67 @@ fn decode_jpeg<'py>(
     Ok(arr)
 }
 
-/// `(width, height, components)` from a JPEG's frame header, without decoding.
+/// What a JPEG's frame header (SOF) says, read without decoding.
+#[pyclass(frozen, get_all, module = "gulpio_rs._native")]
+struct JpegInfo {
+    width: u16,
+    height: u16,
+    components: u8,
+    precision: u8,
+    /// The SOF marker byte (0xC0..0xCF): the coding process.
+    sof: u8,
+    progressive: bool,
+    arithmetic: bool,
+    lossless: bool,
+}
+
+#[pymethods]
+impl JpegInfo {
+    fn __repr__(&self) -> String {
+        format!(
+            "JpegInfo(width={}, height={}, components={}, precision={}, sof=0x{:02X}, \
+             progressive={}, arithmetic={}, lossless={})",
+            self.width,
+            self.height,
+            self.components,
+            self.precision,
+            self.sof,
+            py_bool(self.progressive),
+            py_bool(self.arithmetic),
+            py_bool(self.lossless)
+        )
+    }
+}
+
+fn py_bool(b: bool) -> &'static str {
+    if b {
+        "True"
+    } else {
+        "False"
+    }
+}
+
+/// The frame header of a JPEG, without decoding; `DecodeError` if it is not a JPEG or the
+/// header cannot be found.
 #[pyfunction]
-fn jpeg_info(data: &[u8]) -> PyResult<(u16, u16, u8)> {
-    crate::jpeg::header::read_info(data)
-        .map(|i| (i.width, i.height, i.components))
-        .map_err(PyValueError::new_err)
+fn jpeg_info(py: Python<'_>, data: &[u8]) -> PyResult<JpegInfo> {
+    let i = crate::jpeg::header::read_info(data).map_err(|msg| {
+        PyModule::import(py, "gulpio_rs.errors")
+            .and_then(|m| m.getattr("DecodeError"))
+            .and_then(|c| c.call1((msg,)))
+            .map(PyErr::from_value)
+            .unwrap_or_else(|e| e)
+    })?;
+    Ok(JpegInfo {
+        width: i.width,
+        height: i.height,
+        components: i.components,
+        precision: i.precision,
+        sof: i.sof,
+        progressive: i.is_progressive(),
+        arithmetic: i.is_arithmetic(),
+        lossless: i.is_lossless(),
+    })
 }
 
 #[pymodule]
@@ -817,6 +872,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Chunk>()?;
     m.add_class::<NativeDirectory>()?;
     m.add_class::<NativeWriter>()?;
+    m.add_class::<JpegInfo>()?;
     m.add_function(wrap_pyfunction!(write_index, m)?)?;
     m.add_function(wrap_pyfunction!(read_batch, m)?)?;
     m.add_function(wrap_pyfunction!(decode_jpeg, m)?)?;
