@@ -108,8 +108,8 @@ pub fn uniform(jobs: &[FrameJob]) -> Option<(usize, usize, usize)> {
 /// first failing job in job order is returned, so errors are deterministic.
 pub fn decode(jobs: &[FrameJob], outs: Vec<&mut [u8]>, check: bool, runner: &Runner) -> Result<()> {
     if jobs.len() != outs.len() {
-        return Err(Error::InvalidArgument(
-            "internal: one output buffer per frame is needed".into(),
+        return Err(Error::Internal(
+            "one output buffer per frame is needed".into(),
         ));
     }
     match runner {
@@ -147,7 +147,7 @@ pub fn decode_frame(
 
 fn decode_one(job: &FrameJob, out: &mut [u8], check: bool) -> Result<()> {
     if out.len() != job.len() {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::Internal(format!(
             "output buffer of {} bytes for a frame of {} bytes",
             out.len(),
             job.len()

@@ -54,7 +54,7 @@ impl ChunkSlot {
                         }
                         other => other,
                     },
-                    None => Err(Error::InvalidArgument("chunk has no reader".into())),
+                    None => Err(Error::Internal("chunk has no reader".into())),
                 };
                 opened.map(Arc::new)
             })

@@ -77,8 +77,14 @@ pub enum Error {
         count: usize,
     },
 
+    /// A bad argument from the caller (a mode string, a size, a closed writer, ...).
     #[error("{0}")]
     InvalidArgument(String),
+
+    /// Something that should not happen whatever the input: a poisoned lock, threads that
+    /// cannot be started, an internal size mismatch. A bug or a sick machine, not bad data.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl Error {
@@ -180,6 +186,7 @@ impl Clone for Error {
                 count: *count,
             },
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+            Error::Internal(m) => Error::Internal(m.clone()),
         }
     }
 }

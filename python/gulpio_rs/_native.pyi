@@ -33,6 +33,11 @@ class Chunk:
     def frame_views(
         self, video: int, frames: list[int] | None = None, check: bool = True
     ) -> list[memoryview]: ...
+    def verify(
+        self, decode: bool = False, threads: int = 0
+    ) -> tuple[int, int, int, list[tuple[str, str | None, int | None, str]]]:
+        """``(videos, frames, bytes, [(kind, video_id, frame, message), ...])``: every frame's
+        CRC (and with ``decode`` a full decode) and the data CRC."""
     def decode(
         self,
         video: int,

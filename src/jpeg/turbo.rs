@@ -2,10 +2,13 @@
 //! in `decode.rs` (strict, exact output size, limits checked before allocating), through
 //! TurboJPEG 3's API built from source by turbojpeg-sys.
 //!
-//! Strictness: `TJPARAM_STOPONWARNING` turns every libjpeg warning ("premature end of data",
-//! "corrupt JPEG data: N extraneous bytes") into an error, so a cut or damaged scan is never
-//! returned as a partly grey image; `TJPARAM_MAXPIXELS` and `TJPARAM_SCANLIMIT` bound memory
-//! and time on hostile input (progressive scan bombs).
+//! Strictness: `TJPARAM_STOPONWARNING` is off, because libjpeg also warns about harmless
+//! metadata (an ICC profile after the frame header, odd JFIF/Adobe segments) that Pillow
+//! ignores too. Instead every warning is judged after the call (`check`, `benign`): all but
+//! those metadata warnings ("premature end of data", "corrupt JPEG data: N extraneous bytes",
+//! ...) are errors, so a cut or damaged scan is never returned as a partly grey image.
+//! `TJPARAM_MAXPIXELS` and `TJPARAM_SCANLIMIT` bound memory and time on hostile input
+//! (progressive scan bombs).
 
 use std::cell::RefCell;
 use std::ffi::{c_int, CStr};

@@ -39,7 +39,7 @@ fn context(err: &Error) -> (Option<String>, Option<String>, Option<usize>) {
         Error::DuplicateId { id, second, .. } => (p(second), Some(id.clone()), None),
         Error::FrameOutOfRange { path, id, .. } => (p(path), Some(id.clone()), None),
         Error::UnknownId(id) => (None, Some(id.clone()), None),
-        Error::InvalidArgument(_) => (None, None, None),
+        Error::InvalidArgument(_) | Error::Internal(_) => (None, None, None),
     }
 }
 
@@ -62,6 +62,7 @@ pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
         Error::UnknownId(id) => PyKeyError::new_err(id.clone()),
         Error::FrameOutOfRange { .. } => PyIndexError::new_err(err.to_string()),
         Error::InvalidArgument(m) => PyValueError::new_err(m.clone()),
+        Error::Internal(_) => PyRuntimeError::new_err(err.to_string()),
     }
 }
 
