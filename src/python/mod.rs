@@ -21,7 +21,7 @@ use crate::chunk::reader::{ChunkReader, IndexKind};
 use crate::chunk::writer::{self, ChunkWriter, WriteMode};
 use crate::directory::Directory;
 use crate::format::paths::ChunkPaths;
-use crate::jpeg::decode::Colorspace;
+use crate::jpeg::Colorspace;
 use errors::IntoPy;
 
 fn colorspace(name: Option<&str>) -> PyResult<Colorspace> {
@@ -772,7 +772,7 @@ fn decode_jpeg<'py>(
     data: &Bound<'py, PyAny>,
     colorspace: Option<&str>,
 ) -> PyResult<Bound<'py, PyArray3<u8>>> {
-    use crate::jpeg::decode::{decode_into, output_shape, DecodeFailure};
+    use crate::jpeg::{decode_into, output_shape, DecodeFailure};
     let cs = self::colorspace(colorspace)?;
     // `bytes` is immutable and can be read without the GIL; other buffers are copied, since
     // their owner could change them while we decode.
@@ -881,6 +881,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrays::pooled_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::release_pooled_buffers, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("JPEG_BACKEND", crate::jpeg::decode::BACKEND.name())?;
+    m.add("JPEG_BACKEND", crate::jpeg::BACKEND.name())?;
     Ok(())
 }
