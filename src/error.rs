@@ -77,6 +77,11 @@ pub enum Error {
         count: usize,
     },
 
+    /// A JPEG given on its own (not a stored frame, which gets `Decode`/`UnsupportedJpeg` with
+    /// its location) cannot be decoded or has no usable frame header.
+    #[error("{0}")]
+    Jpeg(#[from] crate::jpeg::DecodeFailure),
+
     /// A bad argument from the caller (a mode string, a size, a closed writer, ...).
     #[error("{0}")]
     InvalidArgument(String),
@@ -185,6 +190,7 @@ impl Clone for Error {
                 frame: *frame,
                 count: *count,
             },
+            Error::Jpeg(f) => Error::Jpeg(f.clone()),
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::Internal(m) => Error::Internal(m.clone()),
         }
