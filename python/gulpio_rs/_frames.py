@@ -148,7 +148,7 @@ def _check_jpeg(data: bytes, opts: EncodeOptions) -> bytes:
                 return _encode(to_frame(img), opts)
         except (OSError, ValueError, SyntaxError) as e:
             raise DecodeError(f"cannot decode JPEG ({e})") from e
-    if _native.jpeg_info(data)[2] == 4:
+    if _native.jpeg_info(data).components == 4:
         # CMYK/YCCK: gulpio2's decoder returns 4 channels where ours returns RGB; store RGB.
         return _encode(arr, opts)
     return data
@@ -216,8 +216,8 @@ class FrameEncoder:
             # A stored JPEG whose shorter side is already `size` needs no second encode.
             for i, f in enumerate(loaded):
                 if isinstance(f, bytes):
-                    w, h, _ = _native.jpeg_info(f)
-                    if min(w, h) != size:
+                    info = _native.jpeg_info(f)
+                    if min(info.width, info.height) != size:
                         arr = _native.decode_jpeg(f)
                         loaded[i] = arr[:, :, 0] if arr.shape[2] == 1 else arr
             arrays = [i for i, f in enumerate(loaded) if isinstance(f, np.ndarray)]
