@@ -12,7 +12,7 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use crate::chunk::reader::{probe_index, ChunkReader};
 use crate::error::{Error, IoContext, Result};
 use crate::format::index::{front_ids, HEADER_LEN};
-use crate::format::paths::{chunk_number, ChunkPaths, DATA_EXT, META_EXT};
+use crate::format::paths::{chunk_number, glob_kind, ChunkPaths, FileKind};
 
 /// Something wrong with one chunk that did not stop the directory from opening.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,10 +155,6 @@ pub struct Directory {
 }
 
 /// gulpio's globs: `data*.gulp` and `meta*.gmeta` (hidden files never match).
-fn matches(name: &str, prefix: &str, ext: &str) -> bool {
-    name.starts_with(prefix) && name.strip_suffix(ext).is_some_and(|s| s.ends_with('.'))
-}
-
 impl Directory {
     pub fn open(root: impl AsRef<Path>) -> Result<Directory> {
         let root = root.as_ref().to_path_buf();
@@ -323,12 +319,10 @@ fn find_chunks(root: &Path, problems: &mut Vec<Problem>) -> Result<Vec<(u64, Chu
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        let (table, what) = if matches(name, "data", DATA_EXT) {
-            (&mut data, "data")
-        } else if matches(name, "meta", META_EXT) {
-            (&mut meta, "meta")
-        } else {
-            continue;
+        let (table, what) = match glob_kind(name) {
+            Some(FileKind::Data) => (&mut data, "data"),
+            Some(FileKind::Meta) => (&mut meta, "meta"),
+            _ => continue,
         };
         let Some(k) = chunk_number(&path) else {
             problems.push(Problem {
