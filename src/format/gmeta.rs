@@ -446,7 +446,7 @@ mod tests {
                     metas.push(meta);
                 }
                 finish(&mut out);
-                let parsed = parse(&out).map_err(|e| TestCaseError::fail(e))?;
+                let parsed = parse(&out).map_err(TestCaseError::fail)?;
                 prop_assert_eq!(parsed.len(), videos.len());
                 for ((entry, video), meta) in parsed.iter().zip(&videos).zip(&metas) {
                     prop_assert_eq!(&entry.id, &video.id);
