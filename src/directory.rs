@@ -12,7 +12,7 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use crate::chunk::reader::{probe_index_in, ChunkReader, KnownSizes, Probe};
 use crate::error::{Error, Result};
 use crate::format::index::{front_ids, HEADER_LEN};
-use crate::format::paths::{chunk_number, ChunkPaths, DATA_EXT, META_EXT};
+use crate::format::paths::{chunk_number, glob_kind, ChunkPaths, FileKind};
 use crate::io::Store;
 
 /// Something wrong with one chunk that did not stop the directory from opening.
@@ -163,10 +163,6 @@ pub struct Directory {
 }
 
 /// gulpio's globs: `data*.gulp` and `meta*.gmeta` (hidden files never match).
-fn matches(name: &str, prefix: &str, ext: &str) -> bool {
-    name.starts_with(prefix) && name.strip_suffix(ext).is_some_and(|s| s.ends_with('.'))
-}
-
 impl Directory {
     /// Opens the dataset in the local directory `root`, memory-mapping its files.
     pub fn open(root: impl AsRef<Path>) -> Result<Directory> {
@@ -208,9 +204,7 @@ impl Directory {
             .iter()
             .filter_map(|(path, _)| {
                 let name = path.file_name()?.to_str()?;
-                (matches(name, "data", DATA_EXT) || matches(name, "meta", META_EXT))
-                    .then(|| chunk_number(path))
-                    .flatten()
+                glob_kind(name).and_then(|_| chunk_number(path))
             })
             .collect();
         out.sort_unstable();
@@ -468,12 +462,10 @@ fn find_chunks(
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        let (table, what) = if matches(name, "data", DATA_EXT) {
-            (&mut data, "data")
-        } else if matches(name, "meta", META_EXT) {
-            (&mut meta, "meta")
-        } else {
-            continue;
+        let (table, what) = match glob_kind(name) {
+            Some(FileKind::Data) => (&mut data, "data"),
+            Some(FileKind::Meta) => (&mut meta, "meta"),
+            _ => continue,
         };
         let Some(k) = chunk_number(&path) else {
             problems.push(Problem {

@@ -141,3 +141,24 @@ def release_pooled_buffers() -> None:
 #: ``"libjpeg-turbo"`` (built with the ``turbo`` feature, which ``pip install`` turns on when
 #: nasm is there) or ``"zune-jpeg"``.
 JPEG_BACKEND: str
+
+# File naming (Rust ``format::paths``): the one definition of chunk and temporary-file names.
+
+#: Prefix of every temporary file a chunk writer creates (``.gulpio-tmp.``).
+TEMP_PREFIX: str
+
+def chunk_file_names(number: int) -> tuple[str, str, str]:
+    """``(data, meta, index)`` file names of chunk ``number``: ``data_{k}.gulp``,
+    ``meta_{k}.gmeta``, ``data_{k}.gidx``."""
+
+def parse_chunk_file_name(name: str) -> tuple[str, int] | None:
+    """``(kind, number)`` of a file named as this package names chunk files (kind ``"data"``,
+    ``"meta"`` or ``"index"``), else ``None``."""
+
+def gulpio_chunk_number(name: str) -> int | None:
+    """The chunk number a reader gives a file gulpio's globs list (``data*.gulp``,
+    ``meta*.gmeta``): the first run of digits in the name; ``None`` for other names."""
+
+def parse_temp_name(name: str) -> tuple[str, int] | None:
+    """``(target file name, pid of the writer)`` if ``name`` is a chunk writer's temporary
+    file, else ``None``."""
