@@ -1517,3 +1517,73 @@ def test_resize_images_accepts_what_gulpio2_accepts(tmp_path, make_frame, img_si
             f.close()
     with pytest.raises(FileNotFoundError):
         next(gulpio_rs.utils.resize_images([tmp_path / "missing.jpg"]))
+
+
+def chunkwriter_session(lib, root: Path, make_frame):
+    """A GulpChunk subclass that overrides append, written by ChunkWriter.write_chunk."""
+
+    class TaggingChunk(lib.fileio.GulpChunk):
+        def append(self, id_, meta_data, frames):
+            self.seen.append((id_, len(frames), [np.asarray(f).shape for f in frames]))
+            super().append(id_, dict(meta_data, tagged=True), frames)
+
+    videos = [
+        {"id": id_, "meta": meta, "frames": frames}
+        for id_, meta, frames in small_videos(make_frame, "w", count=4, seed=2500)
+    ]
+    videos.insert(2, {"id": "no-frames", "meta": {}, "frames": []})
+    adapter_cls = G2ListAdapter if lib is gulpio2 else RsListAdapter
+    adapter = adapter_cls(videos)
+    writer = lib.fileio.ChunkWriter(adapter)
+    assert writer.adapter is adapter
+    chunk = TaggingChunk(root / "data_0.gulp", root / "meta_0.gmeta")
+    chunk.seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # gulpio-rs warns where gulpio2 printed
+        writer.write_chunk(chunk, slice(0, len(videos)))
+    return chunk.seen, gulp_files(root)
+
+
+def test_chunkwriter_writes_through_the_chunks_append(tmp_path, make_frame, capsys):
+    results = {}
+    for name, lib_ in LIBS.items():
+        (tmp_path / name).mkdir()
+        results[name] = chunkwriter_session(lib_, tmp_path / name, make_frame)
+    assert results["gulpio_rs"][0] == results["gulpio2"][0]
+    assert [s[0] for s in results["gulpio_rs"][0]] == ["w0", "w1", "w2", "w3"]
+    assert results["gulpio_rs"][1] == results["gulpio2"][1]  # byte-identical files
+    merged = gulpio_rs.GulpDirectory(tmp_path / "gulpio_rs").merged_meta_dict
+    assert all(entry["meta_data"][0]["tagged"] for entry in merged.values())
+
+
+def test_ingestor_and_adapters_keep_what_the_caller_passed(lib, tmp_path, make_frame):
+    adapter = (G2ListAdapter if lib is gulpio2 else RsListAdapter)([])
+    ingestor = lib.fileio.GulpIngestor(adapter, tmp_path / "out", "3", 1.0)
+    assert ingestor.output_folder == tmp_path / "out"
+    assert isinstance(ingestor.output_folder, Path)
+    assert (ingestor.adapter, ingestor.videos_per_chunk, ingestor.num_workers) == (adapter, 3, 1)
+    assert type(ingestor.videos_per_chunk) is int and type(ingestor.num_workers) is int
+
+    folder = tmp_path / "images"
+    (folder / "cat").mkdir(parents=True)
+    (tmp_path / "out").mkdir()
+    Image.fromarray(make_frame(20, 30, seed=2600)).save(folder / "cat" / "a.jpg")
+    extensions = (".jpg",)
+    image_folder = lib.adapters.ImageFolderAdapter(
+        str(folder) + "/", tmp_path / "out", extensions, shuffle=0, img_size=np.int64(16)
+    )
+    assert image_folder.output_folder == tmp_path / "out"
+    assert image_folder.file_extensions is extensions
+    assert image_folder.shuffle == 0 and type(image_folder.shuffle) is int
+    assert type(image_folder.img_size) is np.int64
+    ((_, _, frames),) = [(v["id"], v["meta"], v["frames"]) for v in image_folder.iter_data()]
+    assert min(np.asarray(frames[0]).shape[:2]) == 16
+
+
+def test_ingestor_writes_into_a_path_output_folder(tmp_path, make_frame):
+    videos = ingest_videos(make_frame, prefix="p", count=3, seed=2700)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gulpio_rs.GulpIngestor(RsListAdapter(videos), tmp_path / "out", 2, 1)()
+    gd = PathDataset(gulpio_rs, tmp_path / "out").gulp_dir
+    assert sorted(gd.keys()) == sorted(str(v["id"]) for v in videos if len(v["frames"]))

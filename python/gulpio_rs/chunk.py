@@ -440,10 +440,24 @@ class GulpChunk:
         (stored as they are); ``meta_data`` must be serialisable. As in gulpio2 this is
         ``_append_meta`` then ``_write_frames`` (which calls ``_write_frame`` per frame)."""
         self._check_writable()
-        self._append_meta(id_, meta_data)
-        self._write_frames(id_, frames)
-        if self._writer is not None:
-            self._commit()
+        if self._writer is None:
+            self._append_meta(id_, meta_data)
+            self._write_frames(id_, frames)
+            return
+        before = {k: (len(m), len(f)) for k, (m, f) in self._pending.items()}
+        try:
+            self._append_meta(id_, meta_data)
+            self._write_frames(id_, frames)
+        except BaseException:
+            # A frame that does not encode: the video is not half-collected for the next commit.
+            for key in list(self._pending):
+                if key not in before:
+                    del self._pending[key]
+                else:
+                    metas, jpegs = self._pending[key]
+                    del metas[before[key][0] :], jpegs[before[key][1] :]
+            raise
+        self._commit()
 
     def _append_meta(self, id_, meta_data):
         id_ = _id_str(id_)
