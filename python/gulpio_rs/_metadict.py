@@ -28,11 +28,16 @@ class LazyMetaDict(OrderedDict):
     _plain = False
     _complete = True
 
+    _load_many = None
+
     @classmethod
-    def build(cls, keys, load, *, plain: bool = False) -> LazyMetaDict:
+    def build(cls, keys, load, *, load_many=None, plain: bool = False) -> LazyMetaDict:
+        """``load(key)`` builds one value; ``load_many()``, if given, yields ``(key, value)``
+        for every key faster than one ``load`` per key (used when all values are needed)."""
         # fromkeys is the fastest way to fill an OrderedDict (about 2x a loop of setitems).
         new = cls.fromkeys(keys, _UNLOADED)
         new._load = load
+        new._load_many = load_many
         new._plain = plain
         new._complete = False
         return new
@@ -48,8 +53,13 @@ class LazyMetaDict(OrderedDict):
     def _load_all(self) -> None:
         if self._complete:
             return
-        missing = [k for k, v in OrderedDict.items(self) if v is _UNLOADED]
-        for key in missing:
+        missing = {k for k, v in OrderedDict.items(self) if v is _UNLOADED}
+        if self._load_many is not None and missing:
+            for key, value in self._load_many():
+                if key in missing:  # values already handed out stay the same objects
+                    OrderedDict.__setitem__(self, key, value)
+                    missing.discard(key)
+        for key in missing:  # keys the caller added or re-added
             OrderedDict.__setitem__(self, key, self._load(key))
         self._complete = True
 

@@ -216,7 +216,13 @@ class GulpChunk:
                 raise KeyError(id_)
             return native_entry(reader, video)
 
-        return LazyMetaDict.build(reader.ids(), load)
+        ids = reader.ids()
+
+        def load_many():
+            for video, id_ in enumerate(ids):
+                yield id_, native_entry(reader, video)
+
+        return LazyMetaDict.build(ids, load, load_many=load_many)
 
     @staticmethod
     def _default_factory():

@@ -314,14 +314,19 @@ class GulpDirectory:
         """
         if self._merged is None:
             handle = self._handle()
+            chunks = list(self.chunk_objs_lookup.values())
 
             def load(id_):
                 g = handle.lookup(id_)
                 if g is None:
                     raise KeyError(id_)
-                return self.all_meta_dicts[handle.location(g)[0]][id_]
+                return chunks[handle.location(g)[0]].meta_dict[id_]
 
-            self._merged = LazyMetaDict.build(self.keys(), load, plain=True)
+            def load_many():
+                for chunk in chunks:
+                    yield from chunk.meta_dict.items()
+
+            self._merged = LazyMetaDict.build(self.keys(), load, load_many=load_many, plain=True)
         return self._merged
 
     @property
