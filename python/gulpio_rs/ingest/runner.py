@@ -234,7 +234,7 @@ class GulpIngestor:
     ):
         assert int(num_workers) > 0
         self.adapter = adapter
-        self.output_folder = os.fspath(output_folder)
+        self.output_folder = output_folder  # as given, as gulpio2 keeps it
         self.videos_per_chunk = int(videos_per_chunk)
         self.num_workers = int(num_workers)
         if self.videos_per_chunk < 1:
@@ -256,7 +256,7 @@ class GulpIngestor:
 
             return ingest_remote(self, self.output_folder)
         t0 = time.perf_counter()
-        folder = self.output_folder
+        folder = os.fsdecode(self.output_folder)
         os.makedirs(folder, exist_ok=True)
         slices = calculate_chunk_slices(self.videos_per_chunk, len(self.adapter))
         key = {
