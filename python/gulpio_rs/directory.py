@@ -496,7 +496,7 @@ class _RemoteNewChunk(GulpChunk):
         )
         self._directory = directory
         self.number = number
-        self.url = f"{directory.output_dir.rstrip('/')}/data_{number}.gulp"
+        self.url = f"{directory._path.rstrip('/')}/data_{number}.gulp"
 
     @contextmanager
     def open(self, flag: str = "rb"):

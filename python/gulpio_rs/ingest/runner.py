@@ -251,10 +251,10 @@ class GulpIngestor:
         self.staging_dir = staging_dir
 
     def __call__(self) -> IngestReport:
-        if _native.is_remote_url(self.output_folder):
+        if _native.is_remote_url(os.fsdecode(self.output_folder)):
             from .remote import ingest_remote
 
-            return ingest_remote(self, self.output_folder)
+            return ingest_remote(self, os.fsdecode(self.output_folder))
         t0 = time.perf_counter()
         folder = os.fsdecode(self.output_folder)
         os.makedirs(folder, exist_ok=True)
