@@ -27,8 +27,9 @@ from .video import VideoDecodeError
 
 
 def _decoder_note(because: str | None = None) -> str | None:
-    """How to get the faster decoder, when this build decodes with zune-jpeg."""
-    if JPEG_BACKEND != "zune-jpeg":
+    """How to get the faster decoder, when this build decodes with zune-jpeg (``because``: why a
+    source build fell back to it, which implies it)."""
+    if JPEG_BACKEND != "zune-jpeg" and because is None:
         return None
     why = f" ({because})" if because else ""
     return (
