@@ -28,6 +28,7 @@ WRITER = textwrap.dedent(
     root, mode = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(0)
     frames = [rng.integers(0, 255, (48, 64, 3), dtype=np.uint8) for _ in range(4)]
+    print("ready", flush=True)
     for k in itertools.count():  # until killed
         if mode == "append":
             chunk = GulpChunk(f"{root}/data_0.gulp", f"{root}/meta_0.gmeta")
@@ -47,8 +48,12 @@ WRITER = textwrap.dedent(
 @pytest.mark.parametrize("mode", ["new-chunks", "append"])
 @pytest.mark.parametrize("seed", range(10))
 def test_sigkill_at_a_random_moment_leaves_a_consistent_directory(tmp_path, mode, seed):
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), mode])
-    time.sleep(random.Random(seed).uniform(0.3, 1.5))  # imports take ~0.2 s
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(tmp_path), mode], stdout=subprocess.PIPE, text=True
+    )
+    # The kill lands while the writer works, however long its imports took on a busy machine.
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(random.Random(seed).uniform(0.1, 1.3))
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(timeout=30) == -signal.SIGKILL  # killed mid-work, not finished
 
