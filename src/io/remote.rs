@@ -279,37 +279,24 @@ impl RemoteStore {
         let url = &self.url;
         // The runtime must exist (and be this process's) before a client is made.
         runtime::runtime()?;
+        // The three cloud builders share their shape: from the environment, the URL, our
+        // retry policy, then every option (unknown keys are refused by the builder).
+        macro_rules! cloud {
+            ($builder:ty) => {{
+                let mut b = <$builder>::from_env()
+                    .with_url(url.as_str())
+                    .with_retry(retry);
+                for (k, v) in &self.options {
+                    let key = k.to_ascii_lowercase().parse().map_err(fail)?;
+                    b = b.with_config(key, v);
+                }
+                Arc::new(b.build().map_err(fail)?)
+            }};
+        }
         let client: Arc<dyn ObjectStore> = match self.scheme {
-            ObjectStoreScheme::AmazonS3 => {
-                let mut b = aws::AmazonS3Builder::from_env()
-                    .with_url(url.as_str())
-                    .with_retry(retry);
-                for (k, v) in &self.options {
-                    let key = k.to_ascii_lowercase().parse().map_err(fail)?;
-                    b = b.with_config(key, v);
-                }
-                Arc::new(b.build().map_err(fail)?)
-            }
-            ObjectStoreScheme::GoogleCloudStorage => {
-                let mut b = gcp::GoogleCloudStorageBuilder::from_env()
-                    .with_url(url.as_str())
-                    .with_retry(retry);
-                for (k, v) in &self.options {
-                    let key = k.to_ascii_lowercase().parse().map_err(fail)?;
-                    b = b.with_config(key, v);
-                }
-                Arc::new(b.build().map_err(fail)?)
-            }
-            ObjectStoreScheme::MicrosoftAzure => {
-                let mut b = azure::MicrosoftAzureBuilder::from_env()
-                    .with_url(url.as_str())
-                    .with_retry(retry);
-                for (k, v) in &self.options {
-                    let key = k.to_ascii_lowercase().parse().map_err(fail)?;
-                    b = b.with_config(key, v);
-                }
-                Arc::new(b.build().map_err(fail)?)
-            }
+            ObjectStoreScheme::AmazonS3 => cloud!(aws::AmazonS3Builder),
+            ObjectStoreScheme::GoogleCloudStorage => cloud!(gcp::GoogleCloudStorageBuilder),
+            ObjectStoreScheme::MicrosoftAzure => cloud!(azure::MicrosoftAzureBuilder),
             ObjectStoreScheme::Http => {
                 let mut opts = ClientOptions::new().with_allow_http(true);
                 for (k, v) in &self.options {
