@@ -33,6 +33,8 @@ def cluster():
     c.add_node(num_cpus=1)
     ray.init(address=c.address, log_to_driver=False)
     c.wait_for_nodes()
+    # Workers cannot import this test module: ship its adapters by value.
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield c
     ray.shutdown()
     c.shutdown()
@@ -288,6 +290,25 @@ def _jpegs(n: int) -> list[bytes]:
     import simplejpeg
 
     return [simplejpeg.encode_jpeg(np.full((8, 8, 3), 40 * i, np.uint8)) for i in range(n)]
+
+
+class WithBadVideo(Clips):
+    def iter_data(self, slice_element=None):
+        for item in super().iter_data(slice_element):
+            if item["id"] == "clip-4":
+                item = {"id": "clip-4", "meta": {}, "frames": [], "error": "unreadable file"}
+            yield item
+
+
+def test_ray_executor_reports_and_raises_like_the_pool(cluster, tmp_path):
+    report = GulpIngestor(WithBadVideo(6), tmp_path / "a", 2, 1, executor="ray")()
+    assert report.videos == 5 and report.failures == [("clip-4", "unreadable file")]
+    ref = tmp_path / "ref"
+    GulpIngestor(WithBadVideo(6), ref, 2, 1)()
+    assert files(tmp_path / "a") == files(ref)
+    with pytest.raises(IngestError, match="'clip-4': unreadable file"):
+        GulpIngestor(WithBadVideo(6), tmp_path / "b", 2, 1, strict=True, executor="ray")()
+    assert not (tmp_path / "b" / "data_2.gulp").exists()  # the chunk holding clip-4
 
 
 def test_executor_must_be_known(tmp_path):

@@ -10,26 +10,32 @@ again.
 
 from __future__ import annotations
 
+import uuid
+
 from ..ingest.plan import _chunk_done
 from ..ingest.report import ChunkResult, IngestReport
 from ._common import connect, remove_temporaries, task_error
 
-#: Per worker process: one ``_Worker`` per run (its caches of ids survive across tasks).
+#: Per worker process: the ``_Worker`` of the latest run it served, by that run's token (its
+#: caches of ids survive across the run's tasks).
 _WORKERS: dict[str, object] = {}
 
 #: Tasks a worker death may cost before the run stops.
 MAX_RETRIES = 3
 
 
-def _write_one(worker_cls, args, run: str, number: int, input_slice: slice) -> ChunkResult:
+def _write_one(worker_cls, args, token: str, number: int, input_slice: slice) -> ChunkResult:
     folder = args[1]
     done = _chunk_done(folder, number)
     if done is not None:
         done.resumed = False  # published by an earlier attempt of this same task
         return done
-    worker = _WORKERS.get(run)
+    worker = _WORKERS.get(token)
     if worker is None:
-        worker = _WORKERS[run] = worker_cls(*args, None)
+        for old in _WORKERS.values():
+            old.encoder.close()
+        _WORKERS.clear()
+        worker = _WORKERS[token] = worker_cls(*args, None)
     return worker.run(number, input_slice)
 
 
@@ -40,7 +46,10 @@ def run_chunks(worker_cls, args, run: str, todo, report: IngestReport, bar, addr
     options = args[2]
     task = ray.remote(_write_one).options(num_cpus=options.threads, max_retries=MAX_RETRIES)
     args_ref = ray.put(args)
-    pending = [task.remote(worker_cls, args_ref, run, n, s) for n, s in todo]
+    # One token per call: two runs of one plan (same dataset into two folders, or strict and
+    # not) must not share a worker.
+    token = f"{run}-{uuid.uuid4().hex}"
+    pending = [task.remote(worker_cls, args_ref, token, n, s) for n, s in todo]
     try:
         while pending:
             done, pending = ray.wait(pending, num_returns=1, timeout=0.5)
