@@ -9,7 +9,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use gulpio_rs::jpeg::decode::{decode, Colorspace};
+use gulpio_rs::jpeg::{decode, Colorspace};
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -6,10 +6,8 @@ use rayon::prelude::*;
 
 use crate::chunk::reader::{read_many, ChunkReader, FrameData};
 use crate::error::{Error, Result};
-use crate::jpeg::decode::{decode_into, output_shape, Colorspace, DecodeFailure};
+use crate::jpeg::{check_frame_size, decode_into, output_shape, Colorspace, DecodeFailure};
 use crate::pool::Runner;
-
-pub use crate::jpeg::decode::MAX_FRAME_PIXELS;
 
 /// One frame to decode.
 #[derive(Clone, Copy)]
@@ -55,16 +53,9 @@ pub fn plan<'a>(
                 output_shape(&bytes, Colorspace::Auto).map_err(|e| context(chunk, video, k, e))?;
             (h, w, info.components)
         };
-        if h * w > MAX_FRAME_PIXELS {
-            return Err(Error::Decode {
-                path: chunk.paths().data.clone(),
-                id: chunk.id(video).to_owned(),
-                frame: k,
-                msg: format!(
-                    "declared size {w}x{h} exceeds the maximum of {MAX_FRAME_PIXELS} pixels"
-                ),
-            });
-        }
+        // The index's sizes are checked like a header's before any output is allocated.
+        check_frame_size(w, h)
+            .map_err(|msg| context(chunk, video, k, DecodeFailure::Corrupt(msg)))?;
         let c = match colorspace {
             Colorspace::Gray => 1,
             Colorspace::Rgb => 3,
@@ -108,8 +99,8 @@ pub fn uniform(jobs: &[FrameJob]) -> Option<(usize, usize, usize)> {
 /// first failing job in job order is returned, so errors are deterministic.
 pub fn decode(jobs: &[FrameJob], outs: Vec<&mut [u8]>, check: bool, runner: &Runner) -> Result<()> {
     if jobs.len() != outs.len() {
-        return Err(Error::InvalidArgument(
-            "internal: one output buffer per frame is needed".into(),
+        return Err(Error::Internal(
+            "one output buffer per frame is needed".into(),
         ));
     }
     if jobs.iter().any(|j| j.chunk.mapped().is_none()) {

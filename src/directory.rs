@@ -12,7 +12,7 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use crate::chunk::reader::{probe_index_in, ChunkReader, KnownSizes, Probe};
 use crate::error::{Error, Result};
 use crate::format::index::{front_ids, HEADER_LEN};
-use crate::format::paths::{chunk_number, ChunkPaths, DATA_EXT, META_EXT};
+use crate::format::paths::{chunk_number, glob_kind, ChunkPaths, FileKind};
 use crate::io::Store;
 
 /// Something wrong with one chunk that did not stop the directory from opening.
@@ -163,10 +163,6 @@ pub struct Directory {
 }
 
 /// gulpio's globs: `data*.gulp` and `meta*.gmeta` (hidden files never match).
-fn matches(name: &str, prefix: &str, ext: &str) -> bool {
-    name.starts_with(prefix) && name.strip_suffix(ext).is_some_and(|s| s.ends_with('.'))
-}
-
 impl Directory {
     /// Opens the dataset in the local directory `root`, memory-mapping its files.
     pub fn open(root: impl AsRef<Path>) -> Result<Directory> {
@@ -198,6 +194,33 @@ impl Directory {
     /// Where the dataset's bytes come from.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Chunk numbers of every data or meta file listed now, paired or not.
+    pub fn listed_numbers(&self) -> Result<Vec<u64>> {
+        let mut out: Vec<u64> = self
+            .store
+            .list(&self.root)?
+            .iter()
+            .filter_map(|(path, _)| {
+                let name = path.file_name()?.to_str()?;
+                glob_kind(name).and_then(|_| chunk_number(path))
+            })
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// Uploads a small local file beside the chunks of a remote dataset.
+    pub fn upload_file(&self, local: &Path, name: &str) -> Result<()> {
+        check_plain_name(name)?;
+        match &self.store {
+            Store::Remote(r) => r.put_file(name, local),
+            Store::Local(_) => Err(Error::InvalidArgument(
+                "upload_file is for remote datasets; copy local files instead".into(),
+            )),
+        }
     }
 
     /// A small file beside the chunks (e.g. `label2idx.json`), or None if there is none.
@@ -361,6 +384,16 @@ impl Directory {
     }
 }
 
+/// Only plain names: ids and other input never become paths.
+fn check_plain_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
+        return Err(Error::InvalidArgument(format!(
+            "not a plain file name: {name:?}"
+        )));
+    }
+    Ok(())
+}
+
 /// Runs `read` again once when it fails a format or staleness check on a remote store: a byte
 /// flipped in transit must not make the chunk fall back to its `.gmeta` (and lose its frame
 /// CRCs) for the rest of the session. A second failure is the file's.
@@ -429,12 +462,10 @@ fn find_chunks(
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        let (table, what) = if matches(name, "data", DATA_EXT) {
-            (&mut data, "data")
-        } else if matches(name, "meta", META_EXT) {
-            (&mut meta, "meta")
-        } else {
-            continue;
+        let (table, what) = match glob_kind(name) {
+            Some(FileKind::Data) => (&mut data, "data"),
+            Some(FileKind::Meta) => (&mut meta, "meta"),
+            _ => continue,
         };
         let Some(k) = chunk_number(&path) else {
             problems.push(Problem {

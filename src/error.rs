@@ -77,6 +77,12 @@ pub enum Error {
         count: usize,
     },
 
+    /// A JPEG given on its own (not a stored frame, which gets `Decode`/`UnsupportedJpeg` with
+    /// its location) cannot be decoded or has no usable frame header.
+    #[error("{0}")]
+    Jpeg(#[from] crate::jpeg::DecodeFailure),
+
+    /// A bad argument from the caller (a mode string, a size, a closed writer, ...).
     #[error("{0}")]
     InvalidArgument(String),
 
@@ -89,8 +95,8 @@ pub enum Error {
         msg: String,
     },
 
-    /// A failure of ours rather than of the input (a poisoned lock, a thread that could not
-    /// start).
+    /// Something that should not happen whatever the input: a poisoned lock, threads that
+    /// cannot be started, an internal size mismatch. A bug or a sick machine, not bad data.
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -206,6 +212,7 @@ impl Clone for Error {
                 frame: *frame,
                 count: *count,
             },
+            Error::Jpeg(f) => Error::Jpeg(f.clone()),
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::Remote { url, kind, msg } => Error::Remote {
                 url: url.clone(),

@@ -44,7 +44,7 @@ pub fn runner(threads: usize) -> Result<Runner> {
     let pid = std::process::id();
     let mut guard = POOLS
         .lock()
-        .map_err(|_| Error::InvalidArgument("decode thread pool lock poisoned".into()))?;
+        .map_err(|_| Error::Internal("decode thread pool lock poisoned".into()))?;
     if guard.as_ref().is_some_and(|p| p.pid != pid) {
         // Inherited from the parent: its threads do not exist here, and dropping the pools
         // could block on their state. Leak them instead (a few hundred bytes per fork).
@@ -63,7 +63,7 @@ pub fn runner(threads: usize) -> Result<Runner> {
         .num_threads(threads)
         .thread_name(|i| format!("gulpio-decode-{i}"))
         .build()
-        .map_err(|e| Error::InvalidArgument(format!("cannot start decode threads: {e}")))?;
+        .map_err(|e| Error::Internal(format!("cannot start decode threads: {e}")))?;
     let pool = Arc::new(pool);
     pools.by_threads.push((threads, pool.clone()));
     Ok(Runner::Pool(pool))

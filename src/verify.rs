@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use crate::chunk::reader::{ChunkReader, IndexKind};
 use crate::error::Error;
-use crate::jpeg::decode::{decode_into, output_shape, Colorspace};
+use crate::jpeg::{self, Colorspace, DecodeFailure};
 use crate::pool::Runner;
 
 /// One problem found in a chunk.
@@ -149,13 +149,9 @@ fn check_frame(
     if !decode {
         return None;
     }
-    let result = output_shape(bytes, Colorspace::Auto).and_then(|(h, w, c, _)| {
-        let mut out = vec![0u8; h * w * c];
-        decode_into(bytes, Colorspace::Auto, &mut out)
-    });
-    match result {
-        Ok(()) => None,
-        Err(crate::jpeg::decode::DecodeFailure::Unsupported(m)) => Some(finding("unsupported", m)),
-        Err(crate::jpeg::decode::DecodeFailure::Corrupt(m)) => Some(finding("decode", m)),
+    match jpeg::decode(bytes, Colorspace::Auto) {
+        Ok(_) => None,
+        Err(DecodeFailure::Unsupported(m)) => Some(finding("unsupported", m)),
+        Err(DecodeFailure::Corrupt(m)) => Some(finding("decode", m)),
     }
 }

@@ -2,7 +2,7 @@
 //! must fail, and never leave output bytes unwritten (the Python layer hands these buffers out
 //! without initialising them).
 
-use gulpio_rs::jpeg::decode::{decode_into, output_shape, Colorspace};
+use gulpio_rs::jpeg::{decode_into, output_shape, Colorspace};
 
 #[test]
 fn early_ending_scans_never_leave_output_bytes_unwritten() {

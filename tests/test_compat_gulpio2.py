@@ -9,11 +9,14 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib
 import json
 import math
+import pickle
 import warnings
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -1122,3 +1125,465 @@ def test_abstract_dataset_adapter_contract(tmp_path, make_frame):
         warnings.simplefilter("ignore")
         gulpio_rs.GulpIngestor(RsListAdapter(videos), tmp_path, 2, 1)()
     assert sorted(gulpio_rs.GulpDirectory(tmp_path).keys()) == ["ad-1", "ad-2"]
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. Drop-in parity (issue 12): gulpio2-shaped client code, run against both libraries
+# ------------------------------------------------------------------------------------------------
+
+LIBS = {"gulpio2": gulpio2, "gulpio_rs": gulpio_rs}
+
+
+@pytest.fixture(params=list(LIBS))
+def lib(request):
+    """The library under test, imported the way client code imports gulpio2."""
+    return LIBS[request.param]
+
+
+def small_videos(make_frame, prefix="v", count=3, seed=2000):
+    return [
+        (
+            f"{prefix}{i}",
+            {"label": f"l{i % 2}", "n": i},
+            [
+                make_frame(24, 32, gray=(i + k) % 3 == 0, seed=seed + 10 * i + k)
+                for k in range(i + 1)
+            ],
+        )
+        for i in range(count)
+    ]
+
+
+class PathDataset:
+    """The shape of a dataset wrapper that keeps its own ``Path`` and checks the library's."""
+
+    def __init__(self, lib, root: Path):
+        self.root = root
+        self.gulp_dir = lib.GulpDirectory(root)
+        assert self.gulp_dir.output_dir == root, "the wrapper compares paths with =="
+
+    def label_file(self) -> Path:
+        return self.gulp_dir.output_dir / "label2idx.json"
+
+
+def test_attributes_keep_what_the_caller_passed(lib, tmp_path, make_frame):
+    data, meta = tmp_path / "data_0.gulp", tmp_path / "meta_0.gmeta"
+    chunk = lib.fileio.GulpChunk(data, meta, jpeg_decoder=G2_DECODER)
+    assert chunk.data_file_path is data and chunk.meta_file_path is meta
+    assert chunk.serializer is lib.fileio.json_serializer
+    assert chunk.jpeg_decoder is G2_DECODER
+    write_videos(chunk, small_videos(make_frame))
+    assert chunk.data_file_path is data
+
+    dataset = PathDataset(lib, tmp_path)
+    assert isinstance(dataset.gulp_dir.output_dir, Path)
+    assert dataset.label_file() == tmp_path / "label2idx.json"
+    gd = lib.GulpDirectory(str(tmp_path), jpeg_decoder=G2_DECODER)
+    assert gd.output_dir == str(tmp_path) and isinstance(gd.output_dir, str)
+    assert gd.jpeg_decoder is G2_DECODER
+    (existing,) = gd.chunks()
+    assert existing.data_file_path == str(data)  # built by the directory: str, as in gulpio2
+    new = next(lib.GulpDirectory(tmp_path).new_chunks(1))
+    assert new.data_file_path == str(tmp_path / "data_1.gulp")
+    frames, _meta = lib.GulpDirectory(tmp_path, jpeg_decoder=G2_DECODER)["v1"]
+    assert len(frames) == 2
+
+
+def test_gulp_directory_pickles_with_a_path_output_dir(tmp_path, make_frame):
+    write_videos(rs_chunk(tmp_path, 0), small_videos(make_frame))
+    gd = gulpio_rs.GulpDirectory(tmp_path)
+    again = pickle.loads(pickle.dumps(gd))
+    assert again.output_dir == tmp_path and again.keys() == gd.keys()
+
+
+class RecordingSerializer:
+    """A custom serializer (gulpio2's load/dump interface) that records its calls and stores
+    metadata in its own, non-JSON-parsable format."""
+
+    HEADER = "recorded-meta v1\n"
+
+    def __init__(self):
+        self.calls = []
+
+    def load(self, file_name):
+        self.calls.append(("load", Path(file_name).name))
+        with open(file_name) as f:
+            text = f.read()
+        assert text.startswith(self.HEADER)
+        return json.loads(text[len(self.HEADER) :], object_pairs_hook=OrderedDict)
+
+    def dump(self, thing, file_name):
+        self.calls.append(("dump", Path(file_name).name, list(thing)))
+        with open(file_name, "w") as f:
+            f.write(self.HEADER + json.dumps(thing, indent=1))
+
+
+def serializer_session(lib, root: Path, make_frame):
+    """Client code: write, read and append through a chunk with a custom serializer."""
+    serializer = RecordingSerializer()
+    data, meta = root / "data_0.gulp", root / "meta_0.gmeta"
+    chunk = lib.fileio.GulpChunk(data, meta, serializer, jpeg_decoder=G2_DECODER)
+    assert serializer.calls == []  # nothing to load yet
+    write_videos(chunk, small_videos(make_frame, "a"))
+    reread = lib.fileio.GulpChunk(data, meta, serializer, jpeg_decoder=G2_DECODER)
+    with reread.open("rb"):
+        first = [reread.read_frames(i) for i in ("a0", "a2")]
+    assert "a1" in reread and "zz" not in reread
+    write_videos(reread, small_videos(make_frame, "b", count=2, seed=2100), mode="ab")
+    third = lib.fileio.GulpChunk(data, meta, serializer, jpeg_decoder=G2_DECODER)
+    everything = list(third.iter_all())
+    return serializer.calls, first, everything, meta.read_text()
+
+
+def test_any_serializer_object_works(tmp_path, make_frame):
+    results = {}
+    for name, lib_ in LIBS.items():
+        root = tmp_path / name
+        root.mkdir()
+        results[name] = serializer_session(lib_, root, make_frame)
+    g2_calls, g2_first, g2_all, g2_text = results["gulpio2"]
+    rs_calls, rs_first, rs_all, rs_text = results["gulpio_rs"]
+    assert rs_calls == g2_calls
+    assert rs_calls[0] == ("dump", "meta_0.gmeta", ["a0", "a1", "a2"])
+    assert rs_calls[-2:] == [
+        ("dump", "meta_0.gmeta", ["a0", "a1", "a2", "b0", "b1"]),
+        ("load", "meta_0.gmeta"),
+    ]
+    assert rs_text == g2_text
+    for (frames, meta), (g2_frames, g2_meta) in zip(
+        rs_first + rs_all, g2_first + g2_all, strict=True
+    ):
+        assert meta == g2_meta
+        assert_frames_equal(frames, g2_frames)
+    assert len(rs_all) == 5
+    assert not (tmp_path / "gulpio_rs" / "data_0.gidx").exists()
+
+
+def test_custom_serializer_chunk_gulpio2_methods(lib, tmp_path, make_frame):
+    """gulpio2's chunk methods called directly, on a chunk with a custom serializer."""
+    chunk = lib.fileio.GulpChunk(
+        tmp_path / "data_0.gulp", tmp_path / "meta_0.gmeta", RecordingSerializer(), G2_DECODER
+    )
+    frames = [make_frame(20, 30, seed=2200 + k) for k in range(3)]
+    with chunk.open("wb"):
+        chunk._append_meta("x", {"k": 1})
+        for frame in frames:
+            chunk._write_frame("x", frame)
+    with chunk.open("rb"):
+        infos, meta = chunk._get_frame_infos("x")
+        got, _ = chunk.read_frames("x", [2, 0])
+    assert meta == {"k": 1}
+    assert [type(i).__name__ for i in infos] == ["ImgInfo"] * 3
+    assert infos[1].loc == infos[0].length and all(i.length % 4 == 0 for i in infos)
+    assert_frames_equal(got, [g2_roundtrip(frames[2]), g2_roundtrip(frames[0])])
+    with pytest.raises(NotImplementedError):
+        with chunk.open("xb"):
+            pass
+
+
+_UNPICKLED = []
+
+
+def _unpickle_marker():
+    _UNPICKLED.append(True)
+    return OrderedDict()
+
+
+class _Marker:
+    def __reduce__(self):
+        return (_unpickle_marker, ())
+
+
+def test_pickle_serializer_when_the_caller_chooses_it(lib, tmp_path, make_frame):
+    data, meta = tmp_path / "data_0.gulp", tmp_path / "meta_0.gmeta"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        chunk = lib.fileio.GulpChunk(data, meta, lib.fileio.pickle_serializer, G2_DECODER)
+        videos = small_videos(make_frame)
+        write_videos(chunk, videos)
+        again = lib.fileio.GulpChunk(data, meta, lib.fileio.pickle_serializer, G2_DECODER)
+        with again.open("rb"):
+            frames, got_meta = again.read_frames("v2")
+    assert got_meta == videos[2][1]
+    assert_frames_equal(frames, [g2_roundtrip(f) for f in videos[2][2]])
+    assert meta.read_bytes()[:1] == b"\x80"  # a pickle
+    if lib is gulpio_rs:
+        assert any(issubclass(w.category, gulpio_rs.errors.PickleMetadataWarning) for w in caught)
+
+
+def test_gulp_directory_never_unpickles(tmp_path, make_frame):
+    write_videos(rs_chunk(tmp_path, 0), small_videos(make_frame))
+    (tmp_path / "data_1.gulp").write_bytes(b"")
+    (tmp_path / "meta_1.gmeta").write_bytes(pickle.dumps(_Marker()))
+    with pytest.warns(gulpio_rs.BrokenChunkWarning):
+        gd = gulpio_rs.GulpDirectory(tmp_path)
+    assert sorted(gd.keys()) == ["v0", "v1", "v2"]
+    assert _UNPICKLED == []
+
+
+def assert_same_dict(ours, theirs):
+    """Equal both ways, as JSON, as copies, pickled, as a dict, and printed."""
+    assert ours == theirs and theirs == ours
+    assert not (ours != theirs) and not (theirs != ours)
+    assert json.dumps(ours) == json.dumps(theirs)
+    assert json.dumps(ours, indent=2, sort_keys=True) == json.dumps(
+        theirs, indent=2, sort_keys=True
+    )
+    assert copy.deepcopy(ours) == theirs and copy.copy(ours) == theirs
+    assert type(copy.deepcopy(ours)) is type(theirs)
+    unpickled = pickle.loads(pickle.dumps(ours))  # new float objects: nan != nan, so as JSON
+    assert type(unpickled) is type(theirs) and json_text(unpickled) == json_text(theirs)
+    assert dict(ours) == dict(theirs) and {**ours} == {**theirs}
+    assert list(ours.items()) == list(theirs.items())
+    assert repr(ours) == repr(theirs) and str(ours) == str(theirs)
+    assert isinstance(ours, dict)
+
+
+def test_metadata_behaves_like_gulpio2s_dicts(tmp_path, make_frame):
+    for build in (build_colour, build_gray, build_empty, build_append_mode, build_metadata):
+        build(tmp_path, make_frame)
+    g2 = gulpio2.GulpDirectory(str(tmp_path))
+    rs = gulpio_rs.GulpDirectory(tmp_path)
+    assert_same_dict(rs.merged_meta_dict, g2.merged_meta_dict)
+    assert rs.merged_meta_dict is rs.merged_meta_dict
+    assert len(rs.all_meta_dicts) == len(g2.all_meta_dicts)
+    for ours, theirs in zip(rs.all_meta_dicts, g2.all_meta_dicts, strict=True):
+        assert_same_dict(ours, theirs)
+        for id_ in theirs:
+            assert_same_dict(ours[id_], theirs[id_])
+            assert ours[id_] is rs.merged_meta_dict[id_]
+    for ours, theirs in zip(rs.chunks(), g2.chunks(), strict=True):
+        assert_same_dict(ours.meta_dict, theirs.meta_dict)
+        assert next(reversed(ours.meta_dict)) == next(reversed(theirs.meta_dict))
+    assert rs.chunk_lookup == g2.chunk_lookup and json.dumps(rs.chunk_lookup) == json.dumps(
+        g2.chunk_lookup
+    )
+
+
+def test_metadata_user_code(tmp_path, make_frame):
+    """What torchvideo / epic-kitchens style code does with the metadata."""
+    for build in (build_colour, build_gray, build_metadata):
+        build(tmp_path, make_frame)
+    outputs = {}
+    for name, lib_ in LIBS.items():
+        gd = lib_.GulpDirectory(tmp_path if lib_ is gulpio_rs else str(tmp_path))
+        merged = gd.merged_meta_dict
+        labels = {
+            id_: entry["meta_data"][0].get("label")
+            for id_, entry in merged.items()
+            if entry["meta_data"]
+        }
+        frame_counts = {id_: len(merged[id_]["frame_info"]) for id_ in list(merged.keys())}
+        merged["colour-a"]["meta_data"][0]["label"] = "changed"  # mutations stick
+        outputs[name] = (
+            json.dumps(merged),
+            labels,
+            frame_counts,
+            merged["colour-a"]["meta_data"][0]["label"],
+            sorted(merged),
+            len(merged),
+            "gray-a" in merged,
+        )
+    assert outputs["gulpio_rs"] == outputs["gulpio2"]
+
+
+def test_gulpio2_chunk_methods_on_a_json_chunk(lib, tmp_path, make_frame):
+    """gulpio2's reading and writing methods called directly on a (JSON) GulpChunk."""
+    chunk = lib.fileio.GulpChunk(
+        str(tmp_path / "data_0.gulp"), str(tmp_path / "meta_0.gmeta"), jpeg_decoder=G2_DECODER
+    )
+    assert chunk._get_or_create_dict() == OrderedDict()
+    assert [chunk._pad_image(n) for n in range(5)] == [0, 3, 2, 1, 0]
+    frames = [make_frame(20, 30, seed=2300 + k) for k in range(4)]
+    with chunk.open("wb"):
+        chunk._append_meta("direct", {"how": "direct"})
+        chunk._write_frames("direct", frames[:2])
+        chunk._write_frame("direct", frames[2])
+        chunk.append("api", {"how": "append"}, frames[3:])
+        chunk.flush()
+        chunk.append("after-flush", {"how": "append"}, frames[:1])
+    fresh = lib.fileio.GulpChunk(
+        chunk.data_file_path, chunk.meta_file_path, jpeg_decoder=G2_DECODER
+    )
+    assert fresh._get_or_create_dict() == fresh.meta_dict
+    assert list(fresh.meta_dict) == ["direct", "api", "after-flush"]
+    assert "api" in fresh and "nope" not in fresh
+    with fresh.open("rb"):
+        infos, meta = fresh._get_frame_infos("direct")
+        got, got_meta = fresh.read_frames("direct", slice(1, None))
+    assert meta == got_meta == {"how": "direct"}
+    assert [tuple(i) for i in infos] == [
+        tuple(fi) for fi in fresh.meta_dict["direct"]["frame_info"]
+    ]
+    assert_frames_equal(got, [g2_roundtrip(f) for f in frames[1:3]])
+    all_items = list(fresh.iter_all())
+    assert [m for _f, m in all_items] == [{"how": "direct"}, {"how": "append"}, {"how": "append"}]
+    assert [len(f) for f, _m in fresh] == [3, 1, 1]
+    with fresh.open("ab"):
+        fresh.append("api", {"how": "again"}, frames[:2])
+    again = lib.fileio.GulpChunk(chunk.data_file_path, chunk.meta_file_path)
+    assert again.meta_dict["api"]["meta_data"] == [{"how": "append"}, {"how": "again"}]
+    assert len(again.meta_dict["api"]["frame_info"]) == 3
+    assert gulp_files(tmp_path)  # gulpio2 reads what was written:
+    g2 = gulpio2.GulpDirectory(str(tmp_path))
+    assert sorted(g2.merged_meta_dict) == ["after-flush", "api", "direct"]
+
+
+def sanity_answers(lib, gd) -> list:
+    su = lib.sanity_utils
+    return [
+        su.check_meta_file_size_larger_zero(gd),
+        su.check_data_file_size_larger_zero(gd),
+        su.check_data_file_size(gd),
+        su.check_for_duplicate_ids(gd),
+        su.extract_all_ids(gd),
+    ]
+
+
+class LookalikeChunk:
+    """An object shaped like gulpio2's GulpChunk, as far as sanity_utils looks."""
+
+    def __init__(self, data_file_path, meta_file_path, meta_dict):
+        self.data_file_path = data_file_path
+        self.meta_file_path = meta_file_path
+        self.meta_dict = meta_dict
+
+
+class LookalikeDirectory:
+    def __init__(self, chunks):
+        self._chunks = chunks
+
+    def chunks(self):
+        return iter(self._chunks)
+
+
+def test_sanity_utils_answer_from_gulpio2s_attributes(tmp_path, make_frame):
+    for k in range(2):
+        write_videos(rs_chunk(tmp_path, k), small_videos(make_frame, f"c{k}-", seed=2400 + k))
+    good = [
+        LookalikeChunk(c.data_file_path, c.meta_file_path, c.meta_dict)
+        for c in gulpio2.GulpDirectory(str(tmp_path)).chunks()
+    ]
+    dup_meta = OrderedDict(good[1].meta_dict)
+    dup_meta["c0-1"] = good[0].meta_dict["c0-1"]
+    with open(good[1].data_file_path, "ab") as f:
+        f.write(b"tail")  # a tail no frame_info accounts for
+    lookalikes = {
+        "gulpio2-shaped": LookalikeDirectory(
+            [good[0], LookalikeChunk(good[1].data_file_path, good[1].meta_file_path, dup_meta)]
+        ),
+    }
+    answers = {
+        name: sanity_answers(lib_, lookalikes["gulpio2-shaped"]) for name, lib_ in LIBS.items()
+    }
+    assert answers["gulpio_rs"] == answers["gulpio2"]
+    assert answers["gulpio_rs"][2] == [good[1].data_file_path]
+    assert answers["gulpio_rs"][3] == ["c0-1"]
+    # and each library's sanity_utils on the other's directory object
+    g2_dir = gulpio2.GulpDirectory(str(tmp_path))
+    rs_dir = gulpio_rs.GulpDirectory(str(tmp_path))
+    assert sanity_answers(gulpio_rs, g2_dir) == sanity_answers(gulpio2, g2_dir)
+    assert sanity_answers(gulpio2, rs_dir) == sanity_answers(gulpio_rs, rs_dir)
+    assert sanity_answers(gulpio_rs, rs_dir)[2] == [good[1].data_file_path]
+
+
+@pytest.mark.parametrize("status", [0, 256, 32512])
+def test_check_ffmpeg_exists_asks_the_shell(monkeypatch, status):
+    commands = {}
+    for name, lib_ in LIBS.items():
+        seen = []
+        monkeypatch.setattr(
+            lib_.utils.os, "system", lambda cmd, seen=seen: seen.append(cmd) or status
+        )
+        commands[name] = (lib_.utils.check_ffmpeg_exists(), seen)
+    assert commands["gulpio_rs"] == commands["gulpio2"]
+    assert commands["gulpio_rs"][0] is (status == 0)
+
+
+@pytest.mark.parametrize("img_size", [-1, 20])
+def test_resize_images_accepts_what_gulpio2_accepts(tmp_path, make_frame, img_size):
+    paths = [Path(p) for p in write_image_files(tmp_path, make_frame)]
+    kinds = [paths, [str(p) for p in paths], [open(p, "rb") for p in paths]]
+    try:
+        for inputs in kinds:
+            ours = list(gulpio_rs.utils.resize_images(inputs, img_size))
+            for f in inputs:
+                if hasattr(f, "seek"):
+                    f.seek(0)
+            theirs = list(gulpio2.utils.resize_images(inputs, img_size))
+            assert_frames_equal([np.asarray(o) for o in ours], [np.asarray(t) for t in theirs])
+    finally:
+        for f in kinds[2]:
+            f.close()
+    with pytest.raises(FileNotFoundError):
+        next(gulpio_rs.utils.resize_images([tmp_path / "missing.jpg"]))
+
+
+def chunkwriter_session(lib, root: Path, make_frame):
+    """A GulpChunk subclass that overrides append, written by ChunkWriter.write_chunk."""
+
+    class TaggingChunk(lib.fileio.GulpChunk):
+        def append(self, id_, meta_data, frames):
+            self.seen.append((id_, len(frames), [np.asarray(f).shape for f in frames]))
+            super().append(id_, dict(meta_data, tagged=True), frames)
+
+    videos = [
+        {"id": id_, "meta": meta, "frames": frames}
+        for id_, meta, frames in small_videos(make_frame, "w", count=4, seed=2500)
+    ]
+    videos.insert(2, {"id": "no-frames", "meta": {}, "frames": []})
+    adapter_cls = G2ListAdapter if lib is gulpio2 else RsListAdapter
+    adapter = adapter_cls(videos)
+    writer = lib.fileio.ChunkWriter(adapter)
+    assert writer.adapter is adapter
+    chunk = TaggingChunk(root / "data_0.gulp", root / "meta_0.gmeta")
+    chunk.seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # gulpio-rs warns where gulpio2 printed
+        writer.write_chunk(chunk, slice(0, len(videos)))
+    return chunk.seen, gulp_files(root)
+
+
+def test_chunkwriter_writes_through_the_chunks_append(tmp_path, make_frame, capsys):
+    results = {}
+    for name, lib_ in LIBS.items():
+        (tmp_path / name).mkdir()
+        results[name] = chunkwriter_session(lib_, tmp_path / name, make_frame)
+    assert results["gulpio_rs"][0] == results["gulpio2"][0]
+    assert [s[0] for s in results["gulpio_rs"][0]] == ["w0", "w1", "w2", "w3"]
+    assert results["gulpio_rs"][1] == results["gulpio2"][1]  # byte-identical files
+    merged = gulpio_rs.GulpDirectory(tmp_path / "gulpio_rs").merged_meta_dict
+    assert all(entry["meta_data"][0]["tagged"] for entry in merged.values())
+
+
+def test_ingestor_and_adapters_keep_what_the_caller_passed(lib, tmp_path, make_frame):
+    adapter = (G2ListAdapter if lib is gulpio2 else RsListAdapter)([])
+    ingestor = lib.fileio.GulpIngestor(adapter, tmp_path / "out", "3", 1.0)
+    assert ingestor.output_folder == tmp_path / "out"
+    assert isinstance(ingestor.output_folder, Path)
+    assert (ingestor.adapter, ingestor.videos_per_chunk, ingestor.num_workers) == (adapter, 3, 1)
+    assert type(ingestor.videos_per_chunk) is int and type(ingestor.num_workers) is int
+
+    folder = tmp_path / "images"
+    (folder / "cat").mkdir(parents=True)
+    (tmp_path / "out").mkdir()
+    Image.fromarray(make_frame(20, 30, seed=2600)).save(folder / "cat" / "a.jpg")
+    extensions = (".jpg",)
+    image_folder = lib.adapters.ImageFolderAdapter(
+        str(folder) + "/", tmp_path / "out", extensions, shuffle=0, img_size=np.int64(16)
+    )
+    assert image_folder.output_folder == tmp_path / "out"
+    assert image_folder.file_extensions is extensions
+    assert image_folder.shuffle == 0 and type(image_folder.shuffle) is int
+    assert type(image_folder.img_size) is np.int64
+    ((_, _, frames),) = [(v["id"], v["meta"], v["frames"]) for v in image_folder.iter_data()]
+    assert min(np.asarray(frames[0]).shape[:2]) == 16
+
+
+def test_ingestor_writes_into_a_path_output_folder(tmp_path, make_frame):
+    videos = ingest_videos(make_frame, prefix="p", count=3, seed=2700)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gulpio_rs.GulpIngestor(RsListAdapter(videos), tmp_path / "out", 2, 1)()
+    gd = PathDataset(gulpio_rs, tmp_path / "out").gulp_dir
+    assert sorted(gd.keys()) == sorted(str(v["id"]) for v in videos if len(v["frames"]))

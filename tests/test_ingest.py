@@ -760,7 +760,7 @@ def test_jpegs_other_readers_cannot_read_alike_are_stored_as_baseline(tmp_path):
     run(ListAdapter([{"id": "odd", "meta": {}, "frames": frames}]), tmp_path)
     gd = GulpDirectory(tmp_path)
     stored = [bytes(b) for b in gd.frame_bytes("odd")]
-    assert [_native.jpeg_info(b)[2] for b in stored] == [3] * len(frames)
+    assert [_native.jpeg_info(b).components for b in stored] == [3] * len(frames)
     assert all(b != f for b, f in zip(stored, frames, strict=True))
     for i, original in enumerate(frames):
         with Image.open(io.BytesIO(original)) as img:

@@ -92,10 +92,10 @@ def declared_shape(data: bytes) -> tuple[int, int, int] | None:
         from gulpio_rs._native import jpeg_info
 
         try:
-            width, height, components = jpeg_info(data)
+            info = jpeg_info(data)
         except ValueError:
             return None
-        return height, width, 1 if components == 1 else 3
+        return info.height, info.width, 1 if info.components == 1 else 3
     d = data[sof.start :]
     return int.from_bytes(d[5:7], "big"), int.from_bytes(d[7:9], "big"), 1 if d[9] == 1 else 3
 

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use gulpio_rs::batch;
 use gulpio_rs::chunk::reader::{ChunkReader, IndexKind};
 use gulpio_rs::chunk::writer::{write_index, ChunkWriter, WriteMode};
-use gulpio_rs::jpeg::decode::Colorspace;
+use gulpio_rs::jpeg::Colorspace;
 use gulpio_rs::pool::Runner;
 use gulpio_rs::verify::verify_chunk;
 use gulpio_rs::{ChunkPaths, Directory};

@@ -32,6 +32,40 @@ from .ingest import ChunkWriter, GulpIngestor, IngestError, IngestReport, Ingest
 from .video import VideoDecodeError
 
 
+def _decoder_note(because: str | None = None) -> str | None:
+    """How to get the faster decoder, when this build decodes with zune-jpeg (``because``: why a
+    source build fell back to it, which implies it)."""
+    if JPEG_BACKEND != "zune-jpeg" and because is None:
+        return None
+    why = f" ({because})" if because else ""
+    return (
+        f"this gulpio-rs build decodes JPEG with zune-jpeg{why}, about 20% slower than "
+        "libjpeg-turbo. For libjpeg-turbo install the release wheel (.ci/build-wheel makes it), "
+        "or install nasm (e.g. apt-get install nasm) and reinstall from the source checkout: "
+        "pip install --force-reinstall --no-deps . (GULPIO_JPEG_BACKEND=zune keeps zune-jpeg "
+        "and this quiet)"
+    )
+
+
+def _zune_fallback_reason() -> str | None:
+    """Why a source build fell back to zune-jpeg: pip hides a successful build's output, so the
+    build backend (build_backend/gulpio_rs_build.py) records it in the wheel."""
+    import json
+    from importlib import resources
+
+    try:
+        info = json.loads((resources.files(__name__) / "_build_info.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return info.get("zune_jpeg_because") if isinstance(info, dict) else None
+
+
+if (_because := _zune_fallback_reason()) is not None:
+    import warnings
+
+    warnings.warn(_decoder_note(_because), GulpWarning, stacklevel=1)
+
+
 def write_index(data_file_path: str, meta_file_path: str) -> int:
     """Write the checksummed index (``data_k.gidx``) of a chunk written by gulpio/gulpio2.
 

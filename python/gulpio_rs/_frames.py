@@ -82,54 +82,35 @@ def _encode(arr: np.ndarray, opts: EncodeOptions) -> bytes:
 #: SOF markers of Huffman-coded 8-bit-capable JPEGs every gulpio reader (both builds of this
 #: one, gulpio2's simplejpeg) decodes: baseline, extended sequential, progressive.
 _SOF_PORTABLE = (0xC0, 0xC1, 0xC2)
-_SOF_ALL = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 
 
-def frame_header(data: bytes) -> tuple[int, int, int] | None:
-    """``(SOF marker, precision, components)`` of a JPEG's frame header, or ``None`` when
-    there is none before the scan (or the markers are damaged).
-
-    The one place Python reads a JPEG header (to be replaced by the Rust ``jpeg_info``).
-    """
-    if data[:2] != b"\xff\xd8":
+def frame_header(data: bytes):
+    """The frame header (``_native.JpegInfo``: SOF marker, precision, components, ...) read by
+    the one marker walk, in Rust; ``None`` when there is none before the scan or the markers
+    are damaged (the strict decode then reports the frame)."""
+    try:
+        return _native.jpeg_info(data)
+    except ValueError:  # DecodeError, FormatError: no usable frame header
         return None
-    i, n = 2, len(data)
-    while i + 1 < n and data[i] == 0xFF:
-        while i + 1 < n and data[i + 1] == 0xFF:  # fill bytes
-            i += 1
-        if i + 1 >= n:
-            return None
-        code = data[i + 1]
-        if code == 0x01 or 0xD0 <= code <= 0xD8:  # segments without a length
-            i += 2
-            continue
-        if code in (0xD9, 0xDA) or i + 4 > n:  # end of image or scan data first
-            return None
-        if code in _SOF_ALL:
-            if i + 10 > n:
-                return None
-            return code, data[i + 4], data[i + 9]
-        length = int.from_bytes(data[i + 2 : i + 4], "big")
-        if length < 2:
-            return None
-        i += 2 + length
-    return None
 
 
 def is_plain_jpeg(data: bytes) -> bool:
     """True for a JPEG whose bytes can be stored unchanged: baseline/extended/progressive
     Huffman, 8-bit, gray or YCbCr. Damage past the header is left to the strict decode."""
-    header = frame_header(data)
+    info = frame_header(data)
     return (
-        header is not None and header[0] in _SOF_PORTABLE and header[1] == 8 and header[2] in (1, 3)
+        info is not None
+        and info.sof in _SOF_PORTABLE
+        and info.precision == 8
+        and info.components in (1, 3)
     )
 
 
 def _portable(data: bytes) -> bool:
     """What every gulpio reader decodes: not arithmetic-coded, lossless or 12-bit. Unknown
     layouts count as portable; the strict decode judges them."""
-    header = frame_header(data)
-    return header is None or (header[0] in _SOF_PORTABLE and header[1] == 8)
+    info = frame_header(data)
+    return info is None or (info.sof in _SOF_PORTABLE and info.precision == 8)
 
 
 def _check_jpeg(data: bytes, opts: EncodeOptions) -> bytes:
@@ -148,7 +129,7 @@ def _check_jpeg(data: bytes, opts: EncodeOptions) -> bytes:
                 return _encode(to_frame(img), opts)
         except (OSError, ValueError, SyntaxError) as e:
             raise DecodeError(f"cannot decode JPEG ({e})") from e
-    if _native.jpeg_info(data)[2] == 4:
+    if _native.jpeg_info(data).components == 4:
         # CMYK/YCCK: gulpio2's decoder returns 4 channels where ours returns RGB; store RGB.
         return _encode(arr, opts)
     return data
@@ -216,8 +197,8 @@ class FrameEncoder:
             # A stored JPEG whose shorter side is already `size` needs no second encode.
             for i, f in enumerate(loaded):
                 if isinstance(f, bytes):
-                    w, h, _ = _native.jpeg_info(f)
-                    if min(w, h) != size:
+                    info = _native.jpeg_info(f)
+                    if min(info.width, info.height) != size:
                         arr = _native.decode_jpeg(f)
                         loaded[i] = arr[:, :, 0] if arr.shape[2] == 1 else arr
             arrays = [i for i, f in enumerate(loaded) if isinstance(f, np.ndarray)]

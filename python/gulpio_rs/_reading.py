@@ -6,11 +6,16 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections import namedtuple
 from typing import Any
 
 import numpy as np
 
 from .errors import UnsupportedJpegError
+
+#: gulpio2's per-frame record location (field order loc, pad, length). Pickles as
+#: ``gulpio_rs.fileio.ImgInfo``, where gulpio2 users find it.
+ImgInfo = namedtuple("ImgInfo", ["loc", "pad", "length"], module="gulpio_rs.fileio")
 
 
 def extract_input_for_getitem(element) -> tuple[str, Any]:

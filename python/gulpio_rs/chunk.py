@@ -1,5 +1,11 @@
 """``GulpChunk``: one chunk (``data_{k}.gulp`` + ``meta_{k}.gmeta`` + ``data_{k}.gidx``), read
-through the Rust core and written with its crash-safe writer (gulpio2's API)."""
+through the Rust core and written with its crash-safe writer (gulpio2's API).
+
+With the built-in JSON serializer (the default) metadata and frames go through the Rust core.
+Any other serializer (gulpio2's ``load(path)`` / ``dump(obj, path)`` interface) switches the
+chunk to gulpio2's own way of working: ``meta_dict`` is loaded through it at construction and
+dumped through it on ``flush``, frames are written to and read from the data file in Python.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +13,22 @@ import json
 import os
 import warnings
 from collections import OrderedDict
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
 from . import _native
-from ._reading import _first_meta, _id_str, _read, _selection, extract_input_for_getitem
-from .errors import BrokenChunkWarning
-from .serializers import JSONSerializer, json_serializer
+from ._metadict import LazyMetaDict, native_entry
+from ._reading import (
+    ImgInfo,
+    _first_meta,
+    _id_str,
+    _read,
+    _selection,
+    extract_input_for_getitem,
+)
+from .errors import BrokenChunkWarning, PickleMetadataWarning
+from .serializers import JSONSerializer, PickleSerializer, json_serializer
 
 
 def _no_encoder():
@@ -27,14 +41,42 @@ def _no_encoder():
 #: importing the facade back.
 encoder_lookup = _no_encoder
 
+_BYTES = (bytes, bytearray, memoryview)
+
+
+def _default_decode(jpeg) -> np.ndarray:
+    arr = _native.decode_jpeg(jpeg)
+    return arr[:, :, 0] if arr.shape[2] == 1 else arr
+
+
+def _select(infos: list, selection) -> list:
+    """gulpio2's frame selection over a list of ``ImgInfo`` (plus a single int index)."""
+    if selection is None:
+        return list(infos)
+    if isinstance(selection, (list, np.ndarray)):
+        return [infos[i] for i in selection]
+    if isinstance(selection, (int, np.integer)) and not isinstance(selection, bool):
+        return [infos[selection]]
+    return list(infos[selection])
+
 
 class GulpChunk:
     """One chunk: ``data_{k}.gulp`` + ``meta_{k}.gmeta`` (+ the ``data_{k}.gidx`` index).
 
+    ``data_file_path``, ``meta_file_path``, ``serializer`` and ``jpeg_decoder`` keep exactly
+    what was passed (a ``Path`` stays a ``Path``), as in gulpio2.
+
     Reading does not need :meth:`open` (frames come from a shared read-only mapping, so any
-    number of threads may read at once); ``open('rb')`` is accepted for gulpio2 code.
+    number of threads may read at once); ``open('rb')`` opens ``fp`` as gulpio2 does.
     Writing (``open('wb')`` / ``open('ab')``) publishes atomically on :meth:`flush` and on a
     normal exit; if the ``with`` body raises, nothing unpublished is kept.
+
+    gulpio2's methods (``append``, ``_append_meta``, ``_write_frame(s)``, ``flush``,
+    ``read_frames``, ``_get_frame_infos``, ``iter_all``, ...) exist and call each other as in
+    gulpio2, so subclasses that override them keep working. A chunk with a serializer other
+    than the built-in JSON one works like gulpio2's (no checksums, no index);
+    ``pickle_serializer`` loads pickles only because the caller asked for it, with a
+    :class:`~gulpio_rs.errors.PickleMetadataWarning`.
     """
 
     def __init__(
@@ -49,28 +91,70 @@ class GulpChunk:
         fallback_decoder=None,
         _native_chunk=None,
     ):
-        if not isinstance(serializer, JSONSerializer):
-            raise NotImplementedError("gulpio-rs reads and writes JSON .gmeta files only")
-        self.data_file_path = str(data_file_path)
-        self.meta_file_path = str(meta_file_path)
+        self.data_file_path = data_file_path
+        self.meta_file_path = meta_file_path
         self.serializer = serializer
         self.jpeg_decoder = jpeg_decoder
         self.check_data = check_data
         self.colorspace = colorspace
         self.fallback_decoder = fallback_decoder
         self.fp = None
+        self._img_info: dict = {}
         self._reader = _native_chunk
         self._writer = None
-        self._meta_cache = None
+        self._pending: OrderedDict = OrderedDict()
+        self._meta = None
+        if isinstance(serializer, PickleSerializer):
+            warnings.warn(
+                f"{meta_file_path}: metadata is read and written with pickle, which runs code "
+                "from the file; use it only for files you made yourself",
+                PickleMetadataWarning,
+                stacklevel=2,
+            )
+        if not self._native_meta:
+            # gulpio2 loads the meta file when the chunk is built; a custom serializer (or a
+            # test double counting calls) sees the same call at the same time.
+            self._meta = self._get_or_create_dict()
+
+    # -- paths and modes ---------------------------------------------------------------------
+    @property
+    def _data_path(self) -> str:
+        return os.fsdecode(self.data_file_path)
+
+    @property
+    def _meta_path(self) -> str:
+        return os.fsdecode(self.meta_file_path)
+
+    @property
+    def _native_meta(self) -> bool:
+        """True when metadata goes through the Rust core (the built-in JSON serializer)."""
+        return type(self.serializer) is JSONSerializer
+
+    def _fast_reads(self) -> bool:
+        """Whether reads may bypass ``meta_dict``: the built-in serializer, and no subclass
+        override of where gulpio2 takes frame locations from."""
+        cls = type(self)
+        return (
+            self._native_meta
+            and cls._get_frame_infos is GulpChunk._get_frame_infos
+            and cls._get_or_create_dict is GulpChunk._get_or_create_dict
+            and cls.meta_dict is GulpChunk.meta_dict
+        )
 
     # -- reading -----------------------------------------------------------------------------
     def _native(self):
         if self._reader is None:
-            reader, warning = _native.Chunk.open(self.data_file_path, self.meta_file_path)
+            reader, warning = _native.Chunk.open(self._data_path, self._meta_path)
             if warning:
                 warnings.warn(warning, BrokenChunkWarning, stacklevel=3)
             self._reader = reader
         return self._reader
+
+    def _native_or_none(self):
+        """The Rust reader, or ``None`` when there is no meta file yet (an empty chunk)."""
+        if self._reader is None and not os.path.exists(self._meta_path):
+            return None
+        return self._native()
 
     def _video(self, id_) -> int:
         video = self._native().lookup(_id_str(id_))
@@ -81,40 +165,122 @@ class GulpChunk:
     @property
     def indexed(self) -> bool:
         """True when reads go through the checksummed index (frame CRCs verified)."""
-        return self._native().indexed
+        return self._native_meta and self._native().indexed
 
     @property
     def published_len(self) -> int:
         """Where the chunk's published records end in the data file."""
+        if not self._native_meta:
+            return _records_end(self.meta_dict)
         return self._native().published_len
+
+    def _sanity_records_end(self) -> int | None:
+        """The end of the published records straight from the index, when ``meta_dict`` is
+        this class's own (``sanity_utils`` then need not build every entry)."""
+        if self._fast_reads() and self._writer is None and self._native_or_none() is not None:
+            return self._native().published_len
+        return None
 
     @property
     def meta_dict(self) -> OrderedDict:
-        """The parsed ``.gmeta`` (gulpio2's attribute), loaded on first access."""
+        """gulpio2's ``{id: {'frame_info': [...], 'meta_data': [...]}}`` of this chunk.
+
+        With the built-in serializer, entries are built per video on first access (the
+        mapping is an ``OrderedDict`` that compares, prints, pickles and serialises like the
+        one gulpio2 loads); while writing it is a snapshot of what was appended so far.
+        """
         if self._writer is not None:
+            self._commit()
             return json.loads(self._writer.meta_text(), object_pairs_hook=OrderedDict)
-        if self._meta_cache is None:
-            if os.path.exists(self.meta_file_path):
-                self._meta_cache = self.serializer.load(self.meta_file_path)
-            else:
-                self._meta_cache = OrderedDict()
-        return self._meta_cache
+        if self._meta is None:
+            self._meta = self._get_or_create_dict()
+        return self._meta
+
+    @meta_dict.setter
+    def meta_dict(self, value) -> None:
+        self._meta = value
+
+    def _get_or_create_dict(self):
+        """The chunk's metadata as stored (an empty ``OrderedDict`` if there is no file)."""
+        if not self._native_meta:
+            if os.path.exists(self._meta_path):
+                return self.serializer.load(self.meta_file_path)
+            return OrderedDict()
+        reader = self._native_or_none()
+        if reader is None:
+            return OrderedDict()
+
+        def load(id_):
+            video = reader.lookup(id_)
+            if video is None:
+                raise KeyError(id_)
+            return native_entry(reader, video)
+
+        ids = reader.ids()
+
+        def load_many():
+            for video, id_ in enumerate(ids):
+                yield id_, native_entry(reader, video)
+
+        return LazyMetaDict.build(ids, load, load_many=load_many)
+
+    @staticmethod
+    def _default_factory():
+        return OrderedDict([("frame_info", []), ("meta_data", [])])
+
+    @staticmethod
+    def _pad_image(number):
+        return (4 - (number % 4)) % 4
+
+    def _get_frame_infos(self, id_):
+        """``([ImgInfo, ...], dict(meta_data[0]))`` for a known id, else ``None`` (gulpio2)."""
+        id_ = str(id_)
+        if id_ in self.meta_dict:
+            return self._get_or_create_img_info(id_), self._copy_meta_data(id_)
+        return None
+
+    def _copy_meta_data(self, id_):
+        meta_data = self.meta_dict[id_]["meta_data"]
+        return dict(meta_data[0]) if meta_data else {}
+
+    def _get_or_create_img_info(self, id_):
+        if id_ not in self._img_info:
+            self._img_info[id_] = [ImgInfo(*info) for info in self.meta_dict[id_]["frame_info"]]
+        return self._img_info[id_]
 
     def keys(self) -> list[str]:
         """Video ids in file order."""
-        return self._native().ids()
+        if self._fast_reads() and self._writer is None:
+            reader = self._native_or_none()
+            return [] if reader is None else reader.ids()
+        return list(self.meta_dict.keys())
 
     def __len__(self) -> int:
-        return len(self._native())
+        return len(self.keys())
 
     def __contains__(self, id_) -> bool:
-        return self._native().lookup(_id_str(id_)) is not None
+        if self._fast_reads() and self._writer is None:
+            reader = self._native_or_none()
+            return reader is not None and reader.lookup(_id_str(id_)) is not None
+        return _id_str(id_) in self.meta_dict
 
     def num_frames(self, id_) -> int:
-        return self._native().frame_count(self._video(id_))
+        if self._fast_reads():
+            return self._native().frame_count(self._video(id_))
+        return len(self._infos(id_)[0])
+
+    def _infos(self, id_):
+        found = self._get_frame_infos(_id_str(id_))
+        if found is None:
+            raise KeyError(_id_str(id_))
+        return found
 
     def read_frames(self, id_, slice_=None):
         """``(frames, meta)`` for one video; ``slice_`` may be a slice, list, array or int."""
+        if not self._fast_reads():
+            infos, meta = self._infos(id_)
+            decode = self.jpeg_decoder or _default_decode
+            return [decode(jpeg) for jpeg in self._records(_select(infos, slice_))], meta
         video = self._video(id_)
         chunk = self._native()
         frames = _read(
@@ -128,8 +294,25 @@ class GulpChunk:
         )
         return frames, _first_meta(chunk.meta_data(video))
 
+    def _records(self, infos) -> list[bytes]:
+        """The JPEG bytes of each ``ImgInfo``, read from ``fp`` when it is open for reading
+        (gulpio2's way), else from a file opened for the call."""
+        fp = self.fp
+        usable = fp is not None and not fp.closed and fp.readable()
+        with nullcontext(fp) if usable else open(self._data_path, "rb") as f:
+            out = []
+            for info in infos:
+                f.seek(info.loc)
+                record = f.read(info.length)
+                out.append(record[: len(record) - info.pad])
+            return out
+
     def frame_bytes(self, id_, slice_=None) -> list:
-        """Zero-copy read-only views (buffer protocol) of the stored JPEG bytes."""
+        """Read-only views of the stored JPEG bytes (zero-copy and CRC-checked when reading
+        through the Rust core)."""
+        if not self._fast_reads():
+            infos, _meta = self._infos(id_)
+            return [memoryview(b) for b in self._records(_select(infos, slice_))]
         video = self._video(id_)
         chunk = self._native()
         return chunk.frame_views(video, _selection(slice_, chunk, video), self.check_data)
@@ -145,31 +328,67 @@ class GulpChunk:
             ids = [i for i in ids if i in accepted]
         if shuffle:
             np.random.shuffle(ids)
-        for id_ in ids:
-            yield self.read_frames(id_)
+        with self.open("rb"):
+            for id_ in ids:
+                yield self.read_frames(id_)
 
     def __iter__(self):
         return self.iter_all()
 
     def write_index(self) -> int:
         """Write the checksummed index for this chunk (for data written by gulpio/gulpio2)."""
-        n = _native.write_index(self.data_file_path, self.meta_file_path)
-        self._reader = None
+        if not self._native_meta:
+            raise ValueError(f"{self.meta_file_path}: only JSON chunks can be indexed")
+        n = _native.write_index(self._data_path, self._meta_path)
+        self._invalidate()
         return n
 
     # -- writing -----------------------------------------------------------------------------
+    def _open_for_reading(self):
+        """``fp`` for ``open('rb')``: the data file, as in gulpio2."""
+        return open(self._data_path, "rb")
+
     @contextmanager
     def open(self, flag: str = "rb"):
-        if flag == "rb":
-            yield None
-            return
-        if flag not in ("wb", "ab"):
+        """gulpio2's context manager (yields ``None``): ``'rb'`` opens ``fp`` for reading,
+        ``'wb'`` starts the chunk afresh, ``'ab'`` adds to it; writes are published by
+        :meth:`flush` and on a normal exit."""
+        if flag not in ("rb", "wb", "ab"):
             raise NotImplementedError(f"This file does not support the mode: '{flag}'")
-        if self._writer is not None:
+        if flag == "rb":
+            previous, self.fp = self.fp, self._open_for_reading()
+            try:
+                yield None
+            finally:
+                if self.fp is not None:
+                    self.fp.close()
+                self.fp = previous
+            return
+        if self._writer is not None or (self.fp is not None and self.fp.writable()):
             raise ValueError(f"{self.data_file_path} is already open for writing")
-        self._writer = _native.NativeWriter(self.data_file_path, self.meta_file_path, flag)
+        if self._native_meta:
+            with self._native_writing(flag):
+                yield None
+        else:
+            with self._serializer_writing(flag):
+                yield None
+
+    @contextmanager
+    def _native_writing(self, flag: str):
+        self._writer = _native.NativeWriter(self._data_path, self._meta_path, flag)
+        self._pending.clear()
         try:
-            yield None
+            yield
+        except BaseException:
+            writer, self._writer = self._writer, None
+            self._pending.clear()
+            writer.abort()
+            self._invalidate()
+            raise
+        try:
+            if type(self).flush is not GulpChunk.flush:
+                self.flush()  # gulpio2 calls flush() on exit; an override must see it
+            self._commit()
         except BaseException:
             writer, self._writer = self._writer, None
             writer.abort()
@@ -181,27 +400,155 @@ class GulpChunk:
         finally:
             self._invalidate()
 
+    @contextmanager
+    def _serializer_writing(self, flag: str):
+        if flag == "wb":
+            # gulpio2 kept the old entries, whose offsets no longer match the truncated file.
+            self._meta = OrderedDict()
+            self._img_info.clear()
+        _remove_index(self._data_path)
+        self.fp = open(self._data_path, flag)
+        try:
+            yield
+            self.flush()
+        finally:
+            self.fp.close()
+            self.fp = None
+
     def _invalidate(self):
         self._reader = None
-        self._meta_cache = None
+        self._meta = None
+        self._img_info.clear()
 
     def flush(self):
-        """Publish everything appended so far: fsynced and atomically visible to readers."""
-        if self._writer is None:
+        """Publish everything appended so far. Through the Rust core this is fsynced and
+        atomically visible to readers; with another serializer it is gulpio2's
+        ``fp.flush()`` plus ``serializer.dump(meta_dict, meta_file_path)``."""
+        if self._writer is not None:
+            self._commit()
+            self._writer.publish()
+            self._reader = None
+            self._img_info.clear()
+            return
+        if self.fp is None or not self.fp.writable():
             raise ValueError(f"{self.data_file_path} is not open for writing")
-        self._writer.publish()
-        self._invalidate()
+        self.fp.flush()
+        self.serializer.dump(self.meta_dict, self.meta_file_path)
 
-    def append(self, id_, meta_data, frames):
-        """Append one video: ``frames`` are uint8 arrays (encoded as JPEG) or JPEG bytes
-        (stored as they are); ``meta_data`` must be JSON-serialisable."""
-        if self._writer is None:
+    def _check_writable(self):
+        if self._writer is None and (self.fp is None or not self.fp.writable()):
             raise ValueError(
                 f"{self.data_file_path} is not open for writing; use `with chunk.open('wb'):`"
             )
-        encode = encoder_lookup()
-        jpegs = [f if isinstance(f, (bytes, bytearray, memoryview)) else encode(f) for f in frames]
-        self._writer.append(_id_str(id_), json.dumps(meta_data), jpegs)
+
+    def append(self, id_, meta_data, frames):
+        """Append one video: ``frames`` are uint8 arrays (encoded as JPEG) or JPEG bytes
+        (stored as they are); ``meta_data`` must be serialisable. As in gulpio2 this is
+        ``_append_meta`` then ``_write_frames`` (which calls ``_write_frame`` per frame)."""
+        self._check_writable()
+        if self._writer is None:
+            self._append_meta(id_, meta_data)
+            self._write_frames(id_, frames)
+            return
+        before = {k: (len(m), len(f)) for k, (m, f) in self._pending.items()}
+        try:
+            self._append_meta(id_, meta_data)
+            self._write_frames(id_, frames)
+        except BaseException:
+            # A frame that does not encode: the video is not half-collected for the next commit.
+            for key in list(self._pending):
+                if key not in before:
+                    del self._pending[key]
+                else:
+                    metas, jpegs = self._pending[key]
+                    del metas[before[key][0] :], jpegs[before[key][1] :]
+            raise
+        self._commit()
+
+    def _append_meta(self, id_, meta_data):
+        id_ = _id_str(id_)
+        if self._writer is not None:
+            self._pending_entry(id_)[0].append(meta_data)
+            return
+        meta = self.meta_dict
+        if id_ not in meta:
+            meta[id_] = self._default_factory()
+        meta[id_]["meta_data"].append(meta_data)
+
+    def _write_frames(self, id_, frames):
+        for frame in frames:
+            self._write_frame(id_, frame)
+
+    def _write_frame(self, id_, image):
+        id_ = _id_str(id_)
+        self._check_writable()
+        jpeg = bytes(image) if isinstance(image, _BYTES) else encoder_lookup()(image)
+        if not jpeg:
+            raise ValueError(f"video {id_!r}: an empty frame cannot be stored")
+        if self._writer is not None:
+            self._pending_entry(id_)[1].append(jpeg)
+            return
+        pad = self._pad_image(len(jpeg))
+        record = jpeg + b"\0" * pad
+        info = ImgInfo(loc=self.fp.tell(), pad=pad, length=len(record))
+        meta = self.meta_dict
+        if id_ not in meta:
+            meta[id_] = self._default_factory()
+        meta[id_]["frame_info"].append(info)
+        self.fp.write(record)
+
+    def _pending_entry(self, id_: str) -> tuple[list, list]:
+        entry = self._pending.get(id_)
+        if entry is None:
+            entry = self._pending[id_] = ([], [])
+        return entry
+
+    def _commit(self):
+        """Hand what ``_append_meta`` / ``_write_frame`` collected to the Rust writer, which
+        takes a video's frames together with one metadata element."""
+        if not self._pending or self._writer is None:
+            return
+        pending, self._pending = self._pending, OrderedDict()
+        for id_, (metas, jpegs) in pending.items():
+            if not metas:
+                raise ValueError(
+                    f"video {id_!r}: frames were written without _append_meta(); with the "
+                    "JSON serializer frames are stored together with a metadata element"
+                )
+            self._writer.append(id_, json.dumps(metas[0]), jpegs)
+            for meta in metas[1:]:
+                self._writer.append(id_, json.dumps(meta), [])
+
+    # -- pickling ----------------------------------------------------------------------------
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        if self._writer is not None or (self.fp is not None and not self.fp.closed):
+            raise TypeError(f"{self.data_file_path} is open; a chunk pickles only when closed")
+        state["fp"] = None
+        state["_reader"] = None
+        state["_img_info"] = {}
+        if self._native_meta:
+            state["_meta"] = None  # rebuilt from the files on first access
+        return state
 
     def __repr__(self):
         return f"GulpChunk({self.data_file_path!r}, {self.meta_file_path!r})"
+
+
+def _records_end(meta_dict) -> int:
+    """Where the last record ends according to ``frame_info`` (0 without frames)."""
+    end = 0
+    for entry in meta_dict.values():
+        for info in entry["frame_info"]:
+            end = max(end, info[0] + info[2])
+    return end
+
+
+def _remove_index(data_path: str) -> None:
+    """Drop ``data_k.gidx``: data written around the Rust core would make it stale."""
+    root, ext = os.path.splitext(data_path)
+    if ext == ".gulp":
+        try:
+            os.remove(root + ".gidx")
+        except FileNotFoundError:
+            pass

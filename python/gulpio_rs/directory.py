@@ -7,14 +7,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from glob import glob
+from itertools import repeat
 
 import numpy as np
 
 from . import _native
+from ._metadict import LazyMetaDict
 from ._reading import (
     _first_meta,
     _id_str,
@@ -28,37 +33,6 @@ from ._reading import (
 )
 from .chunk import GulpChunk
 from .errors import BrokenChunkWarning, UnsupportedJpegError
-
-
-class _MetaView(Mapping):
-    """gulpio2's ``{id: {'frame_info': [...], 'meta_data': [...]}}``, built per id on access
-    from the index instead of held as parsed JSON."""
-
-    def __init__(self, ids, resolve):
-        self._ids = ids
-        self._resolve = resolve
-
-    def __getitem__(self, id_):
-        chunk, video = self._resolve(_id_str(id_))
-        return OrderedDict(
-            [
-                ("frame_info", [list(fi) for fi in chunk.frame_info(video)]),
-                ("meta_data", json.loads(chunk.meta_data(video))),
-            ]
-        )
-
-    def __iter__(self):
-        return iter(self._ids())
-
-    def __len__(self):
-        return len(self._ids())
-
-    def __contains__(self, id_):
-        try:
-            self._resolve(_id_str(id_))
-        except KeyError:
-            return False
-        return True
 
 
 def problem_text(problem: dict) -> str:
@@ -131,7 +105,8 @@ class GulpDirectory:
         storage_options: dict[str, str] | None = None,
         io: str | None = None,
     ):
-        self.output_dir = str(output_dir)
+        self.output_dir = output_dir  # as given (gulpio2 code compares it with its own Path)
+        self._path = os.fsdecode(output_dir)
         self.jpeg_decoder = jpeg_decoder
         self.check_data = check_data
         self.colorspace = colorspace
@@ -139,12 +114,15 @@ class GulpDirectory:
         self._storage_options = _storage_options(storage_options)
         self._io = io
         self._dir = _native.NativeDirectory(
-            self.output_dir,
+            self._path,
             None if self._storage_options is None else self._storage_options.pairs(),
             io,
         )
         self._table = self._dir.chunk_table()
         self._chunk_objs = None
+        self._merged = None
+        self._all_meta = None
+        self._chunk_lookup = None
         self.problems = [
             {"path": p, "message": m, "chunk_skipped": skipped}
             for p, m, skipped in self._dir.problems()
@@ -161,7 +139,7 @@ class GulpDirectory:
     # -- lookups -----------------------------------------------------------------------------
     def _handle(self):
         if self._dir is None:
-            raise ValueError(f"GulpDirectory {self.output_dir!r} is closed")
+            raise ValueError(f"GulpDirectory {self._path!r} is closed")
         return self._dir
 
     def _resolve(self, id_: str):
@@ -330,48 +308,47 @@ class GulpDirectory:
         return len(self._table)
 
     @property
-    def merged_meta_dict(self) -> Mapping:
-        """``{id: {'frame_info': [[loc, pad, length], ...], 'meta_data': [...]}}``, lazily."""
-        return _MetaView(self.keys, self._resolve)
+    def merged_meta_dict(self) -> dict:
+        """``{id: {'frame_info': [[loc, pad, length], ...], 'meta_data': [...]}}``.
 
-    @property
-    def all_meta_dicts(self) -> list[Mapping]:
-        """One lazy meta mapping per chunk, in chunk order."""
-        return [
-            _MetaView(
-                lambda pos=pos: self._chunk(pos).ids(),
-                lambda id_, pos=pos: self._chunk_resolve(pos, id_),
-            )
-            for pos in range(len(self._table))
-        ]
+        A real dict of every id, whose entries are built on first access (the same objects
+        as in :attr:`all_meta_dicts`); it compares, prints, pickles and serialises like the
+        dict gulpio2 built at open.
+        """
+        if self._merged is None:
+            handle = self._handle()
+            chunks = list(self.chunk_objs_lookup.values())
 
-    def _chunk_resolve(self, pos: int, id_: str):
-        chunk = self._chunk(pos)
-        video = chunk.lookup(id_)
-        if video is None:
-            raise KeyError(id_)
-        return chunk, video
-
-    @property
-    def chunk_lookup(self) -> Mapping:
-        """``{id: chunk number}``, lazily."""
-        gd = self
-
-        class _ChunkLookup(Mapping):
-            def __getitem__(self, id_):
-                d = gd._handle()
-                g = d.lookup(_id_str(id_))
+            def load(id_):
+                g = handle.lookup(id_)
                 if g is None:
                     raise KeyError(id_)
-                return gd._table[d.location(g)[0]][0]
+                return chunks[handle.location(g)[0]].meta_dict[id_]
 
-            def __iter__(self):
-                return iter(gd.keys())
+            def load_many():
+                for chunk in chunks:
+                    yield from chunk.meta_dict.items()
 
-            def __len__(self):
-                return len(gd)
+            self._merged = LazyMetaDict.build(self.keys(), load, load_many=load_many, plain=True)
+        return self._merged
 
-        return _ChunkLookup()
+    @property
+    def all_meta_dicts(self) -> list[dict]:
+        """Each chunk's ``meta_dict`` (lazy ``OrderedDict`` objects), in chunk order."""
+        if self._all_meta is None:
+            self._all_meta = [chunk.meta_dict for chunk in self.chunk_objs_lookup.values()]
+        return self._all_meta
+
+    @property
+    def chunk_lookup(self) -> dict:
+        """``{id: chunk number}`` (a dict, built on first access)."""
+        if self._chunk_lookup is None:
+            ids = self.keys()
+            lookup = {}
+            for number, _data, _meta, _index, first, count in self._table:
+                lookup.update(zip(ids[first : first + count], repeat(number)))
+            self._chunk_lookup = lookup
+        return self._chunk_lookup
 
     @property
     def chunk_objs_lookup(self) -> OrderedDict:
@@ -391,9 +368,11 @@ class GulpDirectory:
         return self.chunks()
 
     def _existing_numbers(self) -> list[int]:
+        if self.is_remote:
+            return self._handle().listed_numbers()
         numbers = []
         for pattern in ("data*.gulp", "meta*.gmeta"):
-            for path in glob(os.path.join(self.output_dir, pattern)):
+            for path in glob(os.path.join(self._path, pattern)):
                 found = re.findall(r"\d+", os.path.basename(path))
                 if found:
                     numbers.append(int(found[0]))
@@ -405,8 +384,8 @@ class GulpDirectory:
 
     def _initialize_filenames(self, chunk_id):
         return (
-            os.path.join(self.output_dir, f"data_{chunk_id}.gulp"),
-            os.path.join(self.output_dir, f"meta_{chunk_id}.gmeta"),
+            os.path.join(self._path, f"data_{chunk_id}.gulp"),
+            os.path.join(self._path, f"meta_{chunk_id}.gmeta"),
         )
 
     def _allocate_new_file_paths(self, total_new_chunks):
@@ -414,12 +393,22 @@ class GulpDirectory:
         return [self._initialize_filenames(i) for i in range(first, first + total_new_chunks)]
 
     def new_chunks(self, total_new_chunks: int) -> Iterator[GulpChunk]:
-        """``total_new_chunks`` new chunks numbered after every existing one."""
+        """``total_new_chunks`` new chunks numbered after every existing one.
+
+        In a remote directory each chunk is written to a local staging file and uploaded when
+        its ``open('wb')`` block ends (data, index, then the ``.gmeta`` that makes it visible:
+        docs/FORMAT.md §4a); reopen the directory to read it.
+        """
+        if self.is_remote:
+            first = self._next_chunk_id()
+            for number in range(first, first + total_new_chunks):
+                yield _RemoteNewChunk(self, number)
+            return
         for data, meta in self._allocate_new_file_paths(total_new_chunks):
             yield GulpChunk(data, meta, jpeg_decoder=self.jpeg_decoder)
 
     def _load_label_dict(self):
-        with open(os.path.join(self.output_dir, "label2idx.json")) as f:
+        with open(os.path.join(self._path, "label2idx.json")) as f:
             return json.load(f)
 
     def write_indexes(self) -> int:
@@ -482,6 +471,7 @@ class GulpDirectory:
         """Release the directory (mappings stay alive while frame views still use them)."""
         self._dir = None
         self._chunk_objs = None
+        self._merged = self._all_meta = self._chunk_lookup = None
 
     def __enter__(self):
         return self
@@ -490,7 +480,44 @@ class GulpDirectory:
         self.close()
 
     def __repr__(self):
-        return f"GulpDirectory({self.output_dir!r})"
+        return f"GulpDirectory({self._path!r})"
+
+
+class _RemoteNewChunk(GulpChunk):
+    """A new chunk of a remote directory: written (crash-safe) to a local staging folder and
+    uploaded when its ``open('wb')`` block ends without an error. ``url`` is where it goes."""
+
+    def __init__(self, directory: GulpDirectory, number: int):
+        self._stage = tempfile.mkdtemp(prefix="gulpio-stage-")
+        super().__init__(
+            os.path.join(self._stage, f"data_{number}.gulp"),
+            os.path.join(self._stage, f"meta_{number}.gmeta"),
+            jpeg_decoder=directory.jpeg_decoder,
+        )
+        self._directory = directory
+        self.number = number
+        self.url = f"{directory._path.rstrip('/')}/data_{number}.gulp"
+
+    @contextmanager
+    def open(self, flag: str = "rb"):
+        if flag == "ab":
+            raise NotImplementedError(
+                f"{self.url}: published remote chunks cannot be appended to (objects cannot be "
+                "extended); write a new chunk instead"
+            )
+        try:
+            with super().open(flag) as fp:
+                yield fp
+            if flag == "wb":
+                self._directory._handle().upload_chunk(
+                    self.data_file_path, self.meta_file_path, self.number
+                )
+        finally:
+            if flag == "wb":
+                shutil.rmtree(self._stage, ignore_errors=True)
+
+    def __repr__(self):
+        return f"GulpChunk({self.url!r}, staged in {self._stage!r})"
 
 
 class _DirectoryChunk(GulpChunk):
@@ -512,3 +539,10 @@ class _DirectoryChunk(GulpChunk):
         if self._reader is None:
             self._reader = self._directory._chunk(self._pos)
         return self._reader
+
+    def _native_or_none(self):
+        return self._native()
+
+    def _open_for_reading(self):
+        # A remote chunk has no local file; its reads never use fp.
+        return None if self._directory.is_remote else super()._open_for_reading()

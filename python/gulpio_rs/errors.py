@@ -74,6 +74,11 @@ class BrokenChunkWarning(GulpWarning):
     """A chunk of a directory could not be used (or its index was ignored) while opening."""
 
 
+class PickleMetadataWarning(GulpWarning):
+    """A chunk was given ``pickle_serializer``: its metadata is unpickled, which runs code
+    from the file. gulpio-rs never does this unless the caller passes that serializer."""
+
+
 __all__ = [
     "GulpError",
     "FormatError",
@@ -88,4 +93,5 @@ __all__ = [
     "RemoteConfigError",
     "GulpWarning",
     "BrokenChunkWarning",
+    "PickleMetadataWarning",
 ]

@@ -9,11 +9,9 @@ the encoder); tests/test_import_graph.py checks both.
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 from . import chunk as _chunk
 from . import utils
-from ._reading import extract_input_for_getitem
+from ._reading import ImgInfo, extract_input_for_getitem
 from .chunk import GulpChunk
 from .directory import GulpDirectory
 from .ingest import ChunkWriter, GulpIngestor, calculate_chunk_slices
@@ -36,8 +34,6 @@ def _installed_encoder():
 
 
 _chunk.encoder_lookup = _installed_encoder
-
-ImgInfo = namedtuple("ImgInfo", ["loc", "pad", "length"])
 
 __all__ = [
     "AbstractSerializer",

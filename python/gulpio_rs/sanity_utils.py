@@ -1,5 +1,10 @@
-"""gulpio2's sanity checks (``gulp2_sanity_check``), with gulpio2's signatures, over a
-:class:`~gulpio_rs.GulpDirectory`. Each check returns the list of failing paths or ids."""
+"""gulpio2's sanity checks (``gulp2_sanity_check``), with gulpio2's signatures. Each check
+returns the list of failing paths or ids.
+
+They read only what gulpio2's read (``gulp_directory.chunks()`` and each chunk's
+``meta_dict``, ``data_file_path`` and ``meta_file_path``), so they answer the same on any
+object shaped like gulpio2's, not only on a :class:`~gulpio_rs.GulpDirectory`.
+"""
 
 from __future__ import annotations
 
@@ -26,13 +31,31 @@ def check_data_file_size_larger_zero(gulp_directory) -> list[str]:
 
 
 def check_data_file_size(gulp_directory) -> list[str]:
-    """Paths of data files whose size differs from the published end of their records (an
-    unpublished tail or a truncation)."""
-    return [
-        chunk.data_file_path
-        for chunk in gulp_directory.chunks()
-        if os.stat(chunk.data_file_path).st_size != chunk.published_len
-    ]
+    """Paths of data files whose size differs from where their last record ends according to
+    ``meta_dict`` (an unpublished tail, a truncation, a stale meta file).
+
+    gulpio2 took the end of the last frame of the last id; this takes the furthest end of any
+    frame, which is the same for files written in one go and also right after ``'ab'``
+    appended frames to an earlier id, or when the last id has no frames.
+    """
+    failing = []
+    for chunk in gulp_directory.chunks():
+        if os.stat(chunk.data_file_path).st_size != _records_end(chunk):
+            failing.append(chunk.data_file_path)
+    return failing
+
+
+def _records_end(chunk) -> int:
+    fast = getattr(chunk, "_sanity_records_end", None)
+    if fast is not None:
+        end = fast()
+        if end is not None:
+            return end
+    end = 0
+    for entry in chunk.meta_dict.values():
+        for info in entry["frame_info"]:
+            end = max(end, info[0] + info[2])
+    return end
 
 
 def check_for_duplicate_ids(gulp_directory) -> list[str]:
@@ -44,7 +67,7 @@ def extract_all_ids(gulp_directory) -> list[str]:
     """Every video id of every chunk, in chunk order."""
     all_ids: list[str] = []
     for chunk in gulp_directory.chunks():
-        all_ids.extend(chunk.keys())
+        all_ids.extend(chunk.meta_dict.keys())
     return all_ids
 
 

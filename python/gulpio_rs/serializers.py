@@ -1,5 +1,6 @@
-"""gulpio2's metadata serializers. Datasets use JSON; the pickle serializer exists only so
-gulpio2 imports keep working, and never loads anything."""
+"""gulpio2's metadata serializers. Datasets use JSON (``GulpDirectory`` reads nothing else).
+``pickle_serializer`` works for a ``GulpChunk`` whose caller passes it for their own file;
+nothing in gulpio-rs chooses it by itself."""
 
 from __future__ import annotations
 
@@ -19,14 +20,25 @@ class AbstractSerializer(ABC):  # pragma: no cover - interface only
         pass
 
 
+class _Unpickler(pickle.Unpickler):
+    # Pickles written by gulpio/gulpio2 name their ImgInfo class; read them without either.
+    def find_class(self, module, name):
+        if name == "ImgInfo" and module in ("gulpio.fileio", "gulpio2.fileio"):
+            from ._reading import ImgInfo
+
+            return ImgInfo
+        return super().find_class(module, name)
+
+
 class PickleSerializer(AbstractSerializer):
-    """Kept for import compatibility only: gulpio-rs never loads pickles from a dataset."""
+    """gulpio2's pickle serializer, for chunks whose caller passes it explicitly.
+
+    Unpickling runs code from the file: use it only for files you made yourself.
+    """
 
     def load(self, file_name):
-        raise NotImplementedError(
-            "gulpio-rs does not load pickled metadata (unsafe on untrusted data); "
-            "datasets use JSON .gmeta files"
-        )
+        with open(file_name, "rb") as file_pointer:
+            return _Unpickler(file_pointer).load()
 
     def dump(self, thing, file_name):
         with open(file_name, "wb") as file_pointer:

@@ -41,8 +41,9 @@ class DuplicateIdException(Exception):
 
 
 def check_ffmpeg_exists() -> bool:
-    """True if an ``ffmpeg`` binary is on PATH."""
-    return shutil.which("ffmpeg") is not None
+    """True if the shell can run ``ffmpeg -version`` (gulpio2 asks the shell the same way, so
+    aliases, wrappers and a patched ``os.system`` answer as they do for gulpio2)."""
+    return os.system("ffmpeg -version > /dev/null") == 0
 
 
 @contextmanager
@@ -101,13 +102,20 @@ def jpeg_bytes_to_img(jpeg_bytes) -> np.ndarray:
     return arr[:, :, 0] if arr.shape[2] == 1 else arr
 
 
+def _open_image(img) -> Image.Image:
+    # What PIL.Image.open takes (str, Path, file object), as gulpio2 passed it straight there.
+    pil = Image.open(img)
+    pil.load()
+    return pil
+
+
 def resize_by_short_edge(img, size: int) -> np.ndarray:
     """Resize so the shorter side is ``size`` (bilinear); ``size < 1`` returns the input.
 
-    ``img`` may be a path, a PIL image or an array.
+    ``img`` may be a path (``str`` or ``os.PathLike``), a PIL image or an array.
     """
-    if isinstance(img, str):
-        img = Image.open(img)
+    if isinstance(img, (str, os.PathLike)):
+        img = _open_image(img)
     if isinstance(img, np.ndarray):
         if size < 1:
             return img
@@ -137,18 +145,16 @@ def resize_frames(frames: Iterable, size: int, threads: int = 1) -> list[np.ndar
 
 
 def resize_images(imgs: Iterable, img_size: int = -1) -> Iterator[np.ndarray]:
-    """Yield each image (path or array) as an array, resized by its short edge when asked.
+    """Yield each image as an array, resized by its short edge when ``img_size > 0``.
 
-    Palette and RGBA images are converted to RGB (gulpio2 stored palette indices as gray).
+    Accepts what gulpio2's accepts (anything ``PIL.Image.open`` takes: ``str`` or
+    ``os.PathLike`` paths, binary file objects; a missing or unreadable file raises PIL's own
+    error, as in gulpio2) and also PIL images and arrays. Palette and RGBA images are
+    converted to RGB (gulpio2 stored palette indices as gray).
     """
     for img in imgs:
-        if isinstance(img, str):
-            try:
-                pil = Image.open(img)
-                pil.load()
-            except (OSError, ValueError) as e:
-                raise ImageNotFound(f"cannot read image {img}: {e}") from e
-            img = pil
+        if not isinstance(img, (np.ndarray, Image.Image)):
+            img = _open_image(img)
         if isinstance(img, Image.Image):
             img = pil_to_array(img)
         yield resize_by_short_edge(img, img_size)

@@ -213,4 +213,247 @@ mod tests {
             b"[{\"a\": 1}, {}]".to_vec()
         );
     }
+
+    mod generated {
+        //! Generated `.gmeta` documents (not random text): each parses back to what was
+        //! generated, whatever the escaping of ids, the whitespace, the key order and the
+        //! metadata values (NaN, Infinity, floats, nested lists and objects, strings).
+        use super::super::*;
+        use crate::format::json::write_str;
+        use proptest::prelude::*;
+
+        #[derive(Debug, Clone)]
+        enum Value {
+            Null,
+            Bool(bool),
+            Int(i64),
+            Float(f64),
+            Str(String),
+            List(Vec<Value>),
+            Object(Vec<(String, Value)>),
+        }
+
+        fn value() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(Value::Int),
+                prop_oneof![
+                    any::<f64>(),
+                    Just(f64::NAN),
+                    Just(f64::INFINITY),
+                    Just(f64::NEG_INFINITY),
+                    Just(-0.0),
+                    Just(1e-7),
+                ]
+                .prop_map(Value::Float),
+                any::<String>().prop_map(Value::Str),
+            ];
+            leaf.prop_recursive(4, 32, 5, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..5).prop_map(Value::List),
+                    prop::collection::vec((any::<String>(), inner), 0..5).prop_map(Value::Object),
+                ]
+            })
+        }
+
+        /// Whitespace JSON allows between tokens: usually json.dump's, sometimes more.
+        fn ws() -> impl Strategy<Value = &'static str> {
+            prop_oneof![4 => Just(""), 1 => Just(" "), 1 => Just("\n  "), 1 => Just("\t\r\n")]
+        }
+
+        /// A string as `json.dumps` writes it (ASCII, `\uXXXX` escapes) or with
+        /// `ensure_ascii=False` (UTF-8, only quotes, backslashes and controls escaped; `/`
+        /// sometimes escaped, as other writers do).
+        fn render_str(s: &str, ascii: bool, out: &mut Vec<u8>) {
+            if ascii {
+                return write_str(s, out);
+            }
+            out.push(b'"');
+            for c in s.chars() {
+                match c {
+                    '"' => out.extend_from_slice(b"\\\""),
+                    '\\' => out.extend_from_slice(b"\\\\"),
+                    '/' => out.extend_from_slice(b"\\/"),
+                    c if (c as u32) < 0x20 => {
+                        out.extend_from_slice(format!("\\u{:04X}", c as u32).as_bytes())
+                    }
+                    c => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+                }
+            }
+            out.push(b'"');
+        }
+
+        fn render(v: &Value, ws: &str, ascii: bool, out: &mut Vec<u8>) {
+            match v {
+                Value::Null => out.extend_from_slice(b"null"),
+                Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+                Value::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
+                // Python's spellings of the non-finite floats.
+                Value::Float(f) if f.is_nan() => out.extend_from_slice(b"NaN"),
+                Value::Float(f) if f.is_infinite() => {
+                    out.extend_from_slice(if *f > 0.0 { b"Infinity" } else { b"-Infinity" })
+                }
+                Value::Float(f) => out.extend_from_slice(format!("{f:?}").as_bytes()),
+                Value::Str(s) => render_str(s, ascii, out),
+                Value::List(items) => {
+                    out.push(b'[');
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            out.extend_from_slice(b",");
+                            out.extend_from_slice(ws.as_bytes());
+                        }
+                        render(item, ws, ascii, out);
+                    }
+                    out.push(b']');
+                }
+                Value::Object(fields) => {
+                    out.push(b'{');
+                    for (i, (k, item)) in fields.iter().enumerate() {
+                        if i > 0 {
+                            out.extend_from_slice(b", ");
+                        }
+                        render_str(k, ascii, out);
+                        out.extend_from_slice(b":");
+                        out.extend_from_slice(ws.as_bytes());
+                        render(item, ws, ascii, out);
+                    }
+                    out.push(b'}');
+                }
+            }
+        }
+
+        #[derive(Debug, Clone)]
+        struct Video {
+            id: String,
+            frame_info: Vec<(u64, u64, u64)>,
+            /// `None`: no `meta_data` key (reads as `[]`).
+            meta: Option<Vec<Value>>,
+            meta_first: bool,
+            extra_key: bool,
+        }
+
+        fn frame() -> impl Strategy<Value = (u64, u64, u64)> {
+            (any::<u64>(), 0u64..=3, any::<u64>())
+                .prop_map(|(loc, pad, len)| (loc, pad, len.max(pad)))
+        }
+
+        fn video() -> impl Strategy<Value = Video> {
+            (
+                any::<String>(),
+                prop::collection::vec(frame(), 0..6),
+                prop::option::weighted(0.9, prop::collection::vec(value(), 0..4)),
+                any::<bool>(),
+                prop::bool::weighted(0.1),
+            )
+                .prop_map(|(id, frame_info, meta, meta_first, extra_key)| Video {
+                    id,
+                    frame_info,
+                    meta,
+                    meta_first,
+                    extra_key,
+                })
+        }
+
+        /// The document and, per video, the exact text its `meta_data` must read back as.
+        fn document(videos: &[Video], ws: &str, ascii: bool) -> (Vec<u8>, Vec<Vec<u8>>) {
+            let mut out = b"{".to_vec();
+            let mut metas = Vec::new();
+            for (i, v) in videos.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b",");
+                    out.extend_from_slice(ws.as_bytes());
+                }
+                render_str(&v.id, ascii, &mut out);
+                out.extend_from_slice(b": {");
+                let mut fi = b"\"frame_info\": [".to_vec();
+                for (k, (loc, pad, len)) in v.frame_info.iter().enumerate() {
+                    if k > 0 {
+                        fi.extend_from_slice(b", ");
+                    }
+                    fi.extend_from_slice(format!("[{loc},{ws}{pad}, {len}{ws}]").as_bytes());
+                }
+                fi.extend_from_slice(b"]");
+                let mut meta_text = Vec::new();
+                render(
+                    &Value::List(v.meta.clone().unwrap_or_default()),
+                    ws,
+                    ascii,
+                    &mut meta_text,
+                );
+                let mut md = b"\"meta_data\":".to_vec();
+                md.extend_from_slice(ws.as_bytes());
+                md.extend_from_slice(&meta_text);
+                let mut fields = vec![fi];
+                if v.meta.is_some() {
+                    fields.insert(if v.meta_first { 0 } else { 1 }, md);
+                }
+                if v.extra_key {
+                    // Keys other tools may add are skipped, whatever their value.
+                    fields.push(b"\"note\": {\"a\": [NaN, -Infinity, \"}\"]}".to_vec());
+                }
+                out.extend_from_slice(&fields.join(&b", "[..]));
+                out.extend_from_slice(ws.as_bytes());
+                out.extend_from_slice(b"}");
+                metas.push(if v.meta.is_some() {
+                    meta_text
+                } else {
+                    b"[]".to_vec()
+                });
+            }
+            out.extend_from_slice(ws.as_bytes());
+            out.extend_from_slice(b"}\n");
+            (out, metas)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+
+            #[test]
+            fn parses_back_what_was_generated(
+                videos in prop::collection::vec(video(), 0..6),
+                ws in ws(),
+                ascii in any::<bool>(),
+            ) {
+                // Ids are unique in a valid file (duplicates are refused; tested elsewhere).
+                let mut seen = std::collections::HashSet::new();
+                let videos: Vec<Video> =
+                    videos.into_iter().filter(|v| seen.insert(v.id.clone())).collect();
+                let (text, metas) = document(&videos, ws, ascii);
+                let parsed = parse(&text).map_err(|e| {
+                    TestCaseError::fail(format!("{e}: {}", String::from_utf8_lossy(&text)))
+                })?;
+                prop_assert_eq!(parsed.len(), videos.len());
+                for ((entry, video), meta) in parsed.iter().zip(&videos).zip(&metas) {
+                    prop_assert_eq!(&entry.id, &video.id);
+                    prop_assert_eq!(&entry.frame_info, &video.frame_info);
+                    prop_assert_eq!(&entry.meta_data, meta);
+                }
+            }
+
+            #[test]
+            fn what_we_write_parses_back(videos in prop::collection::vec(video(), 0..6)) {
+                let mut seen = std::collections::HashSet::new();
+                let videos: Vec<Video> =
+                    videos.into_iter().filter(|v| seen.insert(v.id.clone())).collect();
+                let mut out = Vec::new();
+                begin(&mut out);
+                let mut metas = Vec::new();
+                for (i, v) in videos.iter().enumerate() {
+                    let mut meta = Vec::new();
+                    render(&Value::List(v.meta.clone().unwrap_or_default()), " ", true, &mut meta);
+                    write_entry(&mut out, i == 0, &v.id, v.frame_info.iter().copied(), &meta);
+                    metas.push(meta);
+                }
+                finish(&mut out);
+                let parsed = parse(&out).map_err(TestCaseError::fail)?;
+                prop_assert_eq!(parsed.len(), videos.len());
+                for ((entry, video), meta) in parsed.iter().zip(&videos).zip(&metas) {
+                    prop_assert_eq!(&entry.id, &video.id);
+                    prop_assert_eq!(&entry.frame_info, &video.frame_info);
+                    prop_assert_eq!(&entry.meta_data, meta);
+                }
+            }
+        }
+    }
 }

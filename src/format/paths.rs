@@ -32,13 +32,57 @@ impl ChunkPaths {
     /// gulpio's names for chunk `k` in `dir`.
     pub fn numbered(dir: &Path, k: u64) -> Self {
         Self::new(
-            dir.join(format!("data_{k}.{DATA_EXT}")),
-            dir.join(format!("meta_{k}.{META_EXT}")),
+            dir.join(FileKind::Data.file_name(k)),
+            dir.join(FileKind::Meta.file_name(k)),
         )
     }
 }
 
+/// The three files of a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Data,
+    Meta,
+    Index,
+}
+
+impl FileKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FileKind::Data => "data",
+            FileKind::Meta => "meta",
+            FileKind::Index => "index",
+        }
+    }
+
+    /// `data_{k}.gulp`, `meta_{k}.gmeta` or `data_{k}.gidx`.
+    pub fn file_name(self, k: u64) -> String {
+        match self {
+            FileKind::Data => format!("data_{k}.{DATA_EXT}"),
+            FileKind::Meta => format!("meta_{k}.{META_EXT}"),
+            FileKind::Index => format!("data_{k}.{INDEX_EXT}"),
+        }
+    }
+}
+
+/// The kind of a file gulpio's globs list as part of a chunk: `data*.gulp` or `meta*.gmeta`
+/// (whatever is between). Temporary files never match: they start with a dot.
+pub fn glob_kind(name: &str) -> Option<FileKind> {
+    let matches = |prefix: &str, ext: &str| {
+        name.starts_with(prefix) && name.strip_suffix(ext).is_some_and(|s| s.ends_with('.'))
+    };
+    if matches("data", DATA_EXT) {
+        Some(FileKind::Data)
+    } else if matches("meta", META_EXT) {
+        Some(FileKind::Meta)
+    } else {
+        None
+    }
+}
+
 /// The chunk number gulpio derives from a file name: the first run of digits in the basename.
+/// This is what a reader pairs data and meta files by, so two names with the same number
+/// (`data_7.gulp`, `data_007.gulp`) claim the same chunk.
 pub fn chunk_number(path: &Path) -> Option<u64> {
     let name = path.file_name()?.to_str()?;
     let start = name.find(|c: char| c.is_ascii_digit())?;
@@ -47,6 +91,33 @@ pub fn chunk_number(path: &Path) -> Option<u64> {
         .take_while(|c| c.is_ascii_digit())
         .collect();
     digits.parse().ok()
+}
+
+/// The kind and number of a file named as this package names chunk files
+/// (`data_{k}.gulp`, `meta_{k}.gmeta`, `data_{k}.gidx`; `k` in decimal digits).
+pub fn parse_chunk_file_name(name: &str) -> Option<(FileKind, u64)> {
+    let (stem, ext) = name.rsplit_once('.')?;
+    let (prefix, digits) = stem.split_once('_')?;
+    let kind = match (prefix, ext) {
+        ("data", DATA_EXT) => FileKind::Data,
+        ("meta", META_EXT) => FileKind::Meta,
+        ("data", INDEX_EXT) => FileKind::Index,
+        _ => return None,
+    };
+    Some((kind, decimal(digits)?))
+}
+
+fn decimal(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// The name of a writer's temporary file for the file named `target`:
+/// `.gulpio-tmp.{target}.{pid}-{seq}`.
+pub fn temp_name(target: &str, pid: u32, seq: u64) -> String {
+    format!("{TMP_PREFIX}{target}.{pid}-{seq}")
 }
 
 /// A fresh temporary name next to `target`, unique per process and call.
@@ -58,7 +129,19 @@ pub fn temp_for(target: &Path) -> PathBuf {
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    target.with_file_name(format!("{TMP_PREFIX}{name}.{}-{n}", std::process::id()))
+    target.with_file_name(temp_name(&name, std::process::id(), n))
+}
+
+/// If `name` is a writer's temporary file (see [`temp_name`]): the name of the file it
+/// stands in for and the pid of the process that made it. Repair removes those whose process
+/// is gone.
+pub fn parse_temp_name(name: &str) -> Option<(&str, u32)> {
+    let rest = name.strip_prefix(TMP_PREFIX)?;
+    let (target, suffix) = rest.rsplit_once('.')?;
+    let (pid, seq) = suffix.split_once('-')?;
+    decimal(seq)?;
+    let pid = u32::try_from(decimal(pid)?).ok()?;
+    (!target.is_empty()).then_some((target, pid))
 }
 
 #[cfg(test)]
@@ -80,5 +163,63 @@ mod tests {
             .to_str()
             .unwrap()
             .starts_with(".gulpio-tmp.meta_12"));
+    }
+
+    #[test]
+    fn our_names_parse_back() {
+        for k in [0, 7, 12, u64::MAX] {
+            for kind in [FileKind::Data, FileKind::Meta, FileKind::Index] {
+                let name = kind.file_name(k);
+                assert_eq!(parse_chunk_file_name(&name), Some((kind, k)), "{name}");
+            }
+        }
+        for other in [
+            "data_.gulp",
+            "data_1.gmeta",
+            "meta_1.gidx",
+            "data_-1.gulp",
+            "data_1x.gulp",
+            "data1.gulp",
+            "data_99999999999999999999.gulp",
+            ".gulpio-tmp.data_1.gulp.5-0",
+        ] {
+            assert_eq!(parse_chunk_file_name(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn gulpio_globs() {
+        assert_eq!(glob_kind("data_3.gulp"), Some(FileKind::Data));
+        assert_eq!(glob_kind("data.gulp"), Some(FileKind::Data));
+        assert_eq!(glob_kind("meta-x-4.gmeta"), Some(FileKind::Meta));
+        assert_eq!(glob_kind("data_3.gidx"), None);
+        assert_eq!(glob_kind("xdata_3.gulp"), None);
+        assert_eq!(glob_kind("data_3.gulpx"), None);
+        assert_eq!(glob_kind(".gulpio-tmp.data_3.gulp.1-2"), None);
+    }
+
+    #[test]
+    fn temporaries_name_their_target_and_pid() {
+        let t = temp_for(Path::new("/d/data_3.gidx"));
+        let name = t.file_name().unwrap().to_str().unwrap();
+        assert_eq!(
+            parse_temp_name(name),
+            Some(("data_3.gidx", std::process::id()))
+        );
+        assert_eq!(
+            parse_temp_name(&temp_name("meta_1.gmeta", 42, 9)),
+            Some(("meta_1.gmeta", 42))
+        );
+        for other in [
+            "data_3.gidx",
+            ".gulpio-tmp.data_3.gidx",
+            ".gulpio-tmp.data_3.gidx.42",
+            ".gulpio-tmp.data_3.gidx.42-",
+            ".gulpio-tmp.data_3.gidx.x-1",
+            ".gulpio-tmp..1-2",
+            ".gulpio-tmp.data_3.gidx.99999999999-1",
+        ] {
+            assert_eq!(parse_temp_name(other), None, "{other}");
+        }
     }
 }

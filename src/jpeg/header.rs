@@ -1,5 +1,9 @@
 //! Reads a JPEG's frame header (SOF) without decoding: size, components, coding process.
 //! The writer records this in the index, and refuses bytes that are not a JPEG at all.
+//!
+//! Every look at the markers before the scan goes through [`segments`], so all of them skip
+//! stray bytes and `0xFF` fill bytes the way libjpeg does (it warns and resynchronises on the
+//! next marker) and so agree on where each segment is.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JpegInfo {
@@ -19,103 +23,198 @@ impl JpegInfo {
     pub fn is_lossless(&self) -> bool {
         matches!(self.sof, 0xC3 | 0xC7 | 0xCB | 0xCF)
     }
+    pub fn is_progressive(&self) -> bool {
+        matches!(self.sof, 0xC2 | 0xC6 | 0xCA | 0xCE)
+    }
 }
 
-pub fn read_info(b: &[u8]) -> Result<JpegInfo, String> {
+/// One marker found before the scan data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment<'a> {
+    pub marker: u8,
+    /// Position of the marker byte (the one after the `0xFF`s).
+    pub at: usize,
+    /// The segment's length field (it counts itself); 0 for SOS and EOI, whose segments the
+    /// walk does not read.
+    pub len: usize,
+    /// The bytes after the length field.
+    pub body: &'a [u8],
+}
+
+/// The marker segments of a JPEG in order, up to and including the first SOS or EOI (which
+/// ends the walk). Standalone markers (TEM, RSTn, a repeated SOI) are skipped. An `Err` item
+/// (truncated or impossible segment) is the last; the walk also ends at the end of the data.
+pub fn segments(b: &[u8]) -> Result<Segments<'_>, String> {
     if b.len() < 4 || b[0] != 0xFF || b[1] != 0xD8 {
         return Err("not a JPEG (no SOI marker)".into());
     }
-    let mut pos = 2;
-    loop {
-        // Markers may be preceded by any number of 0xFF fill bytes.
-        while pos < b.len() && b[pos] != 0xFF {
-            pos += 1;
+    Ok(Segments {
+        b,
+        pos: 2,
+        done: false,
+    })
+}
+
+pub struct Segments<'a> {
+    b: &'a [u8],
+    pos: usize,
+    done: bool,
+}
+
+impl<'a> Iterator for Segments<'a> {
+    type Item = Result<Segment<'a>, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
         }
-        while pos < b.len() && b[pos] == 0xFF {
-            pos += 1;
-        }
-        let Some(&marker) = b.get(pos) else {
-            return Err("no frame header (SOF) before the end of the data".into());
+        let b = self.b;
+        let marker = loop {
+            // Markers may be preceded by stray bytes and any number of 0xFF fill bytes.
+            while self.pos < b.len() && b[self.pos] != 0xFF {
+                self.pos += 1;
+            }
+            while self.pos < b.len() && b[self.pos] == 0xFF {
+                self.pos += 1;
+            }
+            let Some(&marker) = b.get(self.pos) else {
+                self.done = true;
+                return None;
+            };
+            self.pos += 1;
+            if !matches!(marker, 0x01 | 0xD0..=0xD8) {
+                break marker;
+            }
         };
-        pos += 1;
-        match marker {
-            0x01 | 0xD0..=0xD8 => continue,
+        let at = self.pos - 1;
+        if matches!(marker, 0xD9 | 0xDA) {
+            self.done = true;
+            return Some(Ok(Segment {
+                marker,
+                at,
+                len: 0,
+                body: &[],
+            }));
+        }
+        let item = match b.get(self.pos..self.pos + 2) {
+            None => Err("truncated marker segment".to_string()),
+            Some(l) => match u16::from_be_bytes([l[0], l[1]]) as usize {
+                len if len < 2 => Err(format!("marker 0xFF{marker:02X} has invalid length {len}")),
+                len => match b.get(self.pos + 2..self.pos + len) {
+                    None => Err(format!("marker 0xFF{marker:02X} segment is truncated")),
+                    Some(body) => {
+                        self.pos += len;
+                        Ok(Segment {
+                            marker,
+                            at,
+                            len,
+                            body,
+                        })
+                    }
+                },
+            },
+        };
+        self.done |= item.is_err();
+        Some(item)
+    }
+}
+
+/// Start-of-frame markers: 0xC0..=0xCF except DHT (C4), JPG (C8) and DAC (CC).
+fn is_sof(marker: u8) -> bool {
+    (0xC0..=0xCF).contains(&marker) && !matches!(marker, 0xC4 | 0xC8 | 0xCC)
+}
+
+pub fn read_info(b: &[u8]) -> Result<JpegInfo, String> {
+    for seg in segments(b)? {
+        let seg = seg?;
+        match seg.marker {
             0xD9 | 0xDA => return Err("no frame header (SOF) before the scan data".into()),
+            m if is_sof(m) => return frame_header(m, seg.body),
             _ => {}
         }
-        let len = match b.get(pos..pos + 2) {
-            Some(l) => u16::from_be_bytes([l[0], l[1]]) as usize,
-            None => return Err("truncated marker segment".into()),
-        };
-        if len < 2 {
-            return Err(format!("marker 0xFF{marker:02X} has invalid length {len}"));
-        }
-        let seg = b
-            .get(pos + 2..pos + len)
-            .ok_or_else(|| format!("marker 0xFF{marker:02X} segment is truncated"))?;
-        if (0xC0..=0xCF).contains(&marker) && !matches!(marker, 0xC4 | 0xC8 | 0xCC) {
-            if seg.len() < 6 {
-                return Err("frame header (SOF) is truncated".into());
-            }
-            let info = JpegInfo {
-                precision: seg[0],
-                height: u16::from_be_bytes([seg[1], seg[2]]),
-                width: u16::from_be_bytes([seg[3], seg[4]]),
-                components: seg[5],
-                sof: marker,
-            };
-            if info.width == 0 || info.height == 0 {
-                return Err(format!(
-                    "frame header declares a {}x{} image",
-                    info.width, info.height
-                ));
-            }
-            if !matches!(info.components, 1 | 3 | 4) {
-                return Err(format!(
-                    "frame header declares {} components (1, 3 or 4 supported)",
-                    info.components
-                ));
-            }
-            return Ok(info);
-        }
-        pos += len;
     }
+    Err("no frame header (SOF) before the end of the data".into())
+}
+
+fn frame_header(sof: u8, seg: &[u8]) -> Result<JpegInfo, String> {
+    if seg.len() < 6 {
+        return Err("frame header (SOF) is truncated".into());
+    }
+    let info = JpegInfo {
+        precision: seg[0],
+        height: u16::from_be_bytes([seg[1], seg[2]]),
+        width: u16::from_be_bytes([seg[3], seg[4]]),
+        components: seg[5],
+        sof,
+    };
+    if info.width == 0 || info.height == 0 {
+        return Err(format!(
+            "frame header declares a {}x{} image",
+            info.width, info.height
+        ));
+    }
+    if !matches!(info.components, 1 | 3 | 4) {
+        return Err(format!(
+            "frame header declares {} components (1, 3 or 4 supported)",
+            info.components
+        ));
+    }
+    Ok(info)
 }
 
 /// The first "Adobe" APP14 segment before the scan: `(position of its marker byte, segment
 /// length)`. It says how CMYK is stored (inverted, as Adobe writes it) and whether the
 /// colour transform is YCCK.
 pub fn adobe_segment(b: &[u8]) -> Option<(usize, usize)> {
-    let mut pos = 2;
-    while pos + 4 <= b.len() && b[pos] == 0xFF {
-        let marker = b[pos + 1];
-        if marker == 0xDA || marker == 0xD9 {
-            return None;
-        }
-        let len = u16::from_be_bytes([b[pos + 2], b[pos + 3]]) as usize;
-        if marker == 0xEE && b.get(pos + 4..pos + 9) == Some(b"Adobe") {
-            return Some((pos + 1, len));
-        }
-        pos += 2 + len;
-    }
-    None
+    segments(b)
+        .ok()?
+        .map_while(Result::ok)
+        .find(|s| s.marker == 0xEE && s.body.starts_with(b"Adobe"))
+        .map(|s| (s.at, s.len))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const JPEG: [u8; 25] = [
+        0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x04, 0xAA, 0xBB, 0xFF, 0xC2, 0x00, 0x0B, 0x08, 0x00, 0x10,
+        0x00, 0x20, 0x03, 0, 0, 0, 0, 0, 0xFF, 0xD9,
+    ];
+
     #[test]
     fn finds_sof_after_app_segments() {
-        let jpeg = [
-            0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x04, 0xAA, 0xBB, 0xFF, 0xC2, 0x00, 0x0B, 0x08, 0x00,
-            0x10, 0x00, 0x20, 0x03, 0, 0, 0, 0, 0, 0xFF, 0xD9,
-        ];
-        let info = read_info(&jpeg).unwrap();
+        let info = read_info(&JPEG).unwrap();
         assert_eq!((info.width, info.height, info.components), (32, 16, 3));
         assert_eq!(info.sof, 0xC2);
-        assert!(read_info(&jpeg[..12]).is_err());
+        assert!(info.is_progressive() && !info.is_arithmetic() && !info.is_lossless());
+        assert!(read_info(&JPEG[..12]).is_err());
         assert!(read_info(b"\x89PNG....").is_err());
         assert!(read_info(&[]).is_err());
+    }
+
+    #[test]
+    fn fill_and_stray_bytes_are_skipped_by_every_reader() {
+        // APP14 "Adobe" (short: 7 data bytes) after fill bytes and a stray byte, then the SOF.
+        let mut b = vec![0xFF, 0xD8, 0x00, 0xFF, 0xFF, 0xFF, 0xEE, 0x00, 0x09];
+        b.extend_from_slice(b"Adobe\x00\x64");
+        let adobe_at = 6;
+        b.extend_from_slice(&JPEG[8..]);
+        assert_eq!(read_info(&b).unwrap().width, 32);
+        assert_eq!(adobe_segment(&b), Some((adobe_at, 9)));
+        let markers: Vec<u8> = segments(&b).unwrap().map(|s| s.unwrap().marker).collect();
+        assert_eq!(markers, [0xEE, 0xC2, 0xD9]);
+        // No Adobe segment, or only after the scan started.
+        assert_eq!(adobe_segment(&JPEG), None);
+    }
+
+    #[test]
+    fn truncated_segment_ends_the_walk_with_an_error() {
+        let b = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x01];
+        let items: Vec<_> = segments(&b).unwrap().collect();
+        assert_eq!(items.len(), 1);
+        assert!(items[0].is_err());
+        let b = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x01, 0xFF, 0xC0];
+        assert!(read_info(&b).unwrap_err().contains("invalid length"));
     }
 }

@@ -1,18 +1,21 @@
-//! The libjpeg-turbo backend (cargo feature `turbo`): the same contract as the zune-jpeg path
-//! in `decode.rs` (strict, exact output size, limits checked before allocating), through
-//! TurboJPEG 3's API built from source by turbojpeg-sys.
+//! The libjpeg-turbo backend (cargo feature `turbo`), through TurboJPEG 3's API built from
+//! source by turbojpeg-sys. Gets frames vetted by `jpeg::decode_into` (shape, limits, output
+//! size) and must be as strict as the contract there says.
 //!
-//! Strictness: `TJPARAM_STOPONWARNING` turns every libjpeg warning ("premature end of data",
-//! "corrupt JPEG data: N extraneous bytes") into an error, so a cut or damaged scan is never
-//! returned as a partly grey image; `TJPARAM_MAXPIXELS` and `TJPARAM_SCANLIMIT` bound memory
-//! and time on hostile input (progressive scan bombs).
+//! Strictness: `TJPARAM_STOPONWARNING` is off, because libjpeg also warns about harmless
+//! metadata (an ICC profile after the frame header, odd JFIF/Adobe segments) that Pillow
+//! ignores too. Instead every warning is judged after the call (`check`, `benign`): all but
+//! those metadata warnings ("premature end of data", "corrupt JPEG data: N extraneous bytes",
+//! ...) are errors, so a cut or damaged scan is never returned as a partly grey image.
+//! `TJPARAM_MAXPIXELS` and `TJPARAM_SCANLIMIT` bound memory and time on hostile input
+//! (progressive scan bombs).
 
 use std::cell::RefCell;
 use std::ffi::{c_int, CStr};
 
 use turbojpeg_sys as tj;
 
-use super::decode::{output_shape, Colorspace, DecodeFailure, MAX_FRAME_PIXELS};
+use super::{header, luma, Colorspace, DecodeFailure, Frame, MAX_FRAME_PIXELS};
 
 /// A progressive JPEG needs ~10 scans; thousands are only ever an attack on decode time.
 const SCAN_LIMIT: c_int = 500;
@@ -52,26 +55,17 @@ fn set(h: tj::tjhandle, param: tj::TJPARAM, value: c_int) -> Result<(), DecodeFa
     Ok(())
 }
 
-/// Decodes into `out` (exactly `height * width * channels` bytes, see `output_shape`).
-pub fn decode_into(jpeg: &[u8], want: Colorspace, out: &mut [u8]) -> Result<(), DecodeFailure> {
-    let (h, w, c, info) = output_shape(jpeg, want)?;
-    if out.len() != h * w * c {
-        return Err(DecodeFailure::Corrupt(format!(
-            "the JPEG header declares {w}x{h} with {c} output channel(s) ({} bytes) but {} \
-             bytes were expected (does the index describe another frame?)",
-            h * w * c,
-            out.len()
-        )));
+/// Decodes `frame` into `out` (exactly its size, checked by the caller).
+pub(super) fn decode_into(jpeg: &[u8], frame: &Frame, out: &mut [u8]) -> Result<(), DecodeFailure> {
+    let dims = (frame.width, frame.height);
+    if frame.info.components == 4 {
+        return decode_cmyk(jpeg, dims, frame.channels, out);
     }
-    if info.components == 4 {
-        return decode_cmyk(jpeg, (w, h), c, out);
-    }
-    let format = if c == 1 {
-        tj::TJPF_TJPF_GRAY
-    } else {
-        tj::TJPF_TJPF_RGB
+    let format = match frame.colorspace() {
+        Colorspace::Gray => tj::TJPF_TJPF_GRAY,
+        _ => tj::TJPF_TJPF_RGB,
     };
-    decode_with_handle(jpeg, (w, h), format, out)
+    decode_with_handle(jpeg, dims, format, out)
 }
 
 /// TurboJPEG hands CMYK/YCCK JPEGs out only as CMYK; convert as Pillow does
@@ -84,7 +78,7 @@ fn decode_cmyk(
 ) -> Result<(), DecodeFailure> {
     let mut cmyk = vec![0u8; h * w * 4];
     decode_with_handle(jpeg, (w, h), tj::TJPF_TJPF_CMYK, &mut cmyk)?;
-    let inverted = super::header::adobe_segment(jpeg).is_some();
+    let inverted = header::adobe_segment(jpeg).is_some();
     let ink = |v: u8| -> u32 {
         if inverted {
             v as u32
@@ -97,7 +91,7 @@ fn decode_cmyk(
         let k = ink(px[3]);
         let (r, g, b) = (mix(px[0], k), mix(px[1], k), mix(px[2], k));
         if channels == 1 {
-            o[0] = ((19595 * r + 38470 * g + 7471 * b + 32768) >> 16) as u8;
+            o[0] = luma(r, g, b);
         } else {
             o[0] = r as u8;
             o[1] = g as u8;

@@ -5,7 +5,6 @@ use numpy::{PyArray3, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods}
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use super::errors::IntoPy;
 use crate::pool;
 use crate::resize::{self, Pixels};
 
@@ -43,10 +42,8 @@ pub fn resize_frames<'py>(
     threads: usize,
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let px = pixels(&frames)?;
-    let runner = pool::runner(threads).py_err(py)?;
-    let resized = py
-        .detach(|| resize::resize_batch(&px, size, &runner))
-        .py_err(py)?;
+    let runner = pool::runner(threads)?;
+    let resized = py.detach(|| resize::resize_batch(&px, size, &runner))?;
     let mut out = Vec::with_capacity(resized.len());
     for (f, src) in resized.into_iter().zip(&frames) {
         let (h, w) = (f.height, f.width);

@@ -71,8 +71,9 @@ class ImageListAdapter(_BuiltinAdapter, _LabelFolderMixin):
         self.folder = root_folder
         self.data = ImageListAdapter.parse_paths(self.input_file)
         self.label2idx = self.create_label2idx_dict()
-        self.shuffle = bool(shuffle)
-        self.img_size = int(img_size)
+        self.shuffle = shuffle  # as given, like gulpio2
+        self.img_size = img_size
+        int(img_size)  # fail early on a non-number
         self.seed = seed
         self.all_meta = self.get_meta()
         _check_unique_ids((m["id"] for m in self.all_meta), os.fspath(input_file))
@@ -116,7 +117,7 @@ class ImageListAdapter(_BuiltinAdapter, _LabelFolderMixin):
         for entry in self.all_meta[_slice(slice_element, len(self))]:
             meta = {k: v for k, v in entry.items() if k != "path"}
             img_path = os.path.join(os.fspath(self.root_folder), str(entry["path"]))
-            yield _image_item(meta["id"], meta, [img_path], self.img_size, "")
+            yield _image_item(meta["id"], meta, [img_path], int(self.img_size), "")
 
 
 class ImageFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
@@ -144,13 +145,14 @@ class ImageFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         *,
         seed=0,
     ):
-        self.file_extensions = list(file_extensions)
+        self.file_extensions = file_extensions  # as given, like gulpio2
         self.data = self.parse_folder(folder)
         self.output_folder = output_folder
         self.label2idx = self.create_label2idx_dict()
         self.folder = folder
-        self.shuffle = bool(shuffle)
-        self.img_size = int(img_size)
+        self.shuffle = shuffle  # as given, like gulpio2
+        self.img_size = img_size
+        int(img_size)  # fail early on a non-number
         self.seed = seed
         self.all_meta = self.get_meta()
         _check_unique_ids((m["id"] for m in self.all_meta), os.fspath(folder))
@@ -171,7 +173,7 @@ class ImageFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         """Yield one image per item."""
         self.write_label2idx_dict()
         for meta in self.all_meta[_slice(slice_element, len(self))]:
-            yield _image_item(meta["id"], meta, [_file_of(meta)], self.img_size, "")
+            yield _image_item(meta["id"], meta, [_file_of(meta)], int(self.img_size), "")
 
 
 class VideoFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
@@ -200,13 +202,14 @@ class VideoFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         max_frames=None,
         seed=0,
     ):
-        self.file_extensions = list(file_extensions)
+        self.file_extensions = file_extensions  # as given, like gulpio2
         self.data = self.parse_folder(folder)
         self.output_folder = output_folder
         self.label2idx = self.create_label2idx_dict()
         self.folder = folder
-        self.shuffle = bool(shuffle)
-        self.frame_size = int(frame_size)
+        self.shuffle = shuffle  # as given, like gulpio2
+        self.frame_size = frame_size
+        int(frame_size)  # fail early on a non-number
         self.frame_rate = _frame_rate(frame_rate)
         self.max_frames = max_frames
         self.seed = seed
@@ -231,7 +234,12 @@ class VideoFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         self.write_label2idx_dict()
         for meta in self.all_meta[_slice(slice_element, len(self))]:
             yield _video_item(
-                meta["id"], meta, _file_of(meta), self.frame_rate, self.frame_size, self.max_frames
+                meta["id"],
+                meta,
+                _file_of(meta),
+                self.frame_rate,
+                int(self.frame_size),
+                self.max_frames,
             )
 
     def get_bursted_frames(self, video_path) -> list[np.ndarray]:
@@ -239,7 +247,7 @@ class VideoFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         return read_video(
             video_path,
             frame_rate=self.frame_rate,
-            frame_size=self.frame_size,
+            frame_size=int(self.frame_size),
             max_frames=self.max_frames,
         )
 
@@ -272,9 +280,10 @@ class FramesFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
     ):
         self.folder = folder
         self.output_folder = output_folder
-        self.file_extensions = list(file_extensions)
-        self.shuffle = bool(shuffle)
-        self.frame_size = int(frame_size)
+        self.file_extensions = file_extensions  # as given, like gulpio2
+        self.shuffle = shuffle  # as given, like gulpio2
+        self.frame_size = frame_size
+        int(frame_size)  # fail early on a non-number
         self.seed = seed
         self.labels = self._detect_labels(labels)
         self.data = self.parse_folder(folder)
@@ -332,4 +341,4 @@ class FramesFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         exts = _extensions(self.file_extensions)
         for entry in self.all_meta[_slice(slice_element, len(self))]:
             meta = {k: v for k, v in entry.items() if k != "path"}
-            yield _frames_folder_item(meta["id"], meta, entry["path"], exts, self.frame_size)
+            yield _frames_folder_item(meta["id"], meta, entry["path"], exts, int(self.frame_size))

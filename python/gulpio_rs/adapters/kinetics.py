@@ -26,7 +26,8 @@ class _JsonVideosAdapter(_BuiltinAdapter):
     ) -> None:
         self.json_file = json_file
         self.folder = folder
-        self.frame_size = int(frame_size)
+        self.frame_size = frame_size  # as given, like gulpio2
+        int(frame_size)  # fail early on a non-number
         self.frame_rate = _frame_rate(frame_rate)
         self.max_frames = max_frames
         self.shm_dir_path = shm_dir_path
@@ -56,7 +57,7 @@ class _JsonVideosAdapter(_BuiltinAdapter):
         return read_video(
             os.path.join(os.fspath(self.folder), vid_file),
             frame_rate=self.frame_rate,
-            frame_size=self.frame_size,
+            frame_size=int(self.frame_size),
             max_frames=self.max_frames,
         )
 
@@ -64,7 +65,12 @@ class _JsonVideosAdapter(_BuiltinAdapter):
         """Decode each video of the slice (one at a time) and yield it."""
         for v in self.vid_storage[_slice(slice_element, len(self))]:
             yield _video_item(
-                v["id"], v["meta"], v["path"], self.frame_rate, self.frame_size, self.max_frames
+                v["id"],
+                v["meta"],
+                v["path"],
+                self.frame_rate,
+                int(self.frame_size),
+                self.max_frames,
             )
 
 

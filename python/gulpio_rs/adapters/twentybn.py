@@ -277,8 +277,9 @@ class Custom20BNCsvJpegAdapter(_BuiltinAdapter, Custom20BNAdapterMixin):
         self.output_folder = output_folder
         self.labels2idx = self.create_label2idx_dict("label")
         self.folder = folder
-        self.shuffle = bool(shuffle)
-        self.frame_size = int(frame_size)
+        self.shuffle = shuffle  # as given, like gulpio2
+        self.frame_size = frame_size
+        int(frame_size)  # fail early on a non-number
         self.shm_dir_path = shm_dir_path
         self.seed = seed
         self.all_meta = self.get_meta()
@@ -306,4 +307,4 @@ class Custom20BNCsvJpegAdapter(_BuiltinAdapter, Custom20BNAdapterMixin):
         exts = (".jpg", ".jpeg")
         for meta in self.all_meta[_slice(slice_element, len(self))]:
             video_folder = os.path.join(os.fspath(self.folder), str(meta["id"]))
-            yield _frames_folder_item(meta["id"], meta, video_folder, exts, self.frame_size)
+            yield _frames_folder_item(meta["id"], meta, video_folder, exts, int(self.frame_size))

@@ -9,7 +9,7 @@ import tempfile
 import time
 from importlib import resources
 
-from .. import JPEG_BACKEND, __version__
+from .. import JPEG_BACKEND, __version__, _decoder_note, _zune_fallback_reason
 from ..errors import GulpError
 
 EPILOG = """examples:
@@ -93,4 +93,6 @@ def run(args: argparse.Namespace) -> int:
     sheet_path = os.path.join(out, "contact_sheet.png")
     sheet.save(sheet_path)
     print(f"4. contact sheet of {first!r}: {sheet_path}")
+    note = _decoder_note(_zune_fallback_reason())
+    print(f"decoder: {JPEG_BACKEND}" + (f"; note: {note}" if note else ""))
     return 0

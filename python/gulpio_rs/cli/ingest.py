@@ -266,12 +266,17 @@ def ingest_with(
 ) -> int:
     """Builds the adapter (passing ``output_folder`` if its constructor takes one), gulps it,
     prints the report and returns the exit status."""
+    from .. import _native
     from .._reading import _usable_cores
     from ..ingest import GulpIngestor, IngestWarning
+    from ..ingest.remote import staging_folder
 
     kwargs = dict(kwargs)
     if any(p.name == "output_folder" for p in _parameters(cls)):
-        kwargs["output_folder"] = output_folder
+        # Adapters write label2idx.json into their output folder: for a dataset URL that is
+        # the local staging folder, uploaded with the chunks.
+        remote = _native.is_remote_url(output_folder)
+        kwargs["output_folder"] = staging_folder(output_folder) if remote else output_folder
     adapter = cls(**kwargs)
     with warnings.catch_warnings():
         # The summary printed below lists every skipped video; no need to warn as well.

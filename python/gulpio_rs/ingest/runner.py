@@ -208,9 +208,15 @@ class GulpIngestor:
       of one adapter into one shared directory.
     - ``progress``: a tqdm bar with videos/s, frames/s and an ETA (on by default when stderr is
       a terminal).
+    - ``output_folder`` may be a dataset URL (``s3://``, ``gs://``, ``az://``; credentials from
+      the environment or ``storage_options``): chunks are staged in ``staging_dir`` (default
+      ``~/.cache/gulpio/staging/<hash of the URL>``, or under ``$GULPIO_STAGING_DIR``) and
+      uploaded data first, ``.gmeta`` last; rerunning after a crash resumes from the staging
+      folder and skips chunks already uploaded.
     - ``executor="ray"``: each chunk is a Ray task on the cluster at ``ray_address`` (default:
       the one ``ray.init()`` finds or starts), ``threads`` (default 1) CPUs each; the output
-      is byte-identical to the process pool's (see docs/INGEST.md, "Ray").
+      is byte-identical to the process pool's (see docs/INGEST.md, "Ray"). Local (or
+      network-mounted) output folders only for now.
     """
 
     def __init__(
@@ -227,6 +233,8 @@ class GulpIngestor:
         num_shards: int = 1,
         threads: int | None = None,
         progress: bool | None = None,
+        storage_options: dict | None = None,
+        staging_dir=None,
         executor: str = "process",
         ray_address: str | None = None,
     ):
@@ -236,7 +244,7 @@ class GulpIngestor:
         self.executor = executor
         self.ray_address = ray_address
         self.adapter = adapter
-        self.output_folder = os.fspath(output_folder)
+        self.output_folder = output_folder  # as given, as gulpio2 keeps it
         self.videos_per_chunk = int(videos_per_chunk)
         self.num_workers = int(num_workers)
         if self.videos_per_chunk < 1:
@@ -251,10 +259,16 @@ class GulpIngestor:
             threads = max(1, cores)
         self.options = EncodeOptions(int(quality), subsampling, int(threads))
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
+        self.storage_options = storage_options
+        self.staging_dir = staging_dir
 
     def __call__(self) -> IngestReport:
+        if _native.is_remote_url(os.fsdecode(self.output_folder)):
+            from .remote import ingest_remote
+
+            return ingest_remote(self, os.fsdecode(self.output_folder))
         t0 = time.perf_counter()
-        folder = self.output_folder
+        folder = os.fsdecode(self.output_folder)
         os.makedirs(folder, exist_ok=True)
         slices = calculate_chunk_slices(self.videos_per_chunk, len(self.adapter))
         key = {

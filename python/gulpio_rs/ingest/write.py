@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Callable
 
@@ -40,6 +39,7 @@ def write_chunk(
     """
     result = ChunkResult(chunk=number)
     seen: set[str] = set()
+    own_append = type(output_chunk).append is GulpChunk.append
     with output_chunk.open("wb"):
         for video in adapter.iter_data(input_slice):
             id_ = _id_str(video.get("id"))
@@ -54,18 +54,26 @@ def write_chunk(
                 if frames is None or len(frames) == 0:
                     _fail(result, id_, "no frames", strict)
                 else:
+                    meta = video.get("meta", {})
                     try:
-                        jpegs = encoder.encode(frames, video.get("size"))
+                        if own_append:
+                            stored = encoder.encode(frames, video.get("size"))
+                        else:
+                            # A subclass's append gets what gulpio2's got: the adapter's frames.
+                            stored = frames
+                        # Through append, as gulpio2's ChunkWriter: a GulpChunk subclass that
+                        # overrides it sees every video.
+                        output_chunk.append(video.get("id"), meta, stored)
                     except (GulpError, ValueError, OSError) as e:
                         _fail(result, id_, str(e), strict)
                     else:
-                        output_chunk._writer.append(id_, json.dumps(video.get("meta", {})), jpegs)
                         seen.add(id_)
                         result.videos += 1
-                        result.frames += len(jpegs)
-                        result.bytes += sum(len(j) for j in jpegs)
+                        result.frames += len(stored)
+                        if own_append:
+                            result.bytes += sum(len(j) for j in stored)
                         if progress is not None:
-                            progress(1, len(jpegs))
+                            progress(1, len(stored))
                         continue
             if progress is not None:
                 progress(1, 0)

@@ -1,0 +1,227 @@
+//! Decoding stored frames into numpy arrays: one planning function (`plan`) behind
+//! `Chunk.decode`, `Chunk.read` and `read_batch`, and one way to run a plan (`into_one`,
+//! `into_each`: the GIL released, the decode on the private pool).
+
+use numpy::{PyArray4, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+
+use super::arrays;
+use super::chunk::Chunk;
+use crate::batch::{self, FrameJob};
+use crate::jpeg::Colorspace;
+
+pub fn colorspace(name: Option<&str>) -> PyResult<Colorspace> {
+    match name.map(|s| s.to_ascii_uppercase()).as_deref() {
+        None | Some("AUTO") => Ok(Colorspace::Auto),
+        Some("RGB") => Ok(Colorspace::Rgb),
+        Some("GRAY") | Some("GREY") | Some("L") => Ok(Colorspace::Gray),
+        Some(other) => Err(PyValueError::new_err(format!(
+            "colorspace must be 'RGB', 'GRAY' or None, not {other:?}"
+        ))),
+    }
+}
+
+/// How a video's frames are handed out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// One `(T, H, W, C)` array: every frame must have the same size, and a video with some
+    /// colour frames gives 3 channels for all.
+    Stacked,
+    /// gulpio2's list: each frame keeps its own size and channel count.
+    PerFrame,
+}
+
+/// The frames of one video, planned.
+pub struct Plan<'a> {
+    pub jobs: Vec<FrameJob<'a>>,
+    /// `(H, W, C)` shared by every frame. `Stacked` always has one (zeros for no frames);
+    /// `PerFrame` has none when the frames differ or there are none.
+    pub shape: Option<(usize, usize, usize)>,
+}
+
+/// Checks the video position, selects the frames (`None`: all) and works out every frame's
+/// output shape for `layout`.
+pub fn plan<'a>(
+    py: Python<'_>,
+    chunk: &'a Chunk,
+    video: usize,
+    frames: Option<Vec<i64>>,
+    cs: Colorspace,
+    layout: Layout,
+) -> PyResult<Plan<'a>> {
+    chunk.check(video)?;
+    let frames = chunk.selection(video, frames);
+    let reader = chunk.reader();
+    // Legacy chunks read frame headers here, which for remote data is network I/O: never
+    // with the GIL held.
+    let jobs = py.detach(|| batch::plan(reader, video, &frames, cs, layout == Layout::Stacked))?;
+    let shape = match (layout, batch::uniform(&jobs), jobs.first()) {
+        (_, Some(shape), _) => Some(shape),
+        (Layout::PerFrame, None, _) => None,
+        // No frames: an empty (0, 0, 0, C) array.
+        (Layout::Stacked, None, None) => Some((0, 0, 0)),
+        (Layout::Stacked, None, Some(first)) => {
+            let (k, other) = jobs
+                .iter()
+                .find(|j| j.shape != first.shape)
+                .map_or((first.frame, first.shape), |j| (j.frame, j.shape));
+            return Err(PyValueError::new_err(format!(
+                "{}: video {:?} has frames of different sizes (frame {} is {}x{}, frame {} is \
+                 {}x{}); read() stacks frames into one array: use gd[id] for a list of frames",
+                reader.paths().data.display(),
+                reader.id(video),
+                first.frame,
+                first.shape.1,
+                first.shape.0,
+                k,
+                other.1,
+                other.0
+            )));
+        }
+    };
+    Ok(Plan { jobs, shape })
+}
+
+/// Decodes `jobs` back to back into one array of shape `dims`: `out` (checked to be exactly
+/// that shape, C-contiguous and writeable) or a new one.
+pub fn into_one<'py>(
+    py: Python<'py>,
+    jobs: &[FrameJob],
+    dims: &[usize],
+    out: Option<Bound<'py, PyArrayDyn<u8>>>,
+    check: bool,
+    threads: usize,
+) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let arr = match out {
+        Some(arr) => {
+            check_out(arr.as_untyped(), dims)?;
+            arr
+        }
+        // Every byte is written by the decoder before the array is returned; on error the
+        // array is dropped without being exposed.
+        None => arrays::uninit_dyn(py, dims)?,
+    };
+    let outs = split(slice(&arr)?, jobs)?;
+    run(py, jobs, outs, check, threads)?;
+    Ok(arr)
+}
+
+/// Decodes each group of jobs (all of one shape) into its own new `(len, H, W, C)` array, in
+/// one parallel pass over all of them.
+pub fn into_each<'py>(
+    py: Python<'py>,
+    groups: &[&[FrameJob]],
+    check: bool,
+    threads: usize,
+) -> PyResult<Vec<Bound<'py, PyArray4<u8>>>> {
+    let arrays = groups
+        .iter()
+        .map(|g| {
+            let (h, w, c) = g.first().map_or((0, 0, 0), |j| j.shape);
+            arrays::uninit4(py, [g.len(), h, w, c])
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let mut outs = Vec::new();
+    for (arr, jobs) in arrays.iter().zip(groups) {
+        outs.extend(split(slice(arr.to_dyn())?, jobs)?);
+    }
+    let jobs: Vec<FrameJob> = groups.iter().flat_map(|g| g.iter().copied()).collect();
+    run(py, &jobs, outs, check, threads)?;
+    Ok(arrays)
+}
+
+/// Decodes many videos in one parallel pass: `items` are `(chunk, video, frames or None)`.
+/// Returns one `(N, T, H, W, C)` array when every video has the same frame count and size,
+/// else a list of `(T, H, W, C)` arrays. Frames inside one video must share a size.
+#[pyfunction]
+#[pyo3(signature = (items, check=true, colorspace=None, threads=0, out=None))]
+pub fn read_batch<'py>(
+    py: Python<'py>,
+    items: Vec<(Bound<'py, Chunk>, usize, Option<Vec<i64>>)>,
+    check: bool,
+    colorspace: Option<&str>,
+    threads: usize,
+    out: Option<Bound<'py, PyArrayDyn<u8>>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let cs = self::colorspace(colorspace)?;
+    let plans = items
+        .iter()
+        .map(|(chunk, video, frames)| {
+            plan(py, chunk.get(), *video, frames.clone(), cs, Layout::Stacked)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let same = plans
+        .windows(2)
+        .all(|w| w[0].jobs.len() == w[1].jobs.len() && w[0].shape == w[1].shape);
+    if same {
+        let (t, (h, w, c)) = plans.first().map_or((0, (0, 0, 0)), |p| {
+            (p.jobs.len(), p.shape.unwrap_or_default())
+        });
+        let jobs: Vec<FrameJob> = plans.iter().flat_map(|p| p.jobs.iter().copied()).collect();
+        let arr = into_one(py, &jobs, &[plans.len(), t, h, w, c], out, check, threads)?;
+        return Ok(arr.into_any());
+    }
+    if out.is_some() {
+        return Err(PyValueError::new_err(
+            "out= needs every video to give the same number of frames of the same size",
+        ));
+    }
+    let groups: Vec<&[FrameJob]> = plans.iter().map(|p| p.jobs.as_slice()).collect();
+    let arrays = into_each(py, &groups, check, threads)?;
+    Ok(PyList::new(py, arrays)?.into_any())
+}
+
+/// The array's bytes, to be written by the decoder.
+// A numpy array is shared, interior-mutable memory: `&Bound` is all Python ever gives us.
+#[allow(clippy::mut_from_ref)]
+fn slice<'a>(arr: &'a Bound<'_, PyArrayDyn<u8>>) -> PyResult<&'a mut [u8]> {
+    // SAFETY: the array is either freshly allocated here or a caller's `out` that was checked
+    // to be C-contiguous and writeable; no Python code runs while the slice is in use.
+    unsafe { arr.as_slice_mut() }
+        .map_err(|_| PyValueError::new_err("out must be a C-contiguous, writeable uint8 array"))
+}
+
+/// Cuts `buf` into one slice per job, in order, each exactly the job's size.
+fn split<'s>(mut buf: &'s mut [u8], jobs: &[FrameJob]) -> PyResult<Vec<&'s mut [u8]>> {
+    let mut outs = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let (head, tail) = std::mem::take(&mut buf)
+            .split_at_mut_checked(job.len())
+            .ok_or_else(|| crate::Error::Internal("output array smaller than its frames".into()))?;
+        outs.push(head);
+        buf = tail;
+    }
+    Ok(outs)
+}
+
+/// `out=` must have exactly the shape the frames need and be C-contiguous and writeable.
+fn check_out(arr: &Bound<'_, PyUntypedArray>, dims: &[usize]) -> PyResult<()> {
+    if arr.shape() != dims {
+        return Err(PyValueError::new_err(format!(
+            "out has shape {:?}, the frames need {:?}",
+            arr.shape(),
+            dims
+        )));
+    }
+    let writeable: bool = arr.getattr("flags")?.getattr("writeable")?.extract()?;
+    if !arr.is_c_contiguous() || !writeable {
+        return Err(PyValueError::new_err(
+            "out must be a C-contiguous, writeable uint8 array",
+        ));
+    }
+    Ok(())
+}
+
+/// Verifies and decodes with the GIL released.
+fn run(
+    py: Python<'_>,
+    jobs: &[FrameJob],
+    outs: Vec<&mut [u8]>,
+    check: bool,
+    threads: usize,
+) -> PyResult<()> {
+    let runner = crate::pool::runner(threads)?;
+    Ok(py.detach(|| batch::decode(jobs, outs, check, &runner))?)
+}

@@ -1,0 +1,211 @@
+//! `NativeDirectory`: a dataset directory, read side.
+
+use std::sync::{Arc, OnceLock};
+
+use pyo3::exceptions::{PyIndexError, PyKeyError};
+use pyo3::prelude::*;
+
+use pyo3::types::PyBytes;
+
+use super::chunk::Chunk;
+use super::errors::Class;
+use crate::directory::Directory;
+use crate::format::paths::ChunkPaths;
+use crate::io::{LocalIo, RemoteStore, Store};
+
+#[pyclass(frozen, module = "gulpio_rs._native")]
+pub struct NativeDirectory {
+    inner: Arc<Directory>,
+    /// One Python `Chunk` per chunk position, made on first use and handed out again.
+    chunk_objs: Vec<OnceLock<Py<Chunk>>>,
+}
+
+impl NativeDirectory {
+    fn chunk_obj(&self, py: Python<'_>, pos: usize) -> PyResult<Py<Chunk>> {
+        let cell = self
+            .chunk_objs
+            .get(pos)
+            .ok_or_else(|| PyIndexError::new_err(pos))?;
+        if let Some(c) = cell.get() {
+            return Ok(c.clone_ref(py));
+        }
+        // Opening may do I/O (and fails the same way every time for a damaged chunk).
+        let reader = py.detach(|| self.inner.reader(pos))?;
+        if let Some(why) = reader.index_problem() {
+            // Found only now: the full index check runs before a chunk's first read.
+            PyErr::warn(
+                py,
+                Class::BrokenChunkWarning.get(py)?,
+                &std::ffi::CString::new(why.replace('\0', " "))?,
+                2,
+            )?;
+        }
+        let obj = Py::new(py, Chunk::new(reader))?;
+        Ok(cell.get_or_init(|| obj).clone_ref(py))
+    }
+}
+
+#[pymethods]
+impl NativeDirectory {
+    /// `path` is a local directory or a dataset URL (`s3://`, `gs://`, `az://`, `http(s)://`);
+    /// `storage_options` configure object stores; `io` is `"mmap"` or `"pread"` for local
+    /// directories.
+    #[new]
+    #[pyo3(signature = (path, storage_options=None, io=None))]
+    fn new(
+        py: Python<'_>,
+        path: &str,
+        storage_options: Option<Vec<(String, String)>>,
+        io: Option<&str>,
+    ) -> PyResult<Self> {
+        let store = if crate::io::is_remote_url(path) {
+            let options = storage_options.unwrap_or_default();
+            let remote = py.detach(|| RemoteStore::new(path, &options))?;
+            Store::Remote(Arc::new(remote))
+        } else {
+            let local: LocalIo = match io {
+                Some(s) => s.parse()?,
+                None => LocalIo::default(),
+            };
+            Store::Local(local)
+        };
+        let root = match &store {
+            Store::Remote(r) => r.url().to_owned(),
+            Store::Local(_) => path.to_owned(),
+        };
+        let dir = py.detach(|| Directory::open_in(store, root))?;
+        let chunk_objs = (0..dir.chunks().len()).map(|_| OnceLock::new()).collect();
+        Ok(NativeDirectory {
+            inner: Arc::new(dir),
+            chunk_objs,
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn ids(&self) -> Vec<&str> {
+        self.inner.ids().iter().collect()
+    }
+
+    fn lookup(&self, id: &str) -> Option<usize> {
+        self.inner.lookup(id)
+    }
+
+    /// `(chunk position, video position in chunk)` of global video `g`.
+    fn location(&self, g: usize) -> PyResult<(usize, usize)> {
+        self.inner
+            .location(g)
+            .ok_or_else(|| PyIndexError::new_err(g))
+    }
+
+    /// `[(number, data_path, meta_path, index_path, first_video, video_count), ...]`
+    fn chunk_table(&self) -> Vec<(u64, String, String, String, usize, usize)> {
+        self.inner
+            .chunks()
+            .iter()
+            .map(|c| {
+                (
+                    c.number,
+                    c.paths.data.display().to_string(),
+                    c.paths.meta.display().to_string(),
+                    c.paths.index.display().to_string(),
+                    c.first,
+                    c.video_count,
+                )
+            })
+            .collect()
+    }
+
+    /// The reader of chunk position `pos`, opened (and fully checked) on first use.
+    fn chunk(&self, py: Python<'_>, pos: usize) -> PyResult<Py<Chunk>> {
+        self.chunk_obj(py, pos)
+    }
+
+    /// `(chunk, video position)` of a video id; KeyError if unknown.
+    fn resolve(&self, py: Python<'_>, id: &str) -> PyResult<(Py<Chunk>, usize)> {
+        let (pos, video) = self
+            .inner
+            .lookup(id)
+            .and_then(|g| self.inner.location(g))
+            .ok_or_else(|| PyKeyError::new_err(id.to_owned()))?;
+        Ok((self.chunk_obj(py, pos)?, video))
+    }
+
+    fn is_remote(&self) -> bool {
+        self.inner.store().is_remote()
+    }
+
+    /// The bytes of a small file beside the chunks, or None if it does not exist.
+    fn read_file<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let got = py.detach(|| self.inner.read_file(name))?;
+        Ok(got.map(|b| PyBytes::new(py, &b)))
+    }
+
+    /// Chunk numbers of every `data*.gulp` / `meta*.gmeta` file in the dataset now, paired
+    /// or not (a fresh listing: new chunks must not collide with uploads in progress).
+    fn listed_numbers(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
+        let dir = &self.inner;
+        Ok(py.detach(|| dir.listed_numbers())?)
+    }
+
+    /// Publishes a chunk staged on local disk as chunk `number` of this (remote) dataset:
+    /// data, index, then the `.gmeta` (the commit point).
+    fn upload_chunk(
+        &self,
+        py: Python<'_>,
+        data_path: &str,
+        meta_path: &str,
+        number: u64,
+    ) -> PyResult<()> {
+        let dir = &self.inner;
+        let staged = ChunkPaths::new(data_path, meta_path);
+        Ok(py.detach(|| dir.store().publish_staged(&staged, number))?)
+    }
+
+    /// Uploads a small local file beside the chunks (e.g. `label2idx.json`).
+    fn upload_file(&self, py: Python<'_>, local_path: &str, name: &str) -> PyResult<()> {
+        let dir = &self.inner;
+        Ok(py.detach(|| dir.upload_file(std::path::Path::new(local_path), name))?)
+    }
+
+    /// `(data bytes, meta bytes)` per chunk, from the listing when it gave them.
+    fn chunk_sizes(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64)>> {
+        let dir = &self.inner;
+        let sizes = py.detach(|| {
+            dir.chunks()
+                .iter()
+                .map(|c| {
+                    let store = dir.store();
+                    Ok((
+                        store.size(&c.paths.data, c.sizes.data)?,
+                        store.size(&c.paths.meta, c.sizes.meta)?,
+                    ))
+                })
+                .collect::<crate::Result<Vec<_>>>()
+        })?;
+        Ok(sizes)
+    }
+
+    /// `[(path, message, chunk_skipped), ...]`: chunks that could not be (fully) used.
+    fn problems(&self) -> Vec<(String, String, bool)> {
+        self.inner
+            .problems()
+            .iter()
+            .map(|p| {
+                (
+                    p.path.display().to_string(),
+                    p.message.clone(),
+                    p.chunk_skipped,
+                )
+            })
+            .collect()
+    }
+}
+
+/// True for dataset URLs the object-store layer handles (`s3://`, `gs://`, `az://`, ...).
+#[pyfunction]
+pub fn is_remote_url(path: &str) -> bool {
+    crate::io::is_remote_url(path)
+}

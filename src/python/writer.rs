@@ -1,0 +1,112 @@
+//! `NativeWriter` (one chunk, write side) and `write_index`.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::chunk::writer::{self, ChunkWriter, WriteMode};
+use crate::format::paths::ChunkPaths;
+
+/// Writes one chunk; see `chunk::writer` for the publication protocol.
+#[pyclass(module = "gulpio_rs._native")]
+pub struct NativeWriter {
+    inner: Option<ChunkWriter>,
+}
+
+impl NativeWriter {
+    fn writer(&mut self) -> PyResult<&mut ChunkWriter> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("the chunk writer is closed"))
+    }
+}
+
+#[pymethods]
+impl NativeWriter {
+    /// `mode` is gulpio's `'wb'` (start an empty chunk) or `'ab'` (add to the chunk).
+    #[new]
+    fn new(py: Python<'_>, data_path: &str, meta_path: &str, mode: &str) -> PyResult<Self> {
+        let mode = match mode {
+            "wb" => WriteMode::Create,
+            "ab" => WriteMode::Append,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "mode must be 'wb' or 'ab', not {other:?}"
+                )))
+            }
+        };
+        let paths = ChunkPaths::new(data_path, meta_path);
+        let w = py.detach(|| ChunkWriter::open(&paths, mode))?;
+        Ok(NativeWriter { inner: Some(w) })
+    }
+
+    /// Appends a video; `frames` are JPEG files as bytes-like objects.
+    fn append(
+        &mut self,
+        py: Python<'_>,
+        id: &str,
+        meta_json: &str,
+        frames: Vec<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let buffers = frames
+            .iter()
+            .map(|f| pyo3::buffer::PyBuffer::<u8>::get(f))
+            .collect::<PyResult<Vec<_>>>()?;
+        let owned: Vec<Vec<u8>>;
+        let slices: Vec<&[u8]> = if buffers.iter().all(|b| b.is_c_contiguous()) {
+            // SAFETY: the buffers are C-contiguous u8 and stay alive (held in `buffers`) while
+            // the slices are used; nothing else runs Python code meanwhile (GIL held).
+            buffers
+                .iter()
+                .map(|b| unsafe {
+                    std::slice::from_raw_parts(b.buf_ptr() as *const u8, b.len_bytes())
+                })
+                .collect()
+        } else {
+            owned = buffers
+                .iter()
+                .map(|b| b.to_vec(py))
+                .collect::<PyResult<Vec<_>>>()?;
+            owned.iter().map(|v| v.as_slice()).collect()
+        };
+        Ok(self.writer()?.append(id, meta_json.as_bytes(), &slices)?)
+    }
+
+    /// Publishes everything appended so far (durable, atomic).
+    fn publish(&mut self, py: Python<'_>) -> PyResult<()> {
+        let w = self.writer()?;
+        Ok(py.detach(|| w.publish())?)
+    }
+
+    /// Publishes and closes.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        match self.inner.take() {
+            Some(w) => Ok(py.detach(|| w.close())?),
+            None => Ok(()),
+        }
+    }
+
+    /// Discards everything not yet published and closes.
+    fn abort(&mut self, py: Python<'_>) -> PyResult<()> {
+        match self.inner.take() {
+            Some(w) => Ok(py.detach(|| w.abort())?),
+            None => Ok(()),
+        }
+    }
+
+    /// The `.gmeta` text for the current content.
+    fn meta_text(&mut self) -> PyResult<String> {
+        let w = self.writer()?;
+        Ok(String::from_utf8_lossy(&w.meta_text()).into_owned())
+    }
+
+    fn __len__(&mut self) -> PyResult<usize> {
+        Ok(self.writer()?.video_count())
+    }
+}
+
+/// Writes the checksummed index for a chunk that lacks one; returns the number of videos.
+#[pyfunction]
+pub fn write_index(py: Python<'_>, data_path: &str, meta_path: &str) -> PyResult<usize> {
+    let paths = ChunkPaths::new(data_path, meta_path);
+    Ok(py.detach(|| writer::write_index(&paths))?)
+}
