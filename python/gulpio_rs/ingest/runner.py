@@ -215,8 +215,8 @@ class GulpIngestor:
       folder and skips chunks already uploaded.
     - ``executor="ray"``: each chunk is a Ray task on the cluster at ``ray_address`` (default:
       the one ``ray.init()`` finds or starts), ``threads`` (default 1) CPUs each; the output
-      is byte-identical to the process pool's (see docs/INGEST.md, "Ray"). Local (or
-      network-mounted) output folders only for now.
+      is byte-identical to the process pool's (see docs/INGEST.md, "Ray"). Every node must see
+      the output folder (for a dataset URL: ``staging_dir``) at the same path.
     """
 
     def __init__(
