@@ -39,7 +39,8 @@ EPILOG = """exit status: 0 all videos written, 3 finished but some videos were s
 
 Run the same command again after an interruption (Ctrl-C, kill, machine loss): finished chunks
 are kept and the rest is written. With --num-shards N, start N copies with --shard-index
-0..N-1 (a job array) on one shared output directory.
+0..N-1 (a job array) on one shared output directory. With --ray, the chunks run as tasks
+of a Ray cluster instead of local processes (same output, byte for byte).
 """
 
 
@@ -163,6 +164,9 @@ def build_parser(cls, spec: str) -> argparse.ArgumentParser:
     g.add_argument("--strict", action="store_true", help="stop at the first bad video")
     g.add_argument("--shard-index", type=int, default=0, help="this shard (default: 0)")
     g.add_argument("--num-shards", type=int, default=1, help="shards in the job (default: 1)")
+    g.add_argument("--ray", nargs="?", const="auto", default=None, metavar="ADDRESS",
+                   help="run the chunks as Ray tasks on the cluster at ADDRESS (default: the "
+                   "running one, `ray start --head`; needs gulpio-rs[ray])")  # fmt: skip
     g.add_argument("--report", metavar="PATH", help="also write the report as JSON to PATH")
     g.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: when stderr is a terminal)")  # fmt: skip
@@ -240,6 +244,7 @@ def _run(cls, args: argparse.Namespace) -> int:
         num_shards=args.num_shards,
         report=args.report,
         progress=args.progress,
+        ray=args.ray,
     )
 
 
@@ -257,6 +262,7 @@ def ingest_with(
     num_shards: int = 1,
     report: str | None = None,
     progress: bool | None = None,
+    ray: str | None = None,
 ) -> int:
     """Builds the adapter (passing ``output_folder`` if its constructor takes one), gulps it,
     prints the report and returns the exit status."""
@@ -286,6 +292,8 @@ def ingest_with(
             shard_index=shard_index,
             num_shards=num_shards,
             progress=progress,
+            executor="process" if ray is None else "ray",
+            ray_address=ray,
         )()
     print(result.summary())
     if report:

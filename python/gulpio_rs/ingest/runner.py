@@ -213,6 +213,10 @@ class GulpIngestor:
       ``~/.cache/gulpio/staging/<hash of the URL>``, or under ``$GULPIO_STAGING_DIR``) and
       uploaded data first, ``.gmeta`` last; rerunning after a crash resumes from the staging
       folder and skips chunks already uploaded.
+    - ``executor="ray"``: each chunk is a Ray task on the cluster at ``ray_address`` (default:
+      the one ``ray.init()`` finds or starts), ``threads`` (default 1) CPUs each; the output
+      is byte-identical to the process pool's (see docs/INGEST.md, "Ray"). Every node must see
+      the output folder (for a dataset URL: ``staging_dir``) at the same path.
     """
 
     def __init__(
@@ -231,8 +235,14 @@ class GulpIngestor:
         progress: bool | None = None,
         storage_options: dict | None = None,
         staging_dir=None,
+        executor: str = "process",
+        ray_address: str | None = None,
     ):
         assert int(num_workers) > 0
+        if executor not in ("process", "ray"):
+            raise ValueError(f"executor must be 'process' or 'ray', not {executor!r}")
+        self.executor = executor
+        self.ray_address = ray_address
         self.adapter = adapter
         self.output_folder = output_folder  # as given, as gulpio2 keeps it
         self.videos_per_chunk = int(videos_per_chunk)
@@ -244,7 +254,9 @@ class GulpIngestor:
         self.shard_index, self.num_shards = int(shard_index), int(num_shards)
         self.strict = bool(strict)
         if threads is None:
-            threads = max(1, _usable_cores() // self.num_workers)
+            # A Ray task asks for one CPU per encode thread; one thread keeps tasks small.
+            cores = 1 if executor == "ray" else _usable_cores() // self.num_workers
+            threads = max(1, cores)
         self.options = EncodeOptions(int(quality), subsampling, int(threads))
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
         self.storage_options = storage_options
@@ -284,7 +296,11 @@ class GulpIngestor:
         total = sum(s.stop - s.start for _, s in todo)
         with _Progress(total, self.progress) as bar:
             args = (self.adapter, folder, self.options, self.strict, (first, first + len(slices)))
-            if self.num_workers == 1:
+            if self.executor == "ray":
+                from ..ray._ingest import run_chunks
+
+                run_chunks(_Worker, args, plan["run"], todo, report, bar, self.ray_address)
+            elif self.num_workers == 1:
                 worker = _Worker(*args, _Callback(bar.update))
                 try:
                     for number, s in todo:

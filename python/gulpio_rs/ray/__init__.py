@@ -1,0 +1,18 @@
+"""Gulp directories on a Ray cluster (``pip install "gulpio-rs[ray]"``).
+
+- :func:`write_gulp`: pack a ``ray.data.Dataset`` of videos into a gulp directory;
+- :func:`read_gulp`: a gulp directory as a ``ray.data.Dataset``, one row per video;
+- ``GulpIngestor(..., executor="ray")`` / ``gulpio ingest ... --ray``: an adapter's chunks as
+  Ray tasks (``gulpio_rs.ray._ingest``).
+
+Ray is imported when one of these runs, never by ``import gulpio_rs`` or by importing this
+package. See docs/INGEST.md ("Ray") for how chunk numbers are assigned and why retries are
+safe.
+"""
+
+from __future__ import annotations
+
+from ._read import read_gulp
+from ._write import write_gulp
+
+__all__ = ["read_gulp", "write_gulp"]

@@ -1,0 +1,58 @@
+"""What the Ray entry points share: connecting, unwrapping task errors, sweeping
+temporaries."""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import GulpError
+from ..ingest.plan import _TMP
+
+INSTALL_HINT = 'gulpio_rs.ray needs Ray Data: pip install "gulpio-rs[ray]"'
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError as e:
+        raise ImportError(INSTALL_HINT) from e
+    return ray
+
+
+def connect(address: str | None = None):
+    """``ray``, connected: to ``address`` when given (``"auto"``, ``"ray://..."``, host:port),
+    else to the cluster this process already uses or ``ray.init()`` finds/starts."""
+    ray = import_ray()
+    if not ray.is_initialized():
+        ray.init(address=address, log_to_driver=False)
+    return ray
+
+
+def task_error(ray, e: BaseException) -> BaseException:
+    """The user-facing exception inside a Ray task failure: a task's ``IngestError`` (any
+    ``GulpError``) reaches the caller as itself, not wrapped in ``RayTaskError`` or Ray
+    Data's ``UserCodeException``; anything else stays as Ray raised it."""
+    seen: list[BaseException] = []
+    todo = [e]
+    while todo and len(seen) < 20:
+        x = todo.pop()
+        if x is None or any(x is s for s in seen):
+            continue
+        seen.append(x)
+        if isinstance(x, GulpError) and not isinstance(x, ray.exceptions.RayError):
+            return x
+        todo += [getattr(x, "cause", None), x.__cause__, x.__context__]
+    return e
+
+
+def remove_temporaries(folder: str, numbers: set[int]) -> None:
+    """Temporaries of chunks ``numbers`` once every task that writes them has finished: what
+    is left belongs to attempts Ray gave up on (a killed worker), on any node, and no reader
+    trusts a ``.gulpio-tmp.*`` name, so removing them is only tidying up."""
+    for name in os.listdir(folder):
+        m = _TMP.match(name)
+        if m and int(m.group(1)) in numbers:
+            try:
+                os.unlink(os.path.join(folder, name))
+            except FileNotFoundError:
+                pass

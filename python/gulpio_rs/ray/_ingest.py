@@ -1,0 +1,68 @@
+"""``GulpIngestor(..., executor="ray")``: the plan's chunks as Ray tasks.
+
+Each task runs the process pool's per-chunk worker (``ingest.runner._Worker``, handed in by
+the runner, which keeps this module out of an import cycle), so a chunk's bytes do not depend
+on where or how often it ran. Chunk numbers come from the run's plan, fixed before any task
+starts; a task first asks whether its chunk is already published (a retry after the worker
+died between publication and reply) and returns that chunk's record instead of writing it
+again.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from ..ingest.plan import _chunk_done
+from ..ingest.report import ChunkResult, IngestReport
+from ._common import connect, remove_temporaries, task_error
+
+#: Per worker process: the ``_Worker`` of the latest run it served, by that run's token (its
+#: caches of ids survive across the run's tasks).
+_WORKERS: dict[str, object] = {}
+
+#: Tasks a worker death may cost before the run stops.
+MAX_RETRIES = 3
+
+
+def _write_one(worker_cls, args, token: str, number: int, input_slice: slice) -> ChunkResult:
+    folder = args[1]
+    done = _chunk_done(folder, number)
+    if done is not None:
+        done.resumed = False  # published by an earlier attempt of this same task
+        return done
+    worker = _WORKERS.get(token)
+    if worker is None:
+        for old in _WORKERS.values():
+            old.encoder.close()
+        _WORKERS.clear()
+        worker = _WORKERS[token] = worker_cls(*args, None)
+    return worker.run(number, input_slice)
+
+
+def run_chunks(worker_cls, args, run: str, todo, report: IngestReport, bar, address) -> None:
+    """Writes chunks ``todo`` (``(number, slice)`` pairs) as Ray tasks, adding each result to
+    ``report`` and the progress bar as it arrives."""
+    ray = connect(address)
+    options = args[2]
+    task = ray.remote(_write_one).options(num_cpus=options.threads, max_retries=MAX_RETRIES)
+    args_ref = ray.put(args)
+    # One token per call: two runs of one plan (same dataset into two folders, or strict and
+    # not) must not share a worker.
+    token = f"{run}-{uuid.uuid4().hex}"
+    pending = [task.remote(worker_cls, args_ref, token, n, s) for n, s in todo]
+    try:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1, timeout=0.5)
+            for ref in done:
+                r = ray.get(ref)
+                report.add(r)
+                bar.update(r.videos + len(r.failures), r.frames)
+    except ray.exceptions.RayError as e:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise task_error(ray, e) from None
+    except BaseException:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise
+    remove_temporaries(args[1], {n for n, _ in todo})

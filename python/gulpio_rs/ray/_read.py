@@ -1,0 +1,87 @@
+"""``read_gulp``: a gulp directory as a ``ray.data.Dataset``, one row per video."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .._reading import _selection, _threads
+from ._common import connect
+
+
+def _read_chunk(batch, frames, decode, check_data, colorspace, threads, videos_per_block):
+    """One chunk (the batch holds its paths) -> batches of its videos. Only this chunk's
+    files are opened; the frame selection is resolved per video before anything decodes."""
+    from .. import _native
+
+    for data, meta in zip(batch["data"], batch["meta"], strict=True):
+        chunk, problem = _native.Chunk.open(str(data), str(meta))
+        n = len(chunk)
+        for start in range(0, n, videos_per_block):
+            videos = range(start, min(n, start + videos_per_block))
+            items = [(chunk, v, _selection(frames, chunk, v)) for v in videos]
+            if decode:
+                out = _native.read_batch(items, check_data, colorspace, threads, None)
+                clips = list(out)
+            else:
+                clips = [[bytes(m) for m in c.frame_views(v, s, check_data)] for c, v, s in items]
+            yield {
+                "id": [chunk.id(v) for v in videos],
+                "frames": clips,
+                "meta": [_first(chunk.meta_data(v)) for v in videos],
+            }
+
+
+def _first(meta_data: str) -> dict:
+    items = json.loads(meta_data)
+    return dict(items[0]) if items else {}
+
+
+def read_gulp(
+    path,
+    *,
+    frames=None,
+    decode: bool = True,
+    check_data: bool = True,
+    colorspace: str | None = None,
+    threads: int | None = 1,
+    videos_per_block: int = 16,
+    ray_address: str | None = None,
+):
+    """A gulp directory as a ``ray.data.Dataset`` with one row per video: ``id`` (str),
+    ``frames`` and ``meta`` (the video's metadata dict).
+
+    ``frames``: the decoded ``(T, H, W, C)`` uint8 clip, or with ``decode=False`` the list of
+    stored JPEG ``bytes``. ``frames=`` selects frames as :meth:`GulpDirectory.read` does
+    (``None``, a slice, a list of indices, an int), before decoding. Each read task handles
+    one chunk (so it opens only that chunk's files) and emits blocks of at most
+    ``videos_per_block`` videos, so blocks never span chunks; rows come in
+    :meth:`GulpDirectory.keys` order. ``threads`` decode threads per task (each read task
+    asks Ray for one CPU). CRC checks as ``check_data``. Local directories only for now.
+    """
+    from ..directory import GulpDirectory
+
+    ray = connect(ray_address)
+    folder = os.fspath(path)
+    if videos_per_block < 1:
+        raise ValueError(f"videos_per_block must be >= 1, not {videos_per_block}")
+    with GulpDirectory(folder, strict=True) as gd:
+        table = gd.chunk_table()
+    items = [{"data": data, "meta": meta} for _, data, meta, *_ in table]
+    if not items:
+        raise ValueError(f"{folder}: no chunks to read")
+    ds = ray.data.from_items(items, override_num_blocks=len(items))
+    ds.context.execution_options.preserve_order = True
+    return ds.map_batches(
+        _read_chunk,
+        batch_size=1,
+        batch_format="numpy",
+        fn_kwargs={
+            "frames": frames,
+            "decode": decode,
+            "check_data": check_data,
+            "colorspace": colorspace,
+            "threads": _threads(threads),
+            "videos_per_block": int(videos_per_block),
+        },
+    )

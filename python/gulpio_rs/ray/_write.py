@@ -1,0 +1,391 @@
+"""``write_gulp``: pack a ``ray.data.Dataset`` of videos into a gulp directory.
+
+Three passes over the dataset, the first two on the cluster's workers:
+
+1. check every row (``id`` present, ``frames`` usable) and collect the ids in the dataset's
+   order (``preserve_order``): small, and enough for the driver to refuse bad input and
+   duplicate ids before any chunk exists, and to give row ``i`` the fixed place
+   ``chunk first + i // videos_per_chunk``;
+2. encode frames to JPEG where the rows are (``map_batches``), tagging each row with its
+   chunk and position;
+3. group the encoded rows by chunk (``groupby().map_groups()``): one task writes and publishes
+   one chunk atomically, in position order.
+
+Where a row lands depends only on its position in the dataset, never on block boundaries,
+node count or which attempt of a task ran, so the output is byte-identical to a
+single-process ``GulpIngestor`` run over the same rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from collections import Counter
+from dataclasses import asdict
+
+import numpy as np
+
+from .._frames import EncodeOptions, FrameEncoder
+from ..chunk import GulpChunk
+from ..errors import GulpError
+from ..ingest.plan import _chunk_done, _plan, calculate_chunk_slices
+from ..ingest.report import ChunkResult, IngestError, IngestReport, IngestWarning
+from ..ingest.write import write_chunk
+from ._common import connect, remove_temporaries, task_error
+
+# -- pass 1: check rows, collect ids ---------------------------------------------------------
+
+
+def _frames_problem(frames) -> str | None:
+    """Why ``frames`` cannot be gulped, or ``None``."""
+    if frames is None:
+        return "no 'frames'"
+    if isinstance(frames, np.ndarray) and frames.dtype != object:
+        if frames.dtype != np.uint8:
+            return f"frames must be uint8, not {frames.dtype}"
+        if frames.ndim not in (3, 4):
+            return f"frames must be (T, H, W, C) or (T, H, W), not shape {frames.shape}"
+        return None if len(frames) else "no frames"
+    items = list(frames)
+    if not items:
+        return "no frames"
+    for i, f in enumerate(items):
+        if isinstance(f, (bytes, bytearray, np.bytes_)):
+            continue
+        if not isinstance(f, np.ndarray) or f.dtype != np.uint8:
+            kind = getattr(f, "dtype", type(f).__name__)
+            return f"frame {i} must be JPEG bytes or a uint8 array, not {kind}"
+    return None
+
+
+def _check_batch(batch: dict) -> dict:
+    n = len(next(iter(batch.values()))) if batch else 0
+    if "id" not in batch:
+        return {"id": [None] * n, "problem": [f"no 'id' column (columns: {sorted(batch)})"] * n}
+    ids, problems = [], []
+    for i in range(n):
+        id_ = batch["id"][i]
+        if id_ is None or (isinstance(id_, float) and np.isnan(id_)):
+            ids.append(None)
+            problems.append("a row has no 'id'")
+            continue
+        id_ = str(id_.item() if isinstance(id_, np.generic) else id_)
+        ids.append(id_)
+        frames = batch["frames"][i] if "frames" in batch else None
+        problems.append(_frames_problem(frames) or "")
+    return {"id": ids, "problem": problems}
+
+
+# -- pass 2: encode --------------------------------------------------------------------------
+
+
+def _plain(value):
+    """A JSON-ready value from what Ray hands a UDF (numpy scalars and arrays)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()] if value.dtype == object else value.tolist()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _meta(batch: dict, i: int) -> dict:
+    if "meta" in batch:
+        m = batch["meta"][i]
+        if isinstance(m, (str, np.str_)):
+            return json.loads(str(m))
+        return _plain(m) if m is not None else {}
+    return {k: _plain(v[i]) for k, v in batch.items() if k not in ("id", "frames")}
+
+
+def _frame_list(frames) -> list:
+    if isinstance(frames, np.ndarray) and frames.dtype != object:
+        return list(frames)
+    return [bytes(f) if isinstance(f, (bytes, bytearray, np.bytes_)) else f for f in frames]
+
+
+def _encode_batch(batch, index, first, per_chunk, todo, options, size, skip):
+    import pyarrow as pa
+
+    out = {k: [] for k in ("chunk", "pos", "id", "meta", "jpegs", "error")}
+    n = len(batch["id"])
+    with FrameEncoder(options) as encoder:
+        for i in range(n):
+            id_ = batch["id"][i]
+            id_ = str(id_.item() if isinstance(id_, np.generic) else id_)
+            pos = index[id_]
+            chunk = first + pos // per_chunk
+            if chunk not in todo:
+                continue  # published by an earlier run
+            jpegs, error = [], skip.get(id_, "")
+            if not error:
+                try:
+                    jpegs = encoder.encode(_frame_list(batch["frames"][i]), size)
+                except (GulpError, ValueError, OSError) as e:
+                    error = str(e)
+            out["chunk"].append(chunk)
+            out["pos"].append(pos)
+            out["id"].append(id_)
+            out["meta"].append(json.dumps(_meta(batch, i)))
+            out["jpegs"].append(jpegs)
+            out["error"].append(error)
+    return pa.table(out, schema=_ENCODED_SCHEMA())
+
+
+def _ENCODED_SCHEMA():
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("chunk", pa.int64()),
+            ("pos", pa.int64()),
+            ("id", pa.string()),
+            ("meta", pa.string()),
+            ("jpegs", pa.list_(pa.binary())),
+            ("error", pa.string()),
+        ]
+    )
+
+
+# -- pass 3: write one chunk -----------------------------------------------------------------
+
+
+class _Rows:
+    """The adapter ``write_chunk`` expects, over one chunk's encoded rows."""
+
+    def __init__(self, rows: list[dict]):
+        self.rows = rows
+
+    def __len__(self):
+        return len(self.rows)
+
+    def iter_data(self, slice_element=None):
+        for r in self.rows:
+            item = {"id": r["id"], "meta": json.loads(r["meta"]), "frames": r["jpegs"]}
+            if r["error"]:
+                item["error"] = r["error"]
+            yield item
+
+
+class _Stored:
+    """Stands in for ``FrameEncoder``: pass 2 already encoded the frames."""
+
+    @staticmethod
+    def encode(frames, size=None) -> list[bytes]:
+        return list(frames)
+
+
+def _write_group(table, folder: str, strict: bool):
+    import pyarrow as pa
+
+    rows = sorted(table.to_pylist(), key=lambda r: r["pos"])
+    number = rows[0]["chunk"]
+    ids = [r["id"] for r in rows]
+    done = _chunk_done(folder, number)
+    if done is not None:
+        # A retry of a task whose first attempt published: keep the chunk if it is this one.
+        from .. import _native
+
+        native, _ = _native.Chunk.open(
+            os.path.join(folder, f"data_{number}.gulp"),
+            os.path.join(folder, f"meta_{number}.gmeta"),
+        )
+        have = set(native.ids()) | {i for i, _ in done.failures}
+        if have != set(ids):
+            raise IngestError(
+                f"data_{number}.gulp is already published with other videos than this run's "
+                f"{ids[0]!r}..{ids[-1]!r}; move it away or write into another directory"
+            )
+        result = done
+        result.resumed = False
+    else:
+        record = os.path.join(folder, ".gulpio-ingest", f"chunk-{number}.json")
+
+        def before_publish(result: ChunkResult, _ids) -> None:
+            from .._atomic import write_json_atomically
+
+            write_json_atomically(record, asdict(result), indent=1, sort_keys=True)
+
+        result = write_chunk(
+            _Rows(rows),
+            GulpChunk(
+                os.path.join(folder, f"data_{number}.gulp"),
+                os.path.join(folder, f"meta_{number}.gmeta"),
+            ),
+            slice(None),
+            encoder=_Stored(),
+            number=number,
+            strict=strict,
+            before_publish=before_publish,
+        )
+    return pa.table(
+        {
+            "chunk": [number],
+            "result": [json.dumps(asdict(result))],
+        }
+    )
+
+
+# -- the driver ------------------------------------------------------------------------------
+
+
+def _existing_ids(folder: str, first: int, end: int) -> dict[str, str]:
+    """Ids of chunks outside this run's numbers -> their data file."""
+    from ..directory import GulpDirectory
+
+    out: dict[str, str] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with GulpDirectory(folder) as gd:
+            for number, data, meta, _idx, _first, _n in gd.chunk_table():
+                if first <= number < end:
+                    continue
+                from .. import _native
+
+                native, _ = _native.Chunk.open(data, meta)
+                for id_ in native.ids():
+                    out[id_] = os.path.basename(data)
+    return out
+
+
+def write_gulp(
+    ds,
+    path,
+    *,
+    videos_per_chunk: int = 100,
+    quality: int = 90,
+    subsampling: str = "4:2:0",
+    frame_size: int | None = None,
+    strict: bool = False,
+    threads: int = 1,
+    ray_address: str | None = None,
+) -> IngestReport:
+    """Packs the videos of ``ds`` into the gulp directory ``path`` (created, or extended after
+    its existing chunks) and returns an :class:`~gulpio_rs.ingest.IngestReport`.
+
+    Each row is one video: ``id`` (str), ``frames`` (a ``(T, H, W, C)`` or ``(T, H, W)``
+    uint8 array, or a list of JPEG ``bytes`` / uint8 arrays) and its metadata: a ``meta``
+    column (a dict, or a JSON string, kept exactly) or else every other column.
+    ``quality``/``subsampling`` as :class:`~gulpio_rs.GulpIngestor`; ``frame_size`` resizes
+    so the shorter side has that many pixels. The dataset's order fixes the chunks (this
+    turns on ``preserve_order`` for ``ds``): row ``i`` goes to chunk
+    ``first + i // videos_per_chunk``, so the output is byte-identical to ``GulpIngestor``
+    over the same rows, whatever the cluster.
+
+    Before anything is written, rows without an ``id``, unusable ``frames`` (not uint8, wrong
+    shape) and ids that repeat raise :class:`~gulpio_rs.ingest.IngestError` naming the id.
+    Frames that fail to encode and ids already in the directory are skipped and reported
+    (``strict=True`` raises instead, before that chunk is published). Running the same call
+    again after a crash writes only the chunks that were not published. ``ds`` is read twice
+    (the id check, then the frames): materialize it first if producing it is expensive.
+    Local directories only.
+    """
+    import time
+
+    t0 = time.perf_counter()
+    ray = connect(ray_address)
+    folder = os.fspath(path)
+    if "://" in folder:
+        raise ValueError(f"{folder}: write_gulp writes local directories only (for now)")
+    per_chunk = int(videos_per_chunk)
+    if per_chunk < 1:
+        raise ValueError(f"videos_per_chunk must be >= 1, not {videos_per_chunk}")
+    options = EncodeOptions(int(quality), subsampling, int(threads))
+    size = int(frame_size) if frame_size is not None and frame_size > 0 else None
+
+    # Pass 1: the ordered ids, and every reason to refuse the input.
+    ds.context.execution_options.preserve_order = True
+    try:
+        checked = ds.map_batches(_check_batch, batch_format="numpy").take_all()
+    except ray.exceptions.RayError as e:
+        raise task_error(ray, e) from None
+    ids = []
+    for row in checked:
+        if row["problem"]:
+            where = f"video {row['id']!r}: " if row["id"] is not None else ""
+            raise IngestError(f"{where}{row['problem']}; nothing was written")
+        ids.append(row["id"])
+    if not ids:
+        raise IngestError("the dataset has no rows; nothing was written")
+    repeated = [i for i, c in Counter(ids).items() if c > 1]
+    if repeated:
+        first_pos = [n for n, i in enumerate(ids) if i == repeated[0]]
+        raise IngestError(
+            f"video {repeated[0]!r}: duplicate id (rows {first_pos[:3]})"
+            + (f" and {len(repeated) - 1} more repeated ids" if len(repeated) > 1 else "")
+            + "; nothing was written"
+        )
+
+    # The plan: which chunk numbers this dataset owns (fixed by the first attempt).
+    os.makedirs(folder, exist_ok=True)
+    slices = calculate_chunk_slices(per_chunk, len(ids))
+    key = {
+        "adapter": "ray.data.Dataset",
+        "fingerprint": hashlib.sha256("\n".join(ids).encode()).hexdigest(),
+        "items": len(ids),
+        "videos_per_chunk": per_chunk,
+        "num_shards": 1,
+    }
+    first = _plan(folder, key, len(slices))["first_chunk"]
+    end = first + len(slices)
+    existing = _existing_ids(folder, first, end)
+    skip = {i: f"id already in the dataset ({existing[i]})" for i in ids if i in existing}
+    if skip and strict:
+        id_, reason = next(iter(skip.items()))
+        raise IngestError(f"video {id_!r}: {reason}; nothing was written")
+
+    report = IngestReport(output_folder=folder)
+    todo = set()
+    for n in range(first, end):
+        done = _chunk_done(folder, n)
+        if done is not None:
+            report.add(done)
+        else:
+            todo.add(n)
+
+    if todo:
+        index = {id_: pos for pos, id_ in enumerate(ids)}
+        encoded = ds.map_batches(
+            _encode_batch,
+            batch_format="numpy",
+            num_cpus=options.threads,
+            fn_kwargs={
+                "index": index,
+                "first": first,
+                "per_chunk": per_chunk,
+                "todo": todo,
+                "options": options,
+                "size": size,
+                "skip": skip,
+            },
+        )
+        # Few partitions: the default (hundreds) costs seconds of actor start-up per run.
+        parts = max(1, min(len(todo), int(ray.cluster_resources().get("CPU", 1)) * 2))
+        written = encoded.groupby("chunk", num_partitions=parts).map_groups(
+            _write_group,
+            batch_format="pyarrow",
+            fn_kwargs={"folder": folder, "strict": bool(strict)},
+        )
+        try:
+            results = written.take_all()
+        except ray.exceptions.RayError as e:
+            raise task_error(ray, e) from None
+        for row in sorted(results, key=lambda r: r["chunk"]):
+            r = ChunkResult(**json.loads(row["result"]))
+            r.failures = [tuple(f) for f in r.failures]
+            report.add(r)
+        remove_temporaries(folder, todo)
+    report.seconds = time.perf_counter() - t0
+    if report.failures:
+        warnings.warn(
+            f"{len(report.failures)} videos were skipped (see the report): "
+            + "; ".join(f"{i}: {r}" for i, r in report.failures[:5]),
+            IngestWarning,
+            stacklevel=2,
+        )
+    return report
