@@ -6,8 +6,8 @@
 //! a buffer of the wrong size is refused, and decoding is deterministic.
 #![no_main]
 
-use gulpio_rs::jpeg::{decode_into, output_shape, Colorspace, MAX_FRAME_PIXELS};
 use gulpio_rs::jpeg::header::read_info;
+use gulpio_rs::jpeg::{decode_into, output_shape, Colorspace, MAX_FRAME_PIXELS};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
