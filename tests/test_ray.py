@@ -20,8 +20,9 @@ from gulpio_rs.adapters import AbstractDatasetAdapter, VideoFolderAdapter
 from gulpio_rs.cli import main
 from gulpio_rs.ingest import IngestError
 
-ray = pytest.importorskip("ray", reason='optional dependency: pip install "gulpio-rs[ray]"')
-pytest.importorskip("ray.data", reason='optional dependency: pip install "gulpio-rs[ray]"')
+_WHY = 'optional dependency: pip install ".[ray]" (CI installs it)'
+ray = pytest.importorskip("ray", reason=_WHY)
+pytest.importorskip("ray.data", reason=_WHY)
 
 
 @pytest.fixture(scope="module")

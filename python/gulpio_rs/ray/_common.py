@@ -8,7 +8,7 @@ import os
 from ..errors import GulpError
 from ..ingest.plan import _TMP
 
-INSTALL_HINT = 'gulpio_rs.ray needs Ray Data: pip install "gulpio-rs[ray]"'
+INSTALL_HINT = 'gulpio_rs.ray needs Ray Data: pip install "ray[data]>=2.40"'
 
 
 def import_ray():
