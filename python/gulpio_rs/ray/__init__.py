@@ -1,4 +1,4 @@
-"""Gulp directories on a Ray cluster (``pip install ".[ray]"`` from a checkout, or the wheel with ``[ray]``).
+"""Gulp directories on a Ray cluster (``pip install ".[ray]"`` from a checkout).
 
 - :func:`write_gulp`: pack a ``ray.data.Dataset`` of videos into a gulp directory;
 - :func:`read_gulp`: a gulp directory as a ``ray.data.Dataset``, one row per video;
