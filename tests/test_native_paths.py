@@ -48,7 +48,7 @@ def test_writer_temporaries_name_their_target_and_pid(tmp_path):
     """A writer that has appended but not published leaves a temporary data file that the
     predicate recognises as this process's."""
     chunk = GulpChunk(str(tmp_path / "data_5.gulp"), str(tmp_path / "meta_5.gmeta"))
-    writer = _native.NativeWriter(chunk.data_file_path, chunk.meta_file_path, "wb")
+    writer = _native.NativeWriter(chunk.data_file_path, chunk.meta_file_path)
     try:
         temps = [n for n in os.listdir(tmp_path) if n.startswith(_native.TEMP_PREFIX)]
         assert temps, os.listdir(tmp_path)

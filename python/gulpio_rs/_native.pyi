@@ -79,7 +79,8 @@ class NativeDirectory:
     def problems(self) -> list[tuple[str, str, bool]]: ...
 
 class NativeWriter:
-    def __init__(self, data_path: str, meta_path: str, mode: str) -> None: ...
+    def __init__(self, data_path: str, meta_path: str, append: bool = False) -> None:
+        """A crash-safe writer of one chunk: empty, or adding to it with ``append``."""
     def append(
         self, id: str, meta_json: str, frames: list[bytes | bytearray | memoryview]
     ) -> None: ...

@@ -375,7 +375,7 @@ class GulpChunk:
 
     @contextmanager
     def _native_writing(self, flag: str):
-        self._writer = _native.NativeWriter(self._data_path, self._meta_path, flag)
+        self._writer = _native.NativeWriter(self._data_path, self._meta_path, append=flag == "ab")
         self._pending.clear()
         try:
             yield

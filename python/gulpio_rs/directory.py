@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 import warnings
@@ -20,6 +19,7 @@ import numpy as np
 
 from . import _native
 from ._metadict import LazyMetaDict
+from ._names import chunk_names, chunk_paths
 from ._reading import (
     _first_meta,
     _id_str,
@@ -373,9 +373,9 @@ class GulpDirectory:
         numbers = []
         for pattern in ("data*.gulp", "meta*.gmeta"):
             for path in glob(os.path.join(self._path, pattern)):
-                found = re.findall(r"\d+", os.path.basename(path))
-                if found:
-                    numbers.append(int(found[0]))
+                number = _native.gulpio_chunk_number(os.path.basename(path))
+                if number is not None:
+                    numbers.append(number)
         return numbers
 
     def _next_chunk_id(self) -> int:
@@ -383,10 +383,7 @@ class GulpDirectory:
         return max(numbers) + 1 if numbers else 0
 
     def _initialize_filenames(self, chunk_id):
-        return (
-            os.path.join(self._path, f"data_{chunk_id}.gulp"),
-            os.path.join(self._path, f"meta_{chunk_id}.gmeta"),
-        )
+        return chunk_paths(self._path, chunk_id)
 
     def _allocate_new_file_paths(self, total_new_chunks):
         first = self._next_chunk_id()
@@ -490,13 +487,12 @@ class _RemoteNewChunk(GulpChunk):
     def __init__(self, directory: GulpDirectory, number: int):
         self._stage = tempfile.mkdtemp(prefix="gulpio-stage-")
         super().__init__(
-            os.path.join(self._stage, f"data_{number}.gulp"),
-            os.path.join(self._stage, f"meta_{number}.gmeta"),
+            *chunk_paths(self._stage, number),
             jpeg_decoder=directory.jpeg_decoder,
         )
         self._directory = directory
         self.number = number
-        self.url = f"{directory._path.rstrip('/')}/data_{number}.gulp"
+        self.url = f"{directory._path.rstrip('/')}/{chunk_names(number)[0]}"
 
     @contextmanager
     def open(self, flag: str = "rb"):

@@ -22,17 +22,15 @@ impl NativeWriter {
 
 #[pymethods]
 impl NativeWriter {
-    /// `mode` is gulpio's `'wb'` (start an empty chunk) or `'ab'` (add to the chunk).
+    /// Starts an empty chunk, or adds to the chunk with `append` (gulpio's `'wb'`/`'ab'`
+    /// modes are parsed in Python: `GulpChunk.open`).
     #[new]
-    fn new(py: Python<'_>, data_path: &str, meta_path: &str, mode: &str) -> PyResult<Self> {
-        let mode = match mode {
-            "wb" => WriteMode::Create,
-            "ab" => WriteMode::Append,
-            other => {
-                return Err(PyValueError::new_err(format!(
-                    "mode must be 'wb' or 'ab', not {other:?}"
-                )))
-            }
+    #[pyo3(signature = (data_path, meta_path, append=false))]
+    fn new(py: Python<'_>, data_path: &str, meta_path: &str, append: bool) -> PyResult<Self> {
+        let mode = if append {
+            WriteMode::Append
+        } else {
+            WriteMode::Create
         };
         let paths = ChunkPaths::new(data_path, meta_path);
         let w = py.detach(|| ChunkWriter::open(&paths, mode))?;

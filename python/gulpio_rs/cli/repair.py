@@ -20,16 +20,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import warnings
 
 from .._atomic import write_json_atomically
+from .._names import chunk_names, chunk_number, temporary_of
 from ..errors import BrokenChunkWarning, GulpError
 from ..ingest.locks import pid_alive
 from ._common import refuse_remote
 
 QUARANTINE = "gulpio-quarantine"
-TMP = re.compile(r"^\.gulpio-tmp\..*\.(\d+)-\d+$")
 
 EPILOG = """examples:
   gulpio repair /data/gulps            list what would be done (changes nothing)
@@ -63,8 +62,8 @@ def plan(directory: str, decode: bool = False) -> list[dict]:
     report = verify(directory, decode=decode)
     actions = []
     for name in sorted(os.listdir(directory)):
-        m = TMP.match(name)
-        if m and not _alive(int(m.group(1))):
+        temp = temporary_of(name)
+        if temp and not _alive(temp[1]):
             actions.append({"action": "remove_temp", "path": os.path.join(directory, name)})
     damaged: dict[str, dict] = {}
     for p in report["problems"]:
@@ -108,11 +107,10 @@ def _meta_path(data: str) -> str:
 def _chunk_files(path: str) -> list[str]:
     """The existing files of the chunk ``path`` belongs to (data, meta, index)."""
     root, name = os.path.split(path)
-    m = re.match(r"^(?:data|meta)_(\d+)\.(?:gulp|gmeta|gidx)$", name)
-    if not m:
+    k = chunk_number(name)
+    if k is None:
         return [path] if os.path.exists(path) else []
-    k = m.group(1)
-    names = (f"data_{k}.gulp", f"meta_{k}.gmeta", f"data_{k}.gidx")
+    names = chunk_names(k)
     return [os.path.join(root, n) for n in names if os.path.exists(os.path.join(root, n))]
 
 
@@ -159,7 +157,7 @@ def _rewrite(directory: str, data: str, damaged: dict[str, list[str]]) -> int:
         ],
     )
     del chunk
-    writer = _native.NativeWriter(data, meta, "wb")
+    writer = _native.NativeWriter(data, meta)
     try:
         for id_, meta_data, frames in keep:
             elements = meta_data or [{}]

@@ -7,18 +7,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import uuid
 import warnings
 
 from .. import _native
 from .._atomic import write_json_atomically
 from .._fingerprint import NoCanonicalForm, digest
+from .._names import chunk_number, chunk_paths, temporary_of
 from ..errors import GulpError
 from .locks import STATE_DIR, RunLock, pid_alive
 from .report import ChunkResult, IngestError, IngestWarning
-
-_TMP = re.compile(r"^\.gulpio-tmp\.(?:data|meta)_(\d+)\.\w+\.(\d+)-\d+$")
 
 
 def calculate_chunk_slices(items_per_chunk: int, num_items: int) -> list[slice]:
@@ -59,9 +57,9 @@ def _fingerprint(adapter) -> str:
 def _chunk_numbers(folder: str) -> list[int]:
     numbers = []
     for name in os.listdir(folder):
-        m = re.match(r"^(?:data|meta)_(\d+)\.(?:gulp|gmeta|gidx)$", name)
-        if m:
-            numbers.append(int(m.group(1)))
+        number = chunk_number(name)
+        if number is not None:
+            numbers.append(number)
     return numbers
 
 
@@ -115,8 +113,7 @@ def _create_plan(folder: str, path: str, run_id: str, key: dict, num_slices: int
 def _chunk_done(folder: str, number: int) -> ChunkResult | None:
     """The result recorded for a finished chunk, or ``None`` if it must be (re)written."""
     record = os.path.join(folder, STATE_DIR, f"chunk-{number}.json")
-    data = os.path.join(folder, f"data_{number}.gulp")
-    meta = os.path.join(folder, f"meta_{number}.gmeta")
+    data, meta = chunk_paths(folder, number)
     try:
         with open(record) as f:
             r = ChunkResult(**json.load(f))
@@ -147,8 +144,8 @@ def _remove_dead_temporaries(folder: str, numbers: set[int]) -> None:
     chunks this shard owns: in a directory shared by several machines, another machine's pid
     means nothing here, but no other live process writes these chunks."""
     for name in os.listdir(folder):
-        m = _TMP.match(name)
-        if m and int(m.group(1)) in numbers and not pid_alive(int(m.group(2))):
+        temp = temporary_of(name)
+        if temp and temp[0] in numbers and not pid_alive(temp[1]):
             try:
                 os.unlink(os.path.join(folder, name))
             except FileNotFoundError:

@@ -9,13 +9,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
-import re
 import warnings
 
+from .._names import chunk_number, chunk_paths
 from ..errors import BrokenChunkWarning
 from .report import IngestError, IngestReport
 
-_META = re.compile(r"^meta_(\d+)\.gmeta$")
 #: Files beside the chunks that are uploaded too (written by the adapters into the staging
 #: folder when the command line runs them).
 SIDECARS = ("label2idx.json",)
@@ -59,17 +58,16 @@ def upload_staged(remote, staging: str) -> int:
     an error: the remote dataset was not made by this ingest."""
     handle = remote._handle()
     numbers = sorted(
-        int(m.group(1)) for name in os.listdir(staging) if (m := _META.match(name)) is not None
+        n for name in os.listdir(staging) if (n := chunk_number(name, "meta")) is not None
     )
     uploaded = 0
     for number in numbers:
-        data = os.path.join(staging, f"data_{number}.gulp")
-        meta = os.path.join(staging, f"meta_{number}.gmeta")
+        data, meta = chunk_paths(staging, number)
         if not os.path.exists(data):
             continue
         with open(meta, "rb") as f:
             staged_meta = f.read()
-        there = handle.read_file(f"meta_{number}.gmeta")
+        there = handle.read_file(os.path.basename(meta))
         if there is not None:
             if there == staged_meta:
                 continue  # uploaded by an earlier attempt

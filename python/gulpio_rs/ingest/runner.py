@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import queue
-import re
 import sys
 import time
 import warnings
@@ -14,6 +13,7 @@ from dataclasses import asdict
 from .. import _native
 from .._atomic import write_json_atomically
 from .._frames import EncodeOptions, FrameEncoder
+from .._names import chunk_number, chunk_paths
 from .._reading import _usable_cores
 from ..chunk import GulpChunk
 from ..directory import GulpDirectory
@@ -28,8 +28,6 @@ from .plan import (
 )
 from .report import ChunkResult, IngestError, IngestReport, IngestWarning
 from .write import write_chunk
-
-_DATA = re.compile(r"^data_(\d+)\.gulp$")
 
 
 class _Worker:
@@ -54,8 +52,8 @@ class _Worker:
                 warnings.simplefilter("ignore")
                 gd = GulpDirectory(self.folder)
                 for chunk in gd.chunks():
-                    m = _DATA.match(os.path.basename(chunk.data_file_path))
-                    if m and first <= int(m.group(1)) < end:
+                    n = chunk_number(os.fsdecode(chunk.data_file_path), "data")
+                    if n is not None and first <= n < end:
                         continue
                     for k in chunk.keys():
                         self._existing[k] = os.path.basename(chunk.data_file_path)
@@ -72,8 +70,7 @@ class _Worker:
                 continue
             ids = self._published.get(n)
             if ids is None:
-                data = os.path.join(self.folder, f"data_{n}.gulp")
-                meta = os.path.join(self.folder, f"meta_{n}.gmeta")
+                data, meta = chunk_paths(self.folder, n)
                 if not (os.path.exists(data) and os.path.exists(meta)):
                     continue
                 try:
@@ -88,8 +85,7 @@ class _Worker:
         return out
 
     def run(self, number: int, input_slice: slice) -> ChunkResult:
-        data = os.path.join(self.folder, f"data_{number}.gulp")
-        meta = os.path.join(self.folder, f"meta_{number}.gmeta")
+        data, meta = chunk_paths(self.folder, number)
         record = os.path.join(self.folder, STATE_DIR, f"chunk-{number}.json")
         events = self.events
         excluded: dict[str, str] = {}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
+from .._names import temporary_of
 from ..errors import GulpError
-from ..ingest.plan import _TMP
 
 INSTALL_HINT = 'gulpio_rs.ray needs Ray Data: pip install "ray[data]>=2.40"'
 
@@ -50,8 +50,8 @@ def remove_temporaries(folder: str, numbers: set[int]) -> None:
     is left belongs to attempts Ray gave up on (a killed worker), on any node, and no reader
     trusts a ``.gulpio-tmp.*`` name, so removing them is only tidying up."""
     for name in os.listdir(folder):
-        m = _TMP.match(name)
-        if m and int(m.group(1)) in numbers:
+        temp = temporary_of(name)
+        if temp and temp[0] in numbers:
             try:
                 os.unlink(os.path.join(folder, name))
             except FileNotFoundError:

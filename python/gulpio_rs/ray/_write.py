@@ -28,6 +28,7 @@ from dataclasses import asdict
 import numpy as np
 
 from .._frames import EncodeOptions, FrameEncoder
+from .._names import chunk_names, chunk_paths
 from ..chunk import GulpChunk
 from ..errors import GulpError
 from ..ingest.plan import _chunk_done, _plan, calculate_chunk_slices
@@ -191,14 +192,11 @@ def _write_group(table, folder: str, strict: bool):
         # A retry of a task whose first attempt published: keep the chunk if it is this one.
         from .. import _native
 
-        native, _ = _native.Chunk.open(
-            os.path.join(folder, f"data_{number}.gulp"),
-            os.path.join(folder, f"meta_{number}.gmeta"),
-        )
+        native, _ = _native.Chunk.open(*chunk_paths(folder, number))
         have = set(native.ids()) | {i for i, _ in done.failures}
         if have != set(ids):
             raise IngestError(
-                f"data_{number}.gulp is already published with other videos than this run's "
+                f"{chunk_names(number)[0]} is already published with other videos than this run's "
                 f"{ids[0]!r}..{ids[-1]!r}; move it away or write into another directory"
             )
         result = done
@@ -213,10 +211,7 @@ def _write_group(table, folder: str, strict: bool):
 
         result = write_chunk(
             _Rows(rows),
-            GulpChunk(
-                os.path.join(folder, f"data_{number}.gulp"),
-                os.path.join(folder, f"meta_{number}.gmeta"),
-            ),
+            GulpChunk(*chunk_paths(folder, number)),
             slice(None),
             encoder=_Stored(),
             number=number,
