@@ -2,13 +2,16 @@
 
 Frames arrive as uint8 arrays, PIL images, JPEG bytes or image file paths. Already-encoded
 JPEGs are stored as they are (a second lossy encode only loses quality) once a strict decode
-has shown they are whole; everything else is converted to RGB or gray, resized by the Rust
-core when asked, and encoded with libjpeg-turbo through simplejpeg. Both the resize and the
-encoder release the GIL, so a thread pool spreads one video's frames over the cores.
+has shown they are whole; everything else is converted to RGB or gray, then resized and
+encoded. In libjpeg-turbo builds (the release wheels) the Rust core does both for a whole
+video in one call, on its pool without the GIL (``_native.encode_frames``), with the settings
+that give simplejpeg's bytes; zune-jpeg builds resize in Rust and encode with simplejpeg on a
+thread pool.
 
-Why simplejpeg and not a Rust encoder: on this project's machine libjpeg-turbo encoded
+Why libjpeg-turbo and not a pure-Rust encoder: on this project's machine libjpeg-turbo encoded
 227x128 q90 4:2:0 frames at 11.6k frames/s against 3.9k for the jpeg-encoder crate with AVX2,
-at equal size and PSNR (docs/DECISIONS.md).
+at equal size and PSNR. Why not through simplejpeg when it is there: it holds the GIL for part
+of each frame, so two threads encoded only 1.3x faster than one (docs/DECISIONS.md).
 """
 
 from __future__ import annotations
@@ -27,6 +30,27 @@ from ._pixels import to_frame
 from .errors import DecodeError, UnsupportedJpegError
 
 _SUBSAMPLING = {"4:4:4": "444", "4:2:2": "422", "4:2:0": "420", "4:4:0": "440"}
+
+#: Arrays are encoded by libjpeg-turbo inside the Rust core when this build has it (the release
+#: wheels do): the same bytes as simplejpeg, without the GIL and without a Python call per
+#: frame. zune-jpeg builds encode with simplejpeg.
+RUST_ENCODER = _native.JPEG_BACKEND == "libjpeg-turbo"
+
+
+def _ready(f) -> bool:
+    """An array the encoder takes as it is: uint8, C-contiguous, ``HxW`` or ``HxWx1|3``."""
+    return (
+        isinstance(f, np.ndarray)
+        and f.dtype == np.uint8
+        and f.flags.c_contiguous
+        and (f.ndim == 2 or (f.ndim == 3 and f.shape[2] in (1, 3)))
+        and f.shape[0] > 0
+        and f.shape[1] > 0
+    )
+
+
+class _Encoded(bytes):
+    """JPEG bytes this encoder made itself (nothing to check)."""
 
 
 @dataclass(frozen=True)
@@ -173,6 +197,12 @@ class FrameEncoder:
         """
         opts, threads = self.opts, self.opts.threads
         items = list(frames)
+        resize = size is not None and size >= 1
+        if RUST_ENCODER and items and all(_ready(f) for f in items):
+            # The common case (decoded video frames): one call, nothing per frame in Python.
+            return _native.encode_frames(
+                items, int(opts.quality), opts.subsampling, size if resize else None, threads
+            )
         loaded: list = [None] * len(items)
 
         def load(i: int):
@@ -191,9 +221,14 @@ class FrameEncoder:
             except (OSError, SyntaxError) as e:  # Pillow's errors for damaged or missing files
                 raise DecodeError(f"frame {i}: {e}") from e
 
-        loaded = _map(load, list(range(len(items))), threads, self._pool)
+        # Arrays only need a cheap normalisation: no thread hand-off for them. Files and bytes
+        # are read and checked on the pool.
+        if all(isinstance(f, np.ndarray) for f in items):
+            loaded = [load(i) for i in range(len(items))]
+        else:
+            loaded = _map(load, list(range(len(items))), threads, self._pool)
 
-        if size is not None and size >= 1:
+        if resize:
             # A stored JPEG whose shorter side is already `size` needs no second encode.
             for i, f in enumerate(loaded):
                 if isinstance(f, bytes):
@@ -201,17 +236,32 @@ class FrameEncoder:
                     if min(info.width, info.height) != size:
                         arr = _native.decode_jpeg(f)
                         loaded[i] = arr[:, :, 0] if arr.shape[2] == 1 else arr
-            arrays = [i for i, f in enumerate(loaded) if isinstance(f, np.ndarray)]
-            if arrays:
-                resized = _native.resize_frames([loaded[i] for i in arrays], size, threads)
-                for i, r in zip(arrays, resized, strict=True):
-                    loaded[i] = r
+        arrays = [i for i, f in enumerate(loaded) if isinstance(f, np.ndarray)]
+        if arrays and RUST_ENCODER:
+            # Resize and encode in one call on the Rust pool, without the GIL.
+            encoded = _native.encode_frames(
+                [loaded[i] for i in arrays],
+                int(opts.quality),
+                opts.subsampling,
+                size if resize else None,
+                threads,
+            )
+            for i, jpeg in zip(arrays, encoded, strict=True):
+                loaded[i] = _Encoded(jpeg)
+        elif arrays and resize:
+            resized = _native.resize_frames([loaded[i] for i in arrays], size, threads)
+            for i, r in zip(arrays, resized, strict=True):
+                loaded[i] = r
 
         def finish(i: int) -> bytes:
             f = loaded[i]
+            if isinstance(f, _Encoded):
+                return bytes(f)
             try:
                 return _check_jpeg(f, opts) if isinstance(f, bytes) else _encode(f, opts)
             except DecodeError as e:
                 raise DecodeError(f"frame {i}: {e}") from e
 
+        if all(isinstance(f, _Encoded) for f in loaded):
+            return [bytes(f) for f in loaded]
         return _map(finish, list(range(len(loaded))), threads, self._pool)

@@ -132,6 +132,16 @@ def resize_frames(
 ) -> list[npt.NDArray[np.uint8]]:
     """Shorter side of every C-contiguous ``(H, W)``/``(H, W, 1|3)`` frame to ``size``."""
 
+def encode_frames(
+    frames: list[npt.NDArray[np.uint8]],
+    quality: int = 90,
+    subsampling: str = "4:2:0",
+    size: int | None = None,
+    threads: int = 1,
+) -> list[bytes]:
+    """JPEG bytes of every C-contiguous ``(H, W)``/``(H, W, 1|3)`` frame, resized first when
+    ``size`` (shorter side) is given; libjpeg-turbo builds only (else ``RuntimeError``)."""
+
 def pooled_bytes() -> int:
     """Bytes kept for reuse by freed output arrays of 16 MiB or more (at most two buffers,
     each freed after 30 s unused)."""

@@ -5,6 +5,8 @@
 //! grey conversion. The backends, `zune` (zune-jpeg, pure Rust) and `turbo` (libjpeg-turbo,
 //! cargo feature `turbo`), are siblings that only decode a frame already vetted here.
 
+#[cfg(feature = "turbo")]
+pub mod encode;
 pub mod header;
 #[cfg(feature = "turbo")]
 mod turbo;

@@ -1,9 +1,10 @@
-//! Bindings for the ingest pipeline: resize many frames in one call, on the private pool with
-//! the GIL released.
+//! Bindings for the ingest pipeline: resize and encode many frames in one call, on the private
+//! pool with the GIL released.
 
 use numpy::{PyArray3, PyArrayMethods, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use crate::pool;
 use crate::resize::{self, Pixels};
@@ -57,4 +58,43 @@ pub fn resize_frames<'py>(
         });
     }
     Ok(out)
+}
+
+/// Resizes (shorter side to `size`, if given) and encodes every frame as JPEG with
+/// libjpeg-turbo; `subsampling` is `"4:2:0"`, `"4:2:2"`, `"4:4:4"` or `"4:4:0"` (gray frames
+/// have none). Only in builds with libjpeg-turbo (`JPEG_BACKEND == "libjpeg-turbo"`).
+#[pyfunction]
+#[pyo3(signature = (frames, quality=90, subsampling="4:2:0", size=None, threads=1))]
+pub fn encode_frames<'py>(
+    py: Python<'py>,
+    frames: Vec<PyReadonlyArrayDyn<'py, u8>>,
+    quality: u8,
+    subsampling: &str,
+    size: Option<usize>,
+    threads: usize,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    #[cfg(feature = "turbo")]
+    {
+        use crate::jpeg::encode::{encode_batch, EncodeSettings, Subsampling};
+        let subsampling = Subsampling::parse(subsampling).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "subsampling must be '4:4:4', '4:2:2', '4:2:0' or '4:4:0', not {subsampling:?}"
+            ))
+        })?;
+        let settings = EncodeSettings {
+            quality,
+            subsampling,
+        };
+        let px = pixels(&frames)?;
+        let runner = pool::runner(threads)?;
+        let encoded = py.detach(|| encode_batch(&px, size, settings, &runner))?;
+        Ok(encoded.iter().map(|j| PyBytes::new(py, j)).collect())
+    }
+    #[cfg(not(feature = "turbo"))]
+    {
+        let _ = (frames, quality, subsampling, size, threads);
+        Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "this build of gulpio-rs has no libjpeg-turbo encoder (JPEG_BACKEND is zune-jpeg)",
+        ))
+    }
 }

@@ -2,6 +2,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use crate::chunk::writer::{self, ChunkWriter, WriteMode};
 use crate::format::paths::ChunkPaths;
@@ -52,7 +53,8 @@ impl NativeWriter {
         let owned: Vec<Vec<u8>>;
         let slices: Vec<&[u8]> = if buffers.iter().all(|b| b.is_c_contiguous()) {
             // SAFETY: the buffers are C-contiguous u8 and stay alive (held in `buffers`) while
-            // the slices are used; nothing else runs Python code meanwhile (GIL held).
+            // the slices are used. They are only read without the GIL when they are `bytes`,
+            // which nothing can change (below).
             buffers
                 .iter()
                 .map(|b| unsafe {
@@ -66,7 +68,15 @@ impl NativeWriter {
                 .collect::<PyResult<Vec<_>>>()?;
             owned.iter().map(|v| v.as_slice()).collect()
         };
-        Ok(self.writer()?.append(id, meta_json.as_bytes(), &slices)?)
+        let immutable = frames.iter().all(|f| f.is_exact_instance_of::<PyBytes>());
+        let w = self.writer()?;
+        if immutable {
+            // `bytes` cannot change while the GIL is released, so the CRC and the written bytes
+            // agree; the write and CRC then overlap the adapter's Python work.
+            Ok(py.detach(|| w.append(id, meta_json.as_bytes(), &slices))?)
+        } else {
+            Ok(w.append(id, meta_json.as_bytes(), &slices)?)
+        }
     }
 
     /// Publishes everything appended so far (durable, atomic).
