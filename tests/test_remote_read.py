@@ -113,6 +113,59 @@ def test_environment_credentials(dataset, s3_server, monkeypatch):
     np.testing.assert_array_equal(remote.read(ids[0]), GulpDirectory(str(local_dir)).read(ids[0]))
 
 
+def _aws_files(tmp_path, monkeypatch, s3_server, profile="dev", secret=None):
+    """An AWS CLI-style credentials + config pair with the server's keys under ``profile``."""
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    for key in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(key, raising=False)
+    creds, config = tmp_path / "credentials", tmp_path / "config"
+    creds.write_text(
+        "[default]\naws_access_key_id = NOT-THIS-ONE\naws_secret_access_key = nope-nope\n\n"
+        f"[{profile}]\naws_access_key_id = {s3_server.access_key}\n"
+        f"aws_secret_access_key = {secret or s3_server.secret_key}\n"
+    )
+    config.write_text(
+        f"[profile {profile}]\nregion = {s3_server.region}\nendpoint_url = {s3_server.endpoint}\n"
+        "[profile sso]\nsso_session = corp\nregion = us-east-1\n"
+    )
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
+
+
+def test_aws_profile_from_the_shared_files(dataset, s3_server, monkeypatch, tmp_path):
+    # Keys, region and endpoint of a named profile, as the AWS CLI and boto3 read them.
+    local_dir, url, ids = dataset
+    _aws_files(tmp_path, monkeypatch, s3_server)
+    monkeypatch.setenv("AWS_PROFILE", "dev")
+    remote = GulpDirectory(url)
+    assert remote.keys() == GulpDirectory(str(local_dir)).keys()
+    monkeypatch.delenv("AWS_PROFILE")
+    remote = GulpDirectory(url, storage_options={"aws_profile": "dev"})
+    np.testing.assert_array_equal(remote.read(ids[0]), GulpDirectory(str(local_dir)).read(ids[0]))
+
+
+def test_aws_profile_errors_name_the_profile_not_the_secret(
+    dataset, s3_server, monkeypatch, tmp_path
+):
+    _, url, _ = dataset
+    _aws_files(tmp_path, monkeypatch, s3_server, secret="wrong-secret-4567")
+    with pytest.raises(RemotePermissionError) as info:
+        GulpDirectory(url, storage_options={"aws_profile": "dev"})
+    msg = str(info.value)
+    assert 'profile "dev" in ' in msg and "wrong-secret-4567" not in msg
+    with pytest.raises(RemoteConfigError, match='"missing"'):
+        GulpDirectory(url, storage_options={"aws_profile": "missing"})
+    with pytest.raises(RemoteConfigError, match="sso_session.*export-credentials"):
+        GulpDirectory(url, storage_options={"aws_profile": "sso"})
+    # Keys in the environment win over AWS_PROFILE, as in the AWS SDKs.
+    for key, value in s3_server.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("AWS_PROFILE", "dev")
+    assert len(GulpDirectory(url)) > 0
+
+
 def test_wrong_secret_is_a_permission_error_without_the_secret(dataset, s3_server):
     _, url, _ = dataset
     options = dict(s3_server.storage_options(), aws_secret_access_key="not-the-secret-0123")

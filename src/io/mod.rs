@@ -5,6 +5,7 @@
 //! faults make 4 KiB round trips and a file truncated under a mapping is a SIGBUS); object
 //! stores are read with concurrent range requests.
 
+pub mod aws_profile;
 pub mod plan;
 pub mod remote;
 pub mod runtime;

@@ -143,6 +143,7 @@ impl RemoteStore {
         }
         let mut settings = RemoteSettings::default();
         let mut store_options = Vec::new();
+        let mut profile_name = None;
         for (k, v) in options {
             let bad = |what: &str| config(format!("storage option {k:?}: {what}"));
             match k.to_ascii_lowercase().as_str() {
@@ -167,8 +168,18 @@ impl RemoteStore {
                     let ms = settings.timeout.as_millis();
                     store_options.push(("timeout".into(), format!("{ms}ms")));
                 }
+                "aws_profile" | "profile" => profile_name = Some(v.clone()),
                 _ => store_options.push((k.clone(), v.clone())),
             }
+        }
+        let mut profile_source = None;
+        if scheme == ObjectStoreScheme::AmazonS3 {
+            profile_source =
+                apply_aws_profile(profile_name.as_deref(), &mut store_options).map_err(config)?;
+        } else if profile_name.is_some() {
+            return Err(config(
+                "storage option \"aws_profile\" applies to s3:// URLs only".into(),
+            ));
         }
         let mut secrets: Vec<String> = store_options
             .iter()
@@ -184,7 +195,8 @@ impl RemoteStore {
         if let Some(p) = parsed.password() {
             secrets.push(p.to_owned());
         }
-        let credential_source = credential_source(&scheme, &store_options);
+        let credential_source =
+            profile_source.unwrap_or_else(|| credential_source(&scheme, &store_options));
         let store = RemoteStore {
             url: printable(&parsed),
             scheme,
@@ -661,6 +673,86 @@ fn parse_seconds(v: &str) -> Option<Duration> {
         .ok()
         .filter(|s| s.is_finite() && *s >= 0.0)
         .map(Duration::from_secs_f64)
+}
+
+/// Adds the AWS profile's keys, region and endpoint (`~/.aws/credentials`, `~/.aws/config`;
+/// `aws_profile` option, else `AWS_PROFILE`, else `default`) to `options` where neither the
+/// options nor the environment set them; returns the credential source for messages when the
+/// keys came from the profile. A profile asked for by name that does not exist, or that only
+/// has SSO / process / role credentials, is an error naming it (never a value).
+fn apply_aws_profile(
+    name: Option<&str>,
+    options: &mut Vec<(String, String)>,
+) -> std::result::Result<Option<String>, String> {
+    fn given(options: &[(String, String)], names: &[&str]) -> bool {
+        options
+            .iter()
+            .any(|(k, _)| names.contains(&k.to_ascii_lowercase().as_str()))
+    }
+    let env = |names: &[&str]| names.iter().any(|n| std::env::var_os(n).is_some());
+    let has_keys =
+        given(options, &["aws_access_key_id", "access_key_id"]) || env(&["AWS_ACCESS_KEY_ID"]);
+    let asked = name.is_some() || env(&["AWS_PROFILE"]);
+    if has_keys && name.is_none() {
+        // Explicit keys win over AWS_PROFILE, as in the AWS SDKs.
+        return Ok(None);
+    }
+    let Some(profile) = super::aws_profile::load(name) else {
+        return if asked {
+            let name = name
+                .map(str::to_owned)
+                .or_else(|| std::env::var("AWS_PROFILE").ok())
+                .unwrap_or_default();
+            Err(format!(
+                "AWS profile {name:?} is in neither the credentials nor the config file \
+                 (AWS_SHARED_CREDENTIALS_FILE / AWS_CONFIG_FILE, default ~/.aws/)"
+            ))
+        } else {
+            Ok(None)
+        };
+    };
+    if let Some(mechanism) = &profile.unsupported {
+        if asked {
+            return Err(format!(
+                "AWS profile {:?} gets its credentials through {mechanism}, which gulpio-rs does \
+                 not run; export them first (aws configure export-credentials --profile {} \
+                 --format env) or pass storage_options",
+                profile.name, profile.name
+            ));
+        }
+    }
+    let mut from_profile = false;
+    for (key, value) in profile.options {
+        let (names, vars): (&[&str], &[&str]) = match key.as_str() {
+            "aws_region" => (
+                &[
+                    "aws_region",
+                    "region",
+                    "aws_default_region",
+                    "default_region",
+                ],
+                &["AWS_REGION", "AWS_DEFAULT_REGION"],
+            ),
+            "aws_endpoint" => (
+                &[
+                    "aws_endpoint",
+                    "aws_endpoint_url",
+                    "endpoint",
+                    "endpoint_url",
+                ],
+                &["AWS_ENDPOINT", "AWS_ENDPOINT_URL"],
+            ),
+            // Keys come as a set: all from the profile or none.
+            _ if has_keys => continue,
+            _ => (&[], &[]),
+        };
+        if given(options, names) || env(vars) {
+            continue;
+        }
+        from_profile |= key == "aws_access_key_id";
+        options.push((key, value));
+    }
+    Ok(from_profile.then_some(profile.source))
 }
 
 /// Which credentials a store will use, for messages: the option or variable name, never its
