@@ -203,3 +203,29 @@ def test_cli_ingest_to_a_url(tmp_path, s3_server, monkeypatch, capsys):
     assert {"label2idx.json", "meta_0.gmeta", "meta_1.gmeta", "data_0.gidx"} <= keys
     gd = GulpDirectory(url)
     assert len(gd) == 6
+
+
+def test_chunks_upload_while_the_ingest_runs(tmp_path, s3_server, adapter_module):
+    """Each chunk is uploaded as soon as it is published locally, not after the whole ingest:
+    a chunk is readable remotely while the staging folder still lacks later chunks."""
+    folder, _ = adapter_module
+    bucket = s3_server.make_bucket()
+    url = f"s3://{bucket}/streamed"
+    stage = tmp_path / "stage"
+    code = RUN.format(folder=str(folder), delay=0.08, url=url, stage=str(stage))
+    proc = subprocess.Popen([sys.executable, "-c", code], env=dict(os.environ, **s3_server.env()))
+    overlapped = False
+    try:
+        while proc.poll() is None and not overlapped:
+            # Remote first: the staged count only grows, so "remote seen, then fewer than 6
+            # staged" proves the upload came before the last chunk was encoded.
+            remote = sum(k.endswith(".gmeta") for k in s3_server.keys(bucket, "streamed"))
+            staged = len(list(stage.glob("meta_*.gmeta"))) if stage.exists() else 0
+            overlapped = 0 < remote and staged < 6
+            time.sleep(0.02)
+        assert proc.wait(120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert overlapped, "no chunk was uploaded before the last one was encoded"
+    assert sum(k.endswith(".gmeta") for k in s3_server.keys(bucket, "streamed")) == 6

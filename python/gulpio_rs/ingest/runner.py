@@ -258,6 +258,9 @@ class GulpIngestor:
         self.storage_options = storage_options
         self.staging_dir = staging_dir
 
+    #: What collects the chunk results (remote ingest uploads each chunk as it is added).
+    _report_class = IngestReport
+
     def __call__(self) -> IngestReport:
         if _native.is_remote_url(os.fsdecode(self.output_folder)):
             from .remote import ingest_remote
@@ -277,7 +280,7 @@ class GulpIngestor:
         plan = _plan(folder, key, len(slices))
         first = plan["first_chunk"]
 
-        report = IngestReport(output_folder=folder)
+        report = self._report_class(output_folder=folder)
         todo = []
         for i, s in enumerate(slices):
             if i % self.num_shards != self.shard_index:
