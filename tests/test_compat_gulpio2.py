@@ -821,8 +821,10 @@ def test_gulpio_rs_ingestor_read_by_gulpio2(tmp_path, make_frame, num_workers):
                 RsListAdapter(videos), tmp_path, 3, num_workers, subsampling="4:4:4"
             )()
         record(expected, [(v["id"], v["meta"], v["frames"]) for v in videos if v["frames"]])
+    # Each run's last chunk holds one video without frames: nothing is published under its
+    # number (gulpio2 would write an empty chunk), so the numbers have gaps gulpio2 reads.
     assert sorted(p.name for p in tmp_path.glob("*.gulp")) == sorted(
-        f"data_{k}.gulp" for k in range(6)
+        f"data_{k}.gulp" for k in (0, 1, 3, 4)
     )
     assert_gulpio2_reads(tmp_path, expected)
     assert_same_as_gulpio2(tmp_path)

@@ -62,3 +62,31 @@ def _frame_files(folder: str, exts: tuple[str, ...]) -> list[str]:
     except (FileNotFoundError, NotADirectoryError):
         return []
     return [os.path.join(folder, n) for n in sorted(names, key=_natural_key)]
+
+
+def _describe_folder(folder: str, exts: tuple[str, ...]) -> str:
+    """What a folder holds, for "nothing to ingest" messages: its class subfolders and files."""
+    if not os.path.isdir(folder):
+        return f"{folder} does not exist"
+    entries = [e for e in os.scandir(folder) if _visible(e.name)]
+    subdirs = [e.name for e in entries if e.is_dir(follow_symlinks=True)]
+    files = [e.name for e in entries if e.is_file()]
+    if not entries:
+        return f"{folder} is empty"
+    matching = [f for f in files if _has_extension(f, exts)]
+    parts = []
+    if files:
+        kinds = (
+            f"{len(matching)} with a wanted extension"
+            if matching
+            else "none with a wanted extension"
+        )
+        parts.append(f"{len(files)} files directly in it ({kinds})")
+    if subdirs:
+        parts.append(
+            f"{len(subdirs)} subfolders ({', '.join(sorted(subdirs)[:3])}"
+            f"{', ...' if len(subdirs) > 3 else ''}) without such files"
+        )
+    else:
+        parts.append("no class subfolders")
+    return "found " + " and ".join(parts)

@@ -9,7 +9,15 @@ import numpy as np
 
 from ..video import VIDEO_EXTENSIONS, read_video
 from .base import _BuiltinAdapter, _check_unique_ids, _frame_rate, _shuffled, _slice
-from .files import FRAME_EXTENSIONS, _extensions, _files_under, _has_extension, _subdirs, _visible
+from .files import (
+    FRAME_EXTENSIONS,
+    _describe_folder,
+    _extensions,
+    _files_under,
+    _has_extension,
+    _subdirs,
+    _visible,
+)
 from .items import _frames_folder_item, _image_item, _video_item
 from .labels import _LabelFolderMixin
 
@@ -42,6 +50,16 @@ def _class_folder_items(folder, exts: tuple[str, ...], kind: str) -> list[dict]:
         )
     items.sort(key=_file_of)  # gulpio2's order: its sorted glob of the file paths
     return items
+
+
+def _nothing_in_class_folders(folder, file_extensions, kind: str) -> str:
+    folder = os.fspath(folder)
+    exts = _extensions(file_extensions)
+    shown = ", ".join(exts[:4]) + (", ..." if len(exts) > 4 else "")
+    return (
+        f"no {kind}s in {folder}: expected {folder}/<class>/<{kind}> files ({shown}); "
+        + _describe_folder(folder, exts)
+    )
 
 
 def _file_of(item: dict) -> str:
@@ -162,6 +180,10 @@ class ImageFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         """``[{'id', 'label', 'path'}]`` for every image, sorted by path."""
         return _class_folder_items(folder, _extensions(self.file_extensions), "image")
 
+    def nothing_found(self) -> str:
+        """Why the adapter has no items, for the one-line error an empty ingest gives."""
+        return _nothing_in_class_folders(self.folder, self.file_extensions, "image")
+
     def get_meta(self) -> list[dict]:
         """``{'id', 'label', 'path', 'idx'}`` per image."""
         return [{**e, "idx": self.label2idx[str(e["label"])]} for e in self.data]
@@ -221,6 +243,10 @@ class VideoFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
     def parse_folder(self, folder) -> list[dict]:
         """``[{'id', 'label', 'path'}]`` for every video, sorted by path."""
         return _class_folder_items(folder, _extensions(self.file_extensions), "video")
+
+    def nothing_found(self) -> str:
+        """Why the adapter has no items, for the one-line error an empty ingest gives."""
+        return _nothing_in_class_folders(self.folder, self.file_extensions, "video")
 
     def get_meta(self) -> list[dict]:
         """``{'id', 'label', 'path', 'idx'}`` per video."""

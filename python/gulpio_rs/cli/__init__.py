@@ -30,12 +30,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:
+        # The whole help, not argparse's one-line "the following arguments are required".
+        build_parser().print_help(sys.stderr)
+        return 2
     if argv[:1] == ["ingest"]:
         # Its arguments depend on the adapter named in them; it parses them itself.
         return ingest.run_argv(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
+    except demo.DemoOutputError as e:
+        print(f"gulpio {args.command}: error: {e}", file=sys.stderr)
+        return 2
     except (GulpError, OSError, KeyError) as e:
         message = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"gulpio {args.command}: error: {message}", file=sys.stderr)

@@ -57,7 +57,11 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
         from tqdm import tqdm
 
         rows = tqdm(table, desc="checking", unit="chunk", file=sys.stderr)
-    for pos, (_number, data, _meta, index, _first, _count) in enumerate(rows):
+    for pos, (_number, data, _meta, index, _first, count) in enumerate(rows):
+        if count == 0:
+            # Not damage, but nothing a dataset needs: what older versions (and gulpio2)
+            # published when every video of a chunk was skipped. `gulpio repair` moves it away.
+            problems.append(_problem(data, "empty_chunk", "the chunk holds no videos"))
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", BrokenChunkWarning)

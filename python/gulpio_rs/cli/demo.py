@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
+import shutil
 import time
 from importlib import resources
 
@@ -13,9 +13,14 @@ from .. import JPEG_BACKEND, __version__, _decoder_note, _zune_fallback_reason
 from ..errors import GulpError
 
 EPILOG = """examples:
-  gulpio demo                      gulp into a temporary directory and report
-  gulpio demo --output /tmp/bbb    keep the dataset and contact sheet in /tmp/bbb
+  gulpio demo                      gulp into ./gulpio-demo/ (replaced on the next run) and report
+  gulpio demo --output /tmp/bbb    write the dataset and contact sheet into /tmp/bbb
 """
+
+#: Where the demo writes by default, and the file that marks a folder as its output (so a
+#: rerun may replace it, and nothing else is ever deleted).
+DEFAULT_OUTPUT = "gulpio-demo"
+MARKER = ".gulpio-demo"
 
 
 def add_parser(sub) -> None:
@@ -25,7 +30,7 @@ def add_parser(sub) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--output", "-o", help="directory to write to (default: a temporary one)")
+    p.add_argument("--output", "-o", help=f"directory to write to (default: ./{DEFAULT_OUTPUT}/)")
     p.set_defaults(run=run)
 
 
@@ -47,10 +52,18 @@ def run(args: argparse.Namespace) -> int:
     clips_json = os.path.join(sample, "clips.json")
     if not os.path.exists(clips_json):
         raise GulpError(f"the built-in sample is missing from the installation: {clips_json}")
-    out = args.output or tempfile.mkdtemp(prefix="gulpio-demo-")
+    out = args.output or DEFAULT_OUTPUT
+    if args.output is None and os.path.isdir(out):
+        if not os.path.exists(os.path.join(out, MARKER)):
+            raise DemoOutputError(
+                f"./{out} exists and is not a demo output; move it away or pass --output DIR"
+            )
+        shutil.rmtree(out)  # the previous demo's output, as the marker says
     os.makedirs(out, exist_ok=True)
     if any(n.endswith((".gulp", ".gmeta")) for n in os.listdir(out)):
         raise GulpError(f"{out} already holds a gulp dataset; give an empty directory")
+    with open(os.path.join(out, MARKER), "w") as f:
+        f.write("written by `gulpio demo`; the next `gulpio demo` replaces this folder\n")
     print(f"gulpio-rs {__version__} demo: Big Buck Bunny clips (CC BY 3.0, Blender Foundation)")
     print(f"  sample:  {sample}")
     print(f"  output:  {out}")
@@ -95,4 +108,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"4. contact sheet of {first!r}: {sheet_path}")
     note = _decoder_note(_zune_fallback_reason())
     print(f"decoder: {JPEG_BACKEND}" + (f"; note: {note}" if note else ""))
+    shown = os.path.abspath(out)
+    print(f"the dataset and contact sheet are in {shown}; remove them with: rm -rf {shown}")
     return 0
+
+
+class DemoOutputError(GulpError):
+    """The default output folder exists and is not the demo's (exit status 2)."""

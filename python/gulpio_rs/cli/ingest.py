@@ -220,8 +220,13 @@ def run_argv(argv: list[str]) -> int:
         print(f"gulpio ingest: error: {e}", file=sys.stderr)
         return 2
     args = build_parser(cls, spec).parse_args(rest)
+    from ..ingest.report import NothingToIngestError, SettingsChangedError
+
     try:
         return _run(cls, args)
+    except (NothingToIngestError, SettingsChangedError) as e:
+        print(f"gulpio ingest: error: {e}", file=sys.stderr)
+        return 2
     except (GulpError, OSError, KeyError, ValueError) as e:
         message = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"gulpio ingest: error: {message}", file=sys.stderr)
@@ -277,7 +282,18 @@ def ingest_with(
         # the local staging folder, uploaded with the chunks.
         remote = _native.is_remote_url(output_folder)
         kwargs["output_folder"] = staging_folder(output_folder) if remote else output_folder
-    adapter = cls(**kwargs)
+    from ..ingest.report import NothingToIngestError
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        try:
+            adapter = cls(**kwargs)
+        except FileNotFoundError as e:  # the input folder or list: a bad argument
+            raise NothingToIngestError(str(e)) from e
+    if len(adapter) > 0:
+        # Only then: for an empty input the one-line error says it all.
+        for w in said:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     with warnings.catch_warnings():
         # The summary printed below lists every skipped video; no need to warn as well.
         warnings.simplefilter("ignore", IngestWarning)

@@ -74,6 +74,8 @@ def plan(directory: str, decode: bool = False) -> list[dict]:
                 p["path"][: -len(".gidx")] + ".gulp" if p["path"].endswith(".gidx") else p["path"]
             )
             actions.append({"action": "reindex", "path": data, "reason": p["message"]})
+        elif p["kind"] == "empty_chunk":
+            actions.append({"action": "quarantine_file", "path": p["path"], "reason": p["message"]})
         elif p["kind"] == "chunk":
             actions.append({"action": "quarantine_file", "path": p["path"], "reason": p["message"]})
         elif p["video_id"] is not None:

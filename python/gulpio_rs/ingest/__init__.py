@@ -19,7 +19,14 @@ from __future__ import annotations
 from .._frames import EncodeOptions
 from .locks import STATE_DIR
 from .plan import calculate_chunk_slices
-from .report import ChunkResult, IngestError, IngestReport, IngestWarning
+from .report import (
+    ChunkResult,
+    IngestError,
+    IngestReport,
+    IngestWarning,
+    NothingToIngestError,
+    SettingsChangedError,
+)
 from .runner import GulpIngestor
 from .write import ChunkWriter, write_chunk
 
@@ -29,6 +36,8 @@ __all__ = [
     "EncodeOptions",
     "GulpIngestor",
     "IngestError",
+    "NothingToIngestError",
+    "SettingsChangedError",
     "IngestReport",
     "IngestWarning",
     "STATE_DIR",
@@ -37,6 +46,15 @@ __all__ = [
 ]
 
 # Defined in submodules, public here (see gulpio_rs.adapters for why the module is set).
-for _obj in (ChunkResult, ChunkWriter, GulpIngestor, IngestError, IngestReport, IngestWarning):
+for _obj in (
+    ChunkResult,
+    ChunkWriter,
+    GulpIngestor,
+    IngestError,
+    IngestReport,
+    IngestWarning,
+    NothingToIngestError,
+    SettingsChangedError,
+):
     _obj.__module__ = __name__
 del _obj

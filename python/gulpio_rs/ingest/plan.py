@@ -16,7 +16,7 @@ from .._fingerprint import NoCanonicalForm, digest
 from .._names import chunk_number, chunk_paths, temporary_of
 from ..errors import GulpError
 from .locks import STATE_DIR, RunLock, pid_alive
-from .report import ChunkResult, IngestError, IngestWarning
+from .report import ChunkResult, IngestError, IngestWarning, SettingsChangedError
 
 
 def calculate_chunk_slices(items_per_chunk: int, num_items: int) -> list[slice]:
@@ -54,6 +54,75 @@ def _fingerprint(adapter) -> str:
         return "unresumable-" + uuid.uuid4().hex
 
 
+_SCALARS = (bool, int, float, str)
+
+
+def run_settings(adapter, **options) -> dict:
+    """What a run's output depends on besides the input, as JSON: the adapter's simple
+    attributes (numbers, strings, short lists of them) and the ingest's ``options``. Stored
+    in the run's plan so that a rerun with other settings is caught before any work."""
+    attrs = {}
+    for name, value in vars(adapter).items():
+        if name.startswith("_") or name in ("output_folder", "shm_dir_path"):
+            continue
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        if value is None or isinstance(value, _SCALARS):
+            attrs[name] = value
+        elif (
+            isinstance(value, (list, tuple))
+            and len(value) <= 16
+            and all(v is None or isinstance(v, _SCALARS) for v in value)
+        ):
+            attrs[name] = list(value)
+    return {"adapter": attrs, **options}
+
+
+def _is_input(name: str) -> bool:
+    """Attributes that say where the input is (``folder``, ``json_file``, ``root_folder``,
+    ...): a run with the same ones reads the same data."""
+    return name in ("folder", "path", "root", "input") or name.endswith(
+        ("_folder", "_file", "_path", "_dir", "_root")
+    )
+
+
+def check_settings(folder: str, key: dict, settings: dict) -> None:
+    """Raises :class:`SettingsChangedError` when ``folder`` holds a run of the same adapter
+    class over the same input (same input attributes and item count) whose settings differ:
+    rerunning it would decode everything again only to skip every video as already present."""
+    for old in _plans(folder):
+        before = old.get("settings")
+        if not before or old.get("adapter") != key["adapter"]:
+            continue
+        same_run = all(old.get(k) == v for k, v in key.items())
+        if not same_run:
+            inputs = [k for k in settings["adapter"] if _is_input(k)]
+            if not inputs or old.get("items") != key["items"]:
+                continue
+            if any(before["adapter"].get(k) != settings["adapter"][k] for k in inputs):
+                continue
+        changed = [
+            (name, before["adapter"].get(name), value)
+            for name, value in settings["adapter"].items()
+            if before["adapter"].get(name) != value
+        ] + [
+            (name, before.get(name), value)
+            for name, value in settings.items()
+            if name != "adapter" and before.get(name) != value
+        ]
+        if not changed and same_run:
+            continue
+        if not changed:
+            changed = [("adapter content", "", "changed")]
+        what = "; ".join(f"{name}: {a!r} -> {b!r}" for name, a, b in changed)
+        raise SettingsChangedError(
+            f"{folder} already holds a run of {key['adapter'].rsplit('.', 1)[-1]} over the same "
+            f"input with other settings ({what}). Rerun with that run's settings to resume or "
+            "finish it, or write into a new output directory (or delete this one) to gulp the "
+            "input again with the new settings."
+        )
+
+
 def _chunk_numbers(folder: str) -> list[int]:
     numbers = []
     for name in os.listdir(folder):
@@ -77,7 +146,7 @@ def _plans(folder: str) -> list[dict]:
     return plans
 
 
-def _plan(folder: str, key: dict, num_slices: int) -> dict:
+def _plan(folder: str, key: dict, num_slices: int, settings: dict | None = None) -> dict:
     """The run's plan: created by whichever shard gets there first, read by the others."""
     run_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     state = os.path.join(folder, STATE_DIR)
@@ -85,7 +154,7 @@ def _plan(folder: str, key: dict, num_slices: int) -> dict:
     path = os.path.join(state, f"run-{run_id}.json")
     with RunLock(folder):
         if not os.path.exists(path):
-            _create_plan(folder, path, run_id, key, num_slices)
+            _create_plan(folder, path, run_id, key, num_slices, settings)
     with open(path) as f:
         plan = json.load(f)
     if plan.get("num_slices") != num_slices:
@@ -95,7 +164,9 @@ def _plan(folder: str, key: dict, num_slices: int) -> dict:
     return plan
 
 
-def _create_plan(folder: str, path: str, run_id: str, key: dict, num_slices: int) -> None:
+def _create_plan(
+    folder: str, path: str, run_id: str, key: dict, num_slices: int, settings: dict | None
+) -> None:
     """Called under the run lock, so runs starting at once on one file system see each other's
     plans (and ``link`` keeps it exclusive where ``flock`` is not shared across machines)."""
     taken = _chunk_numbers(folder)
@@ -107,6 +178,8 @@ def _create_plan(folder: str, path: str, run_id: str, key: dict, num_slices: int
         "num_slices": num_slices,
         **key,
     }
+    if settings is not None:
+        plan["settings"] = settings
     write_json_atomically(path, plan, exclusive=True, indent=1, sort_keys=True)
 
 
@@ -120,6 +193,11 @@ def _chunk_done(folder: str, number: int) -> ChunkResult | None:
     except (OSError, ValueError, TypeError):
         r = None
     if not (os.path.exists(data) and os.path.exists(meta)):
+        if r is not None and not r.published and not os.path.exists(data):
+            # Every video was skipped (recorded after the attempt, nothing published).
+            r.failures = [tuple(f) for f in r.failures]
+            r.resumed = True
+            return r
         return None
     try:
         native, problem = _native.Chunk.open(data, meta)

@@ -12,6 +12,17 @@ class IngestError(GulpError):
     start). The message names the video id and the reason."""
 
 
+class NothingToIngestError(IngestError):
+    """The adapter has no items: nothing was created. The message says what was expected and
+    what was found (``adapter.nothing_found()`` when the adapter has one)."""
+
+
+class SettingsChangedError(IngestError):
+    """The output already holds a run over the same input with other settings (frame size,
+    videos per chunk, quality, ...): detected before any work. The message names each
+    setting that differs and how to proceed."""
+
+
 class IngestWarning(GulpWarning):
     """Some videos were skipped; the report lists them."""
 
@@ -26,6 +37,9 @@ class ChunkResult:
     bytes: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)
     resumed: bool = False
+    #: False when every video of the chunk was skipped: nothing was published under its
+    #: number (an empty chunk would only be noise for readers and tools).
+    published: bool = True
 
 
 @dataclass
@@ -49,6 +63,8 @@ class IngestReport:
         self.frames += r.frames
         self.bytes += r.bytes
         self.failures.extend(r.failures)
+        if not r.published:
+            return
         if r.resumed:
             self.chunks_resumed += 1
         else:

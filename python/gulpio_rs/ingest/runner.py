@@ -25,8 +25,10 @@ from .plan import (
     _plan,
     _remove_dead_temporaries,
     calculate_chunk_slices,
+    check_settings,
+    run_settings,
 )
-from .report import ChunkResult, IngestError, IngestReport, IngestWarning
+from .report import ChunkResult, IngestError, IngestReport, IngestWarning, NothingToIngestError
 from .write import write_chunk
 
 
@@ -115,7 +117,7 @@ class _Worker:
 
         while True:
             try:
-                return write_chunk(
+                result = write_chunk(
                     self.adapter,
                     GulpChunk(data, meta),
                     input_slice,
@@ -125,7 +127,13 @@ class _Worker:
                     existing_ids=existing,
                     progress=progress,
                     before_publish=before_publish,
+                    publish_empty=False,
                 )
+                if not result.published:
+                    # Every video was skipped: nothing is published, and the record says the
+                    # chunk is done, so a rerun does not decode its videos again.
+                    write_json_atomically(record, asdict(result), indent=1, sort_keys=True)
+                return result
             except _Redo as redo:
                 if self.strict:
                     id_, reason = next(iter(redo.reasons.items()))
@@ -262,6 +270,15 @@ class GulpIngestor:
     _report_class = IngestReport
 
     def __call__(self) -> IngestReport:
+        if len(self.adapter) == 0:
+            # Before anything is created: an empty input is a mistake (a wrong path, a
+            # folder without class subfolders), not an empty dataset to publish.
+            explain = getattr(self.adapter, "nothing_found", None)
+            raise NothingToIngestError(
+                explain()
+                if callable(explain)
+                else f"{type(self.adapter).__name__} has no items (len(adapter) == 0)"
+            )
         if _native.is_remote_url(os.fsdecode(self.output_folder)):
             from .remote import ingest_remote
 
@@ -277,7 +294,14 @@ class GulpIngestor:
             "videos_per_chunk": self.videos_per_chunk,
             "num_shards": self.num_shards,
         }
-        plan = _plan(folder, key, len(slices))
+        settings = run_settings(
+            self.adapter,
+            videos_per_chunk=self.videos_per_chunk,
+            quality=self.options.quality,
+            subsampling=self.options.subsampling,
+        )
+        check_settings(folder, key, settings)
+        plan = _plan(folder, key, len(slices), settings)
         first = plan["first_chunk"]
 
         report = self._report_class(output_folder=folder)

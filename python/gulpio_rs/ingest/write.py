@@ -29,6 +29,10 @@ def _done(encoder: FrameEncoder, video: dict) -> Future:
     return job
 
 
+class _Discard(Exception):
+    """Leaves ``open('wb')`` without publishing (its abort path)."""
+
+
 def write_chunk(
     adapter,
     output_chunk: GulpChunk,
@@ -40,13 +44,16 @@ def write_chunk(
     existing_ids: Callable[[str], str | None] | None = None,
     progress: Callable[[int, int], None] | None = None,
     before_publish: Callable[[ChunkResult, set[str]], None] | None = None,
+    publish_empty: bool = True,
 ) -> ChunkResult:
     """Writes the videos of ``adapter.iter_data(input_slice)`` into ``output_chunk`` and
     publishes it atomically. A video that cannot be written (an adapter ``'error'``, no frames,
     a frame that does not decode, a duplicate id) is skipped and reported, or raises
     :class:`IngestError` under ``strict``, in which case nothing of the chunk is published.
     ``before_publish(result, ids)`` runs after the last append, before publication; if it
-    raises, nothing is published.
+    raises, nothing is published. With ``publish_empty=False`` a chunk whose videos were all
+    skipped is not published at all (``result.published`` is False); gulpio2's
+    ``ChunkWriter`` keeps its behaviour and publishes it.
     """
     result = ChunkResult(chunk=number)
     seen: set[str] = set()
@@ -56,7 +63,8 @@ def write_chunk(
     # (decoding, reading, augmenting) this overlaps the two instead of alternating them. With
     # one thread (a worker per core) the encode runs inline: a second Python thread there
     # only fought the adapter for the GIL (1.3x the CPU per frame, measured).
-    pipelined = own_append and encoder.opts.threads > 1
+    opts = getattr(encoder, "opts", None)  # (a stand-in encoder may have none)
+    pipelined = own_append and opts is not None and opts.threads > 1
     pending: tuple[dict, str, Future | None] | None = None
 
     def settle() -> None:
@@ -83,38 +91,44 @@ def write_chunk(
         if progress is not None:
             progress(1, len(stored))
 
-    with output_chunk.open("wb"), ThreadPoolExecutor(1, "gulpio-ingest") as ahead:
-        # (The executor starts no thread until the first submit.)
-        for video in adapter.iter_data(input_slice):
-            id_ = _id_str(video.get("id"))
-            if pending is not None and pending[1] == id_:
-                settle()  # whether this id is a duplicate depends on how that one ends
-            failure = None
-            if video.get("error"):
-                failure = str(video["error"])
-            elif id_ in seen:
-                failure = "duplicate id in this chunk"
-            elif existing_ids is not None and (where := existing_ids(id_)) is not None:
-                failure = f"id already in the dataset ({where})"
-            elif video.get("frames") is None or len(video["frames"]) == 0:
-                failure = "no frames"
-            if failure is not None:
-                settle()  # failures are reported in the adapter's order
-                _fail(result, id_, failure, strict)
-                if progress is not None:
-                    progress(1, 0)
-                continue
-            if pipelined:
-                job = ahead.submit(encoder.encode, video["frames"], video.get("size"))
-            elif own_append:
-                job = _done(encoder, video)
-            else:
-                job = None
+    try:
+        with output_chunk.open("wb"), ThreadPoolExecutor(1, "gulpio-ingest") as ahead:
+            # (The executor starts no thread until the first submit.)
+            for video in adapter.iter_data(input_slice):
+                id_ = _id_str(video.get("id"))
+                if pending is not None and pending[1] == id_:
+                    settle()  # whether this id is a duplicate depends on how that one ends
+                failure = None
+                if video.get("error"):
+                    failure = str(video["error"])
+                elif id_ in seen:
+                    failure = "duplicate id in this chunk"
+                elif existing_ids is not None and (where := existing_ids(id_)) is not None:
+                    failure = f"id already in the dataset ({where})"
+                elif video.get("frames") is None or len(video["frames"]) == 0:
+                    failure = "no frames"
+                if failure is not None:
+                    settle()  # failures are reported in the adapter's order
+                    _fail(result, id_, failure, strict)
+                    if progress is not None:
+                        progress(1, 0)
+                    continue
+                if pipelined:
+                    job = ahead.submit(encoder.encode, video["frames"], video.get("size"))
+                elif own_append:
+                    job = _done(encoder, video)
+                else:
+                    job = None
+                settle()
+                pending = (video, id_, job)
             settle()
-            pending = (video, id_, job)
-        settle()
-        if before_publish is not None:
-            before_publish(result, seen)
+            if not seen and not publish_empty:
+                result.published = False
+                raise _Discard
+            if before_publish is not None:
+                before_publish(result, seen)
+    except _Discard:
+        pass
     return result
 
 

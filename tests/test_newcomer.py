@@ -1,0 +1,174 @@
+"""What a new user hit (issue 13), one test each: empty inputs, reruns with other settings,
+empty chunks, ``out=`` of the wrong dtype, empty and missing directories, the command line's
+help, ``gulpio ls``, one size formatter, one problem per damaged place, the demo's output."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor
+from gulpio_rs.adapters import AbstractDatasetAdapter, ImageFolderAdapter
+from gulpio_rs.cli import main
+from gulpio_rs.ingest import (
+    IngestWarning,
+    NothingToIngestError,
+    SettingsChangedError,
+)
+
+
+def _image_folder(root: Path, classes=("cat", "dog"), per_class=3) -> Path:
+    from PIL import Image
+
+    for label in classes:
+        (root / label).mkdir(parents=True)
+        for n in range(per_class):
+            rng = np.random.default_rng(hash((label, n)) % 2**32)
+            Image.fromarray(rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)).save(
+                root / label / f"{n}.png"
+            )
+    return root
+
+
+# -- ingest on an empty or wrongly laid out folder ------------------------------------------
+@pytest.mark.parametrize("layout", ["empty", "no class folders", "wrong extension", "missing"])
+def test_ingest_of_nothing_is_one_line_exit_2_and_creates_nothing(tmp_path, capsys, layout):
+    src = tmp_path / "videos"
+    if layout != "missing":
+        src.mkdir()
+    if layout == "no class folders":
+        (src / "clip.mp4").write_bytes(b"not really a video")
+    if layout == "wrong extension":
+        (src / "walking").mkdir()
+        (src / "walking" / "notes.txt").write_text("x")
+    out = tmp_path / "out"
+    assert main(["ingest", "video-folder", str(src), str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("gulpio ingest: error: ") and str(src) in err
+    if layout == "no class folders":
+        assert "<class>" in err and "no class subfolders" in err
+    assert not out.exists()
+
+
+def test_ingestor_api_refuses_an_empty_adapter_before_creating_anything(tmp_path):
+    class Empty(AbstractDatasetAdapter):
+        def __len__(self):
+            return 0
+
+        def iter_data(self, slice_element=None):
+            return iter(())
+
+    with pytest.raises(NothingToIngestError, match="Empty has no items"):
+        GulpIngestor(Empty(), tmp_path / "out", 10, 1)()
+    assert not (tmp_path / "out").exists()
+
+
+# -- reruns with other settings; no empty chunks ---------------------------------------------
+def test_rerun_with_other_settings_is_caught_before_any_work(tmp_path, capsys):
+    src = _image_folder(tmp_path / "imgs")
+    out = tmp_path / "out"
+    args = ["ingest", "image-folder", str(src), str(out), "--videos-per-chunk", "2"]
+    assert main(args + ["--img-size", "16"]) == 0
+    before = sorted(p.name for p in out.iterdir())
+    capsys.readouterr()
+    # Same settings: resumes (nothing to do), exit 0.
+    assert main(args + ["--img-size", "16"]) == 0
+    assert "0 new chunks (3 already done)" in capsys.readouterr().out
+    for changed, expect in (
+        (["--img-size", "12"], "img_size: 16 -> 12"),
+        (["--img-size", "16", "--quality", "80"], "quality: 90 -> 80"),
+    ):
+        assert main(args + changed) == 2
+        err = capsys.readouterr().err
+        assert expect in err and "new output directory" in err
+    assert sorted(p.name for p in out.iterdir()) == before
+    # Another videos-per-chunk is another run over the same input: caught as well.
+    other = ["ingest", "image-folder", str(src), str(out), "--videos-per-chunk", "4"]
+    assert main(other + ["--img-size", "16"]) == 2
+    assert "videos_per_chunk: 2 -> 4" in capsys.readouterr().err
+    # A different input extends the dataset as before.
+    more = _image_folder(tmp_path / "more", classes=("owl",))
+    assert main(["ingest", "image-folder", str(more), str(out), "--img-size", "16"]) == 0
+    assert len(GulpDirectory(str(out))) == 9
+
+
+def test_api_raises_settings_changed_error(tmp_path):
+    src = _image_folder(tmp_path / "imgs")
+    GulpIngestor(ImageFolderAdapter(src, tmp_path / "out", img_size=16), tmp_path / "out", 4, 1)()
+    with pytest.raises(SettingsChangedError, match="img_size: 16 -> 20"):
+        GulpIngestor(
+            ImageFolderAdapter(src, tmp_path / "out", img_size=20), tmp_path / "out", 4, 1
+        )()
+
+
+class Items(AbstractDatasetAdapter):
+    def __init__(self, items):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def iter_data(self, slice_element=None):
+        yield from self.items[slice_element or slice(None)]
+
+
+def _video(id_, seed):
+    rng = np.random.default_rng(seed)
+    return {"id": id_, "meta": {}, "frames": [rng.integers(0, 256, (16, 16, 3), np.uint8)]}
+
+
+def test_a_chunk_whose_videos_are_all_skipped_is_not_published(tmp_path):
+    items = [_video("a", 1), _video("b", 2), {"id": "c", "error": "unreadable"}, _video("d", 3)]
+    items.insert(2, {"id": "x", "error": "unreadable"})
+    # Chunks of 2: [a, b], [x, c] (all skipped), [d].
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IngestWarning)
+        report = GulpIngestor(Items(items), tmp_path, 2, 1, progress=False)()
+        assert report.chunks_written == 2 and report.failed_ids == ["x", "c"]
+        assert not (tmp_path / "data_1.gulp").exists() and not (tmp_path / "meta_1.gmeta").exists()
+        assert sorted(GulpDirectory(str(tmp_path)).keys()) == ["a", "b", "d"]
+        # A rerun knows the empty chunk is done (its failures are still reported).
+        again = GulpIngestor(Items(items), tmp_path, 2, 1, progress=False)()
+    assert again.chunks_resumed == 2 and again.chunks_written == 0
+    assert again.failed_ids == ["x", "c"]
+
+
+def test_check_reports_and_repair_removes_empty_chunks(tmp_path, capsys):
+    with GulpChunk(str(tmp_path / "data_0.gulp"), str(tmp_path / "meta_0.gmeta")).open("wb"):
+        pass  # what older versions and gulpio2 published for a chunk of skipped videos
+    ok = GulpChunk(str(tmp_path / "data_1.gulp"), str(tmp_path / "meta_1.gmeta"))
+    with ok.open("wb"):
+        ok.append("v", {}, [np.zeros((8, 8, 3), np.uint8)])
+    assert main(["check", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "data_0.gulp: the chunk holds no videos" in out and "1 problem(s)" in out
+    assert main(["repair", str(tmp_path)]) == 0
+    assert "move data_0.gulp, meta_0.gmeta" in capsys.readouterr().out
+    assert main(["repair", str(tmp_path), "--apply"]) == 0
+    assert not (tmp_path / "data_0.gulp").exists()
+    assert main(["check", str(tmp_path)]) == 0
+
+
+# -- the demo ----------------------------------------------------------------------------------
+def test_demo_writes_into_gulpio_demo_and_says_how_to_remove_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert (tmp_path / "gulpio-demo").is_dir()
+    assert "gulpio-demo" in out and "rm -rf" in out
+    # Running it again replaces its own earlier output; a foreign folder is refused.
+    assert main(["demo"]) == 0
+    capsys.readouterr()
+    shutil.rmtree(tmp_path / "gulpio-demo")
+    (tmp_path / "gulpio-demo").mkdir()
+    (tmp_path / "gulpio-demo" / "mine.txt").write_text("keep me")
+    assert main(["demo"]) == 2
+    assert "not a demo output" in capsys.readouterr().err
+    assert (tmp_path / "gulpio-demo" / "mine.txt").exists()
+    assert os.listdir(tmp_path) == ["gulpio-demo"]
