@@ -172,3 +172,57 @@ def test_demo_writes_into_gulpio_demo_and_says_how_to_remove_it(tmp_path, capsys
     assert "not a demo output" in capsys.readouterr().err
     assert (tmp_path / "gulpio-demo" / "mine.txt").exists()
     assert os.listdir(tmp_path) == ["gulpio-demo"]
+
+
+# -- reading: out= of the wrong kind, empty and missing directories ----------------------------
+def _one_video(root: Path) -> GulpDirectory:
+    chunk = GulpChunk(str(root / "data_0.gulp"), str(root / "meta_0.gmeta"))
+    with chunk.open("wb"):
+        chunk.append("v", {}, [np.zeros((8, 10, 3), np.uint8)] * 2)
+    return GulpDirectory(str(root))
+
+
+@pytest.mark.parametrize(
+    "out, error, got",
+    [
+        (np.empty((2, 8, 10, 3), np.float32), TypeError, "dtype float32"),
+        (np.empty((2, 8, 20, 3), np.uint8)[:, :, ::2], ValueError, "C-contiguous: no"),
+        (np.empty((2, 8, 11, 3), np.uint8), ValueError, "shape (2, 8, 11, 3)"),
+        ([[0]], TypeError, "not list"),
+    ],
+)
+def test_out_of_the_wrong_kind_names_every_requirement(tmp_path, out, error, got):
+    gd = _one_video(tmp_path)
+    want = "out must be a C-contiguous, writeable uint8 array of shape (2, 8, 10, 3)"
+    with pytest.raises(error) as info:
+        gd.read("v", out=out)
+    assert want in str(info.value) and got in str(info.value)
+    frozen = np.empty((1, 2, 8, 10, 3), np.uint8)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="writeable: no"):
+        gd.read_batch(["v"], out=frozen)
+
+
+def test_empty_and_missing_directories_say_what_was_looked_for(tmp_path):
+    from gulpio_rs.errors import EmptyDirectoryWarning
+
+    with pytest.warns(EmptyDirectoryWarning, match=r"no gulp chunks here \(data_\*\.gulp"):
+        gd = GulpDirectory(str(tmp_path))
+    assert len(gd) == 0
+    with pytest.raises(FileNotFoundError, match="no gulp directory here: the folder does not"):
+        GulpDirectory(str(tmp_path / "absent"))
+    # Writing into an empty directory stays legal.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyDirectoryWarning)
+        (chunk,) = GulpDirectory(str(tmp_path)).new_chunks(1)
+    with chunk.open("wb"):
+        chunk.append("v", {}, [np.zeros((8, 8, 3), np.uint8)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(GulpDirectory(str(tmp_path))) == 1
+
+
+def test_gulpio_without_arguments_prints_the_help(capsys):
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert "usage: gulpio" in err and "demo" in err and "ingest" in err and "check" in err

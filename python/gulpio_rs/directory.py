@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -32,7 +33,7 @@ from ._reading import (
     extract_input_for_getitem,
 )
 from .chunk import GulpChunk
-from .errors import BrokenChunkWarning, UnsupportedJpegError
+from .errors import BrokenChunkWarning, EmptyDirectoryWarning, UnsupportedJpegError
 
 
 def problem_text(problem: dict) -> str:
@@ -113,11 +114,21 @@ class GulpDirectory:
         self.fallback_decoder = fallback_decoder
         self._storage_options = _storage_options(storage_options)
         self._io = io
-        self._dir = _native.NativeDirectory(
-            self._path,
-            None if self._storage_options is None else self._storage_options.pairs(),
-            io,
-        )
+        try:
+            self._dir = _native.NativeDirectory(
+                self._path,
+                None if self._storage_options is None else self._storage_options.pairs(),
+                io,
+            )
+        except FileNotFoundError:
+            if _native.is_remote_url(self._path) or os.path.isdir(self._path):
+                raise
+            raise FileNotFoundError(
+                errno.ENOENT,
+                "no gulp directory here: the folder does not exist (a gulp directory holds "
+                "data_*.gulp + meta_*.gmeta chunk files)",
+                self._path,
+            ) from None
         self._table = self._dir.chunk_table()
         self._chunk_objs = None
         self._merged = None
@@ -135,6 +146,13 @@ class GulpDirectory:
                 err.path = problem["path"]
                 raise err
             warnings.warn(problem_text(problem), BrokenChunkWarning, stacklevel=2)
+        if not self._table and not self.problems:
+            warnings.warn(
+                f"{self._path}: no gulp chunks here (data_*.gulp + meta_*.gmeta), so the "
+                "directory is empty (len 0); fine before writing into it, else check the path",
+                EmptyDirectoryWarning,
+                stacklevel=2,
+            )
 
     # -- lookups -----------------------------------------------------------------------------
     def _handle(self):

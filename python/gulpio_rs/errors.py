@@ -74,6 +74,12 @@ class BrokenChunkWarning(GulpWarning):
     """A chunk of a directory could not be used (or its index was ignored) while opening."""
 
 
+class EmptyDirectoryWarning(GulpWarning):
+    """A ``GulpDirectory`` was opened on a folder (or prefix) with no chunks: ``len`` is 0.
+    Right before writing into it (``new_chunks``); otherwise usually a wrong path. Filter it
+    with ``warnings.filterwarnings("ignore", category=EmptyDirectoryWarning)``."""
+
+
 class PickleMetadataWarning(GulpWarning):
     """A chunk was given ``pickle_serializer``: its metadata is unpickled, which runs code
     from the file. gulpio-rs never does this unless the caller passes that serializer."""
@@ -93,5 +99,6 @@ __all__ = [
     "RemoteConfigError",
     "GulpWarning",
     "BrokenChunkWarning",
+    "EmptyDirectoryWarning",
     "PickleMetadataWarning",
 ]

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import uuid
+import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from glob import glob
@@ -23,6 +24,7 @@ from PIL import Image
 
 from . import _native
 from ._pixels import pil_to_array, to_frame
+from .errors import EmptyDirectoryWarning
 
 #: JPEG quality used by :func:`img_to_jpeg_bytes`; read on every call (tests may change it).
 _JPEG_WRITE_QUALITY = 90
@@ -166,7 +168,9 @@ def remove_entries_with_duplicate_ids(output_directory: str, meta_dict: list) ->
 
     meta_dict = _remove_duplicates_in_metadict(meta_dict)
     if os.path.isdir(output_directory):
-        gd = GulpDirectory(output_directory)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EmptyDirectoryWarning)  # a new output: expected
+            gd = GulpDirectory(output_directory)
         existing = set(gd.keys())
         meta_dict = [m for m in meta_dict if str(m["id"]) not in existing]
     if not meta_dict:

@@ -4,7 +4,7 @@ use std::ffi::c_int;
 use std::os::raw::c_void;
 use std::sync::{Arc, OnceLock};
 
-use numpy::{PyArray4, PyArrayMethods};
+use numpy::PyArray4;
 use pyo3::exceptions::{PyBufferError, PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice};
@@ -339,14 +339,13 @@ impl Chunk {
         frames: Option<Vec<i64>>,
         check: bool,
         colorspace: Option<&str>,
-        out: Option<Bound<'py, PyArray4<u8>>>,
+        out: Option<Bound<'py, PyAny>>,
         threads: usize,
     ) -> PyResult<Bound<'py, PyArray4<u8>>> {
         let cs = decode::colorspace(colorspace)?;
         let plan = decode::plan(py, self, video, frames, cs, Layout::Stacked)?;
         let (h, w, c) = plan.shape.unwrap_or_default();
         let dims = [plan.jobs.len(), h, w, c];
-        let out = out.map(|a| a.to_dyn().clone());
         let arr = decode::into_one(py, &plan.jobs, &dims, out, check, threads)?;
         Ok(arr.cast_into::<PyArray4<u8>>()?)
     }

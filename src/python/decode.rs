@@ -2,8 +2,11 @@
 //! `Chunk.decode`, `Chunk.read` and `read_batch`, and one way to run a plan (`into_one`,
 //! `into_each`: the GIL released, the decode on the private pool).
 
-use numpy::{PyArray4, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::exceptions::PyValueError;
+use numpy::{
+    PyArray4, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
@@ -90,15 +93,12 @@ pub fn into_one<'py>(
     py: Python<'py>,
     jobs: &[FrameJob],
     dims: &[usize],
-    out: Option<Bound<'py, PyArrayDyn<u8>>>,
+    out: Option<Bound<'py, PyAny>>,
     check: bool,
     threads: usize,
 ) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
     let arr = match out {
-        Some(arr) => {
-            check_out(arr.as_untyped(), dims)?;
-            arr
-        }
+        Some(out) => out_array(&out, dims)?,
         // Every byte is written by the decoder before the array is returned; on error the
         // array is dropped without being exposed.
         None => arrays::uninit_dyn(py, dims)?,
@@ -143,7 +143,7 @@ pub fn read_batch<'py>(
     check: bool,
     colorspace: Option<&str>,
     threads: usize,
-    out: Option<Bound<'py, PyArrayDyn<u8>>>,
+    out: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cs = self::colorspace(colorspace)?;
     let plans = items
@@ -196,22 +196,48 @@ fn split<'s>(mut buf: &'s mut [u8], jobs: &[FrameJob]) -> PyResult<Vec<&'s mut [
     Ok(outs)
 }
 
-/// `out=` must have exactly the shape the frames need and be C-contiguous and writeable.
-fn check_out(arr: &Bound<'_, PyUntypedArray>, dims: &[usize]) -> PyResult<()> {
-    if arr.shape() != dims {
-        return Err(PyValueError::new_err(format!(
-            "out has shape {:?}, the frames need {:?}",
-            arr.shape(),
-            dims
+/// `out=` must be a numpy uint8 array of exactly the shape the frames need, C-contiguous and
+/// writeable; anything else is one error naming every requirement and what `out` has.
+fn out_array<'py>(out: &Bound<'py, PyAny>, dims: &[usize]) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let shape = |d: &[usize]| match d {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            d.iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let want = format!(
+        "a C-contiguous, writeable uint8 array of shape {}",
+        shape(dims)
+    );
+    let Ok(arr) = out.cast::<PyUntypedArray>() else {
+        return Err(PyTypeError::new_err(format!(
+            "out must be {want}, not {}",
+            out.get_type().name()?
         )));
-    }
+    };
+    let dtype_ok = arr.dtype().is_equiv_to(&numpy::dtype::<u8>(out.py()));
     let writeable: bool = arr.getattr("flags")?.getattr("writeable")?.extract()?;
-    if !arr.is_c_contiguous() || !writeable {
-        return Err(PyValueError::new_err(
-            "out must be a C-contiguous, writeable uint8 array",
-        ));
+    let shape_ok = arr.shape() == dims;
+    if dtype_ok && shape_ok && arr.is_c_contiguous() && writeable {
+        return Ok(arr.cast::<PyArrayDyn<u8>>()?.clone());
     }
-    Ok(())
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let msg = format!(
+        "out must be {want}; got dtype {}, shape {}, C-contiguous: {}, writeable: {}",
+        arr.dtype(),
+        shape(arr.shape()),
+        yes_no(arr.is_c_contiguous()),
+        yes_no(writeable)
+    );
+    Err(if dtype_ok {
+        PyValueError::new_err(msg)
+    } else {
+        PyTypeError::new_err(msg)
+    })
 }
 
 /// Verifies and decodes with the GIL released.

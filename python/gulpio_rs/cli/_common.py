@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 
-from ..errors import BrokenChunkWarning, GulpError
+from ..errors import BrokenChunkWarning, EmptyDirectoryWarning, GulpError
 
 
 def is_url(directory: str) -> bool:
@@ -35,6 +35,7 @@ def open_directory(directory: str, *, quiet: bool = False):
     with warnings.catch_warnings():
         if quiet:
             warnings.simplefilter("ignore", BrokenChunkWarning)
+        warnings.simplefilter("ignore", EmptyDirectoryWarning)  # said below, as an error
         gd = GulpDirectory(directory)
     if gd.num_chunks == 0 and not gd.problems:
         raise GulpError(f"{directory}: not a gulp directory (no data*.gulp / meta*.gmeta)")

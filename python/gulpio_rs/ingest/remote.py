@@ -15,7 +15,7 @@ import threading
 import warnings
 
 from .._names import chunk_number, chunk_paths
-from ..errors import BrokenChunkWarning
+from ..errors import BrokenChunkWarning, EmptyDirectoryWarning
 from .report import IngestError, IngestReport
 
 #: Files beside the chunks that are uploaded too (written by the adapters into the staging
@@ -46,6 +46,7 @@ def ingest_remote(ingestor, url: str) -> IngestReport:
     # video is decoded.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BrokenChunkWarning)
+        warnings.simplefilter("ignore", EmptyDirectoryWarning)  # a new dataset: expected
         remote = GulpDirectory(url, storage_options=getattr(ingestor, "storage_options", None))
     uploader = _Uploader(remote, staging)
 
