@@ -226,3 +226,26 @@ def test_gulpio_without_arguments_prints_the_help(capsys):
     assert main([]) == 2
     err = capsys.readouterr().err
     assert "usage: gulpio" in err and "demo" in err and "ingest" in err and "check" in err
+
+
+def test_ingest_help_is_whole_plain_and_explains_the_options(capsys):
+    import inspect
+
+    from gulpio_rs import adapters
+    from gulpio_rs.cli.ingest import BUILTIN
+
+    assert main(["ingest", "--help"]) == 0
+    overview = capsys.readouterr().out
+    assert "``" not in overview
+    flat = " ".join(overview.split())
+    for cls_name, _ in BUILTIN.values():
+        first = (inspect.getdoc(getattr(adapters, cls_name)) or "").split("\n\n")[0]
+        assert " ".join(first.replace("``", "").split()) in flat, cls_name
+    with pytest.raises(SystemExit):
+        main(["ingest", "video-folder", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "shm-dir-path" not in text and "``" not in text
+    assert "folder the input folder" in text
+    assert "shorter side is this many pixels (-1: keep the size)" in text
+    # gulpio2's option is still accepted (and ignored).
+    assert main(["ingest", "video-folder", "/nonexistent", "/tmp/x", "--shm-dir-path", "/x"]) == 2

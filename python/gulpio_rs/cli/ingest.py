@@ -13,6 +13,7 @@ import importlib
 import inspect
 import json
 import sys
+import textwrap
 import warnings
 from dataclasses import asdict
 
@@ -33,6 +34,29 @@ BUILTIN = {
 }
 
 EXIT_SKIPPED = 3
+
+#: Help of the built-in adapters' parameters (a user adapter's show their default only).
+PARAM_HELP = {
+    "folder": "the input folder (its layout: see the description above)",
+    "json_file": "the JSON file that lists the videos and their labels",
+    "csv_file": "the ';'-separated CSV file that lists the ids (and labels)",
+    "input_file": "the text file that lists the images, one 'path,label' per line",
+    "clips_json": "the JSON file that lists the clips",
+    "root_folder": "folder the listed paths are relative to (default: as listed)",
+    "frame_size": "resize frames so their shorter side is this many pixels (-1: keep the size)",
+    "img_size": "resize images so their shorter side is this many pixels (-1: keep the size)",
+    "frame_rate": "frames per second to keep (default: every frame of the video)",
+    "max_frames": "keep at most this many frames per video (default: all)",
+    "shuffle": "shuffle the items (reproducibly, with --seed) before cutting them into chunks",
+    "seed": "seed of --shuffle",
+    "file_extensions": "file extensions to collect, case-insensitive",
+    "labels": "whether there is a class level of folders (default: detected)",
+    "phase": "the subset of the JSON to take (training, validation, testing; None: all)",
+    "label_name": "the JSON field that holds the label",
+    "remove_duplicate_ids": "drop repeated ids in the list (else they are reported as skipped)",
+}
+#: Accepted for gulpio2's command lines and ignored (videos are decoded in-process).
+HIDDEN = {"shm_dir_path"}
 
 EPILOG = """exit status: 0 all videos written, 3 finished but some videos were skipped (listed),
 1 stopped by an error (or by the first bad video with --strict), 2 bad arguments.
@@ -108,10 +132,19 @@ def _add_param(group, param: inspect.Parameter) -> None:
             kind = {"type": type(param.default)} if isinstance(param.default, (int, float)) else {}
         _aliases(group, param.name, [f"--{param.name}"], **kind)
     default = param.default
-    help_ = f"(default: {default!r})"
+    shown = ", ".join(default) if isinstance(default, (list, tuple)) else repr(default)
+    help_ = PARAM_HELP.get(param.name, "")
+    if default is not None and not isinstance(default, bool):
+        help_ = f"{help_} (default: {shown})".strip()
+    if param.name in HIDDEN:
+        help_ = argparse.SUPPRESS
     if isinstance(default, bool):
         group.add_argument(
-            *names, dest=param.name, action=argparse.BooleanOptionalAction, default=default
+            *names,
+            dest=param.name,
+            action=argparse.BooleanOptionalAction,
+            default=default,
+            help=help_ or None,
         )
     elif isinstance(default, int):
         group.add_argument(*names, dest=param.name, type=int, default=default, help=help_)
@@ -137,13 +170,17 @@ def build_parser(cls, spec: str) -> argparse.ArgumentParser:
     shown = spec if spec in BUILTIN else f"--adapter {spec}"
     parser = argparse.ArgumentParser(
         prog=f"gulpio ingest {shown}",
-        description=doc.split("\n\n")[0],
+        description=_plain(doc.split("\n\n")[0]),
         epilog=f"example:\n  gulpio ingest {shown} {example}\n\n{EPILOG}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     for p in params:
         if p.default is p.empty and p.name != "output_folder":
-            parser.add_argument(p.name, type=int if p.annotation in (int, "int") else str)
+            parser.add_argument(
+                p.name,
+                type=int if p.annotation in (int, "int") else str,
+                help=PARAM_HELP.get(p.name),
+            )
     parser.add_argument("output_folder", help="the gulp directory to write (or extend)")
     adapter = parser.add_argument_group(f"{cls.__name__} options")
     for p in params:
@@ -173,6 +210,11 @@ def build_parser(cls, spec: str) -> argparse.ArgumentParser:
     return parser
 
 
+def _plain(text: str) -> str:
+    """A docstring paragraph as one line of plain text (no reST ``literal`` markup)."""
+    return " ".join(text.replace("``", "").split())
+
+
 def _overview() -> str:
     from .. import adapters
 
@@ -186,8 +228,14 @@ def _overview() -> str:
     for name, (cls_name, _) in BUILTIN.items():
         cls = getattr(adapters, cls_name, None)
         if cls is not None:
-            summary = (inspect.getdoc(cls) or "").split("\n")[0]
-            lines.append(f"  {name:18s} {summary}")
+            summary = _plain((inspect.getdoc(cls) or "").split("\n\n")[0])
+            lines += textwrap.wrap(
+                summary,
+                100,
+                initial_indent=f"  {name:18s} ",
+                subsequent_indent=" " * 21,
+                break_on_hyphens=False,
+            )
     lines += [
         "",
         "Any adapter class (gulpio_rs.adapters.AbstractDatasetAdapter) can be run by import path;",
