@@ -26,6 +26,8 @@ pub struct Report {
     pub frames: usize,
     /// Bytes of published data covered.
     pub bytes: u64,
+    /// The frames' JPEG bytes (padding excluded): what ingest reports as a chunk's bytes.
+    pub frame_bytes: u64,
     pub findings: Vec<Finding>,
 }
 
@@ -35,6 +37,10 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
     let frames: Vec<(usize, usize)> = (0..reader.video_count())
         .flat_map(|v| (0..reader.frame_count(v)).map(move |k| (v, k)))
         .collect();
+    let frame_bytes = (0..reader.video_count())
+        .flat_map(|v| reader.frames(v))
+        .map(|f| f.jpeg_len as u64)
+        .sum();
     // Mapped locally; read whole (in concurrent ranges) from other sources.
     let data = match reader.whole_data() {
         Ok(d) => d,
@@ -43,6 +49,7 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
                 videos: reader.video_count(),
                 frames: frames.len(),
                 bytes: 0,
+                frame_bytes,
                 findings: vec![Finding {
                     kind: "io",
                     video: None,
@@ -106,6 +113,7 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
         videos: reader.video_count(),
         frames: frames.len(),
         bytes: published.min(data.len() as u64),
+        frame_bytes,
         findings,
     }
 }

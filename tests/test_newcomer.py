@@ -249,3 +249,42 @@ def test_ingest_help_is_whole_plain_and_explains_the_options(capsys):
     assert "shorter side is this many pixels (-1: keep the size)" in text
     # gulpio2's option is still accepted (and ignored).
     assert main(["ingest", "video-folder", "/nonexistent", "/tmp/x", "--shm-dir-path", "/x"]) == 2
+
+
+# -- gulpio ls; one size formatter -------------------------------------------------------------
+def test_ls_lists_ids_usable_with_show_and_sizes_agree_across_commands(tmp_path, capsys):
+    import json
+
+    src = _image_folder(tmp_path / "imgs")
+    out = tmp_path / "out"
+    assert main(["ingest", "image-folder", str(src), str(out), "--videos-per-chunk", "4"]) == 0
+    ingest_mb = capsys.readouterr().out.split(" MB in ")[0].rsplit(" ", 1)[-1]
+    gd = GulpDirectory(str(out))
+    assert main(["ls", str(out)]) == 0
+    ids = capsys.readouterr().out.split()
+    assert ids == list(gd.keys())
+    assert main(["show", str(out), ids[-1], "-o", str(tmp_path / "s.png")]) == 0
+    assert (tmp_path / "s.png").exists()
+    capsys.readouterr()
+    assert main(["ls", str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in rows] == ids
+    assert {r["label"] for r in rows} == {"cat", "dog"}
+    assert all(r["frames"] == 1 and r["chunk"].startswith("data_") for r in rows)
+    total = sum(r["bytes"] for r in rows)
+    assert main(["ls", str(out), "--long"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["id", "frames", "size", "label", "chunk"]
+    assert len(lines) == len(ids) + 1 and lines[1].startswith(ids[0])
+    # ingest, check and info print the same figure for the same bytes.
+    assert main(["check", str(out)]) == 0
+    check_mb = capsys.readouterr().out.split(" MB)")[0].rsplit("(", 1)[-1]
+    assert main(["info", str(out)]) == 0
+    info_mb = capsys.readouterr().out.split(" MB of JPEG frames")[0].rsplit(" ", 1)[-1]
+    assert ingest_mb == check_mb == info_mb == f"{total / 1e6:,.1f}"
+    # ... and count the same quantity (their JSON reports), so the figures cannot drift apart.
+    assert main(["check", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bytes"] == total
+    assert main(["info", str(out), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["bytes"] == total < info["disk_bytes"]

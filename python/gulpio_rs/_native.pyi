@@ -35,9 +35,10 @@ class Chunk:
     ) -> list[memoryview]: ...
     def verify(
         self, decode: bool = False, threads: int = 0
-    ) -> tuple[int, int, int, list[tuple[str, str | None, int | None, str]]]:
-        """``(videos, frames, bytes, [(kind, video_id, frame, message), ...])``: every frame's
-        CRC (and with ``decode`` a full decode) and the data CRC."""
+    ) -> tuple[int, int, int, int, list[tuple[str, str | None, int | None, str]]]:
+        """``(videos, frames, data bytes covered, frames' JPEG bytes, [(kind, video_id, frame,
+        message), ...])``: every frame's CRC (and with ``decode`` a full decode) and the data
+        CRC."""
     def decode(
         self,
         video: int,

@@ -285,6 +285,7 @@ impl Chunk {
         usize,
         usize,
         u64,
+        u64,
         Vec<(&'static str, Option<String>, Option<usize>, String)>,
     )> {
         let runner = crate::pool::runner(threads)?;
@@ -293,6 +294,7 @@ impl Chunk {
             report.videos,
             report.frames,
             report.bytes,
+            report.frame_bytes,
             report
                 .findings
                 .into_iter()

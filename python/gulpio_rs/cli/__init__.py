@@ -12,9 +12,9 @@ import sys
 
 from .. import __version__
 from ..errors import GulpError
-from . import check, demo, index, info, ingest, repair, show
+from . import check, demo, index, info, ingest, ls, repair, show
 
-COMMANDS = [demo, ingest, check, info, index, repair, show]
+COMMANDS = [demo, ingest, check, info, ls, index, repair, show]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,6 +13,7 @@ import sys
 import time
 import warnings
 
+from .._sizes import megabytes
 from ..errors import BrokenChunkWarning, GulpError
 from ._common import open_directory
 
@@ -50,7 +51,9 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
         _problem(p["path"], "chunk" if p["chunk_skipped"] else "index", p["message"])
         for p in gd.problems
     ]
-    totals = {"videos": 0, "frames": 0, "bytes": 0, "legacy_chunks": 0}
+    # bytes: the frames' JPEG bytes (as ingest, info and ls count them); data_bytes: what was
+    # read and CRC-checked (padding included), the base of the GB/s figure.
+    totals = {"videos": 0, "frames": 0, "bytes": 0, "data_bytes": 0, "legacy_chunks": 0}
     table = gd.chunk_table()
     rows = table
     if progress:
@@ -73,10 +76,11 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
             problems.append(_problem(index, "index", chunk.index_problem))
         elif not chunk.indexed:
             totals["legacy_chunks"] += 1
-        videos, frames, nbytes, findings = chunk.verify(decode, threads)
+        videos, frames, data_bytes, frame_bytes, findings = chunk.verify(decode, threads)
         totals["videos"] += videos
         totals["frames"] += frames
-        totals["bytes"] += nbytes
+        totals["bytes"] += frame_bytes
+        totals["data_bytes"] += data_bytes
         for kind, video_id, frame, message in findings:
             problems.append(_problem(data, kind, message, video_id, frame))
     seconds = time.perf_counter() - start
@@ -110,11 +114,11 @@ def run(args: argparse.Namespace) -> int:
         return 0 if report["ok"] else 1
     for p in report["problems"]:
         print(_line(p))
-    rate = report["bytes"] / report["seconds"] / 1e9 if report["seconds"] else 0.0
+    rate = report["data_bytes"] / report["seconds"] / 1e9 if report["seconds"] else 0.0
     what = "decoded and CRC-checked" if report["decoded"] else "CRC-checked"
     print(
         f"{what} {report['frames']:,} frames of {report['videos']:,} videos in "
-        f"{report['chunks']} chunks ({report['bytes'] / 1e6:,.1f} MB) in "
+        f"{report['chunks']} chunks ({megabytes(report['bytes'])}) in "
         f"{report['seconds']:.2f} s ({rate:.2f} GB/s)"
     )
     if report["legacy_chunks"]:

@@ -10,6 +10,7 @@ import time
 from importlib import resources
 
 from .. import JPEG_BACKEND, __version__, _decoder_note, _zune_fallback_reason
+from .._sizes import megabytes
 from ..errors import GulpError
 
 EPILOG = """examples:
@@ -36,10 +37,6 @@ def add_parser(sub) -> None:
 
 def _sample_dir() -> str:
     return str(resources.files("gulpio_rs") / "data" / "bbb")
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.2f} MB"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     size = sum(os.path.getsize(os.path.join(out, n)) for n in os.listdir(out))
     print(
         f"1. gulped {len(gd)} videos, {n_frames} frames into {gd.num_chunks} chunks "
-        f"({_mb(size)}) in {t_ingest * 1e3:.0f} ms ({n_frames / t_ingest:,.0f} frames/s)"
+        f"({megabytes(size)}) in {t_ingest * 1e3:.0f} ms ({n_frames / t_ingest:,.0f} frames/s)"
     )
 
     t0 = time.perf_counter()

@@ -7,6 +7,7 @@ import argparse
 import json
 from collections import Counter
 
+from .._sizes import megabytes
 from ._common import open_directory
 
 EPILOG = """examples:
@@ -34,14 +35,15 @@ def describe(directory: str, label_field: str = "label") -> dict:
     sizes: Counter = Counter()
     channels: Counter = Counter()
     labels: Counter = Counter()
-    frames = data_bytes = indexed = 0
+    frames = frame_bytes = disk_bytes = indexed = 0
     frame_counts = []
     for pos, (data_len, meta_len) in enumerate(gd.chunk_sizes()):
-        data_bytes += data_len + meta_len
+        disk_bytes += data_len + meta_len
         chunk = gd.native_chunk(pos)
         indexed += bool(chunk.indexed)
         for video in range(len(chunk)):
             shapes = chunk.frame_shapes(video)
+            frame_bytes += sum(length - pad for _, pad, length in chunk.frame_info(video))
             frame_counts.append(len(shapes))
             frames += len(shapes)
             for h, w, c in shapes:
@@ -58,7 +60,10 @@ def describe(directory: str, label_field: str = "label") -> dict:
         "broken_chunks": sum(p["chunk_skipped"] for p in gd.problems),
         "videos": len(gd),
         "frames": frames,
-        "bytes": data_bytes,
+        # The frames' JPEG bytes, as `gulpio ingest` and `gulpio check` count them.
+        "bytes": frame_bytes,
+        # The .gulp and .gmeta files (padding and metadata included; indexes not).
+        "disk_bytes": disk_bytes,
         "frames_per_video": {
             "min": min(frame_counts, default=0),
             "max": max(frame_counts, default=0),
@@ -86,7 +91,10 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"  frames   {info['frames']:,} ({fpv['min']}-{fpv['max']} per video, mean {fpv['mean']})"
     )
-    print(f"  bytes    {info['bytes'] / 1e6:,.1f} MB")
+    print(
+        f"  bytes    {megabytes(info['bytes'])} of JPEG frames "
+        f"({megabytes(info['disk_bytes'])} in .gulp and .gmeta files)"
+    )
     top = list(info["frame_sizes"].items())[:5]
     print("  sizes    " + ", ".join(f"{s} ({n:,})" for s, n in top))
     print("  channels " + ", ".join(f"{c} ({n:,})" for c, n in info["channels"].items()))

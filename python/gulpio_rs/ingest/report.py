@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .._sizes import megabytes
 from ..errors import GulpError, GulpWarning
 
 
@@ -83,7 +84,7 @@ class IngestReport:
         """A few lines for a terminal: totals, then every failed video and why."""
         rate = f", {self.frames_written / self.seconds:,.0f} frames/s" if self.seconds > 0 else ""
         lines = [
-            f"{self.videos:,} videos, {self.frames:,} frames, {self.bytes / 1e6:,.1f} MB in "
+            f"{self.videos:,} videos, {self.frames:,} frames, {megabytes(self.bytes)} in "
             f"{self.chunks_written} new chunks ({self.chunks_resumed} already done) "
             f"in {self.seconds:.1f} s{rate} -> {self.output_folder}"
         ]
