@@ -70,15 +70,24 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
         let expected = reader.index().header().gulp_crc;
         let actual = crc32fast::hash(&data[..published as usize]);
         if actual != expected {
-            findings.push(Finding {
-                kind: "data_crc",
-                video: None,
-                frame: None,
-                message: format!(
-                    "CRC of the published data (bytes 0..{published}): expected \
-                     {expected:#010x}, found {actual:#010x}"
-                ),
-            });
+            // One damaged place is one problem: when frames' CRCs already fail, the whole-file
+            // CRC failing too is a consequence, said in the first of them rather than as a
+            // second problem. Alone (damage in padding or between frames), it is the finding.
+            let consequence = format!(
+                "CRC of the published data (bytes 0..{published}): expected {expected:#010x}, \
+                 found {actual:#010x}"
+            );
+            match findings.iter_mut().find(|f| f.kind == "crc") {
+                Some(first) => {
+                    first.message = format!("{}; so the {consequence} fails too", first.message)
+                }
+                None => findings.push(Finding {
+                    kind: "data_crc",
+                    video: None,
+                    frame: None,
+                    message: consequence,
+                }),
+            }
         }
     }
     let frame_cut = findings.iter().any(|f| f.kind == "truncated");
