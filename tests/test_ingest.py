@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import synthetic_frame
+from data_fixtures import JPEG_CORPUS
 from PIL import Image
 
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor, _native
@@ -31,7 +32,7 @@ from gulpio_rs.ingest import IngestError, IngestReport, IngestWarning
 H, W = 48, 64
 REPO = Path(__file__).resolve().parents[1]
 BBB = REPO / "python" / "gulpio_rs" / "data" / "bbb"
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "jpeg-conformance"
+CONFORMANCE = JPEG_CORPUS
 STATE = ".gulpio-ingest"
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import synthetic_frame
+from data_fixtures import JPEG_CORPUS, NO_CORPUS
 from PIL import Image
 
 from gulpio_rs import DecodeError, GulpChunk, GulpDirectory, UnsupportedJpegError, _native
@@ -32,9 +33,8 @@ try:
 except ImportError:  # optional: pip install opencv-python-headless
     cv2 = None
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "jpeg-conformance"
+CORPUS = JPEG_CORPUS
 MANIFEST = CORPUS / "manifest.json"
-NO_CORPUS = f"JPEG corpus not found at {CORPUS} (shared/ must sit beside the repository)"
 NO_CV2 = "OpenCV not installed (pip install opencv-python-headless)"
 MIN_PSNR = 40.0
 needs_cv2 = pytest.mark.skipif(cv2 is None, reason=NO_CV2)

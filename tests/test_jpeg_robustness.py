@@ -29,11 +29,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from data_fixtures import JPEG_CORPUS
 from PIL import Image
 
 from gulpio_rs._native import JPEG_BACKEND
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "jpeg-conformance"
+CORPUS = JPEG_CORPUS
 CORPUS_SEEDS = [
     "ljt_testorig.jpg",
     "ljt_testimgint.jpg",

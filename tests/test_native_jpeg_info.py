@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import numpy as np
 import pytest
+from data_fixtures import JPEG_CORPUS, NO_CORPUS
 from PIL import Image
 
 from gulpio_rs import _native
 from gulpio_rs.errors import DecodeError
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "jpeg-conformance"
+CONFORMANCE = JPEG_CORPUS
 
 
 def _jpeg(mode: str, size=(40, 24), **save) -> bytes:
@@ -63,7 +63,7 @@ def test_fill_bytes_before_the_frame_header():
 def test_arithmetic_coded():
     path = CONFORMANCE / "ljt_testimgari.jpg"
     if not path.exists():
-        pytest.skip(f"conformance image {path} not present")
+        pytest.skip(NO_CORPUS)
     info = _native.jpeg_info(path.read_bytes())
     assert info.arithmetic is True
     assert info.lossless is False
