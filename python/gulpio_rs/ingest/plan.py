@@ -146,15 +146,22 @@ def _plans(folder: str) -> list[dict]:
     return plans
 
 
-def _plan(folder: str, key: dict, num_slices: int, settings: dict | None = None) -> dict:
-    """The run's plan: created by whichever shard gets there first, read by the others."""
+def _plan(
+    folder: str,
+    key: dict,
+    num_slices: int,
+    settings: dict | None = None,
+    taken: list[int] = (),
+) -> dict:
+    """The run's plan: created by whichever shard gets there first, read by the others.
+    ``taken``: chunk numbers in use elsewhere (a remote dataset this folder stages for)."""
     run_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     state = os.path.join(folder, STATE_DIR)
     os.makedirs(state, exist_ok=True)
     path = os.path.join(state, f"run-{run_id}.json")
     with RunLock(folder):
         if not os.path.exists(path):
-            _create_plan(folder, path, run_id, key, num_slices, settings)
+            _create_plan(folder, path, run_id, key, num_slices, settings, taken)
     with open(path) as f:
         plan = json.load(f)
     if plan.get("num_slices") != num_slices:
@@ -165,11 +172,17 @@ def _plan(folder: str, key: dict, num_slices: int, settings: dict | None = None)
 
 
 def _create_plan(
-    folder: str, path: str, run_id: str, key: dict, num_slices: int, settings: dict | None
+    folder: str,
+    path: str,
+    run_id: str,
+    key: dict,
+    num_slices: int,
+    settings: dict | None,
+    taken_elsewhere: list[int] = (),
 ) -> None:
     """Called under the run lock, so runs starting at once on one file system see each other's
     plans (and ``link`` keeps it exclusive where ``flock`` is not shared across machines)."""
-    taken = _chunk_numbers(folder)
+    taken = _chunk_numbers(folder) + list(taken_elsewhere)
     for p in _plans(folder):
         taken.append(p["first_chunk"] + p["num_slices"] - 1)
     plan = {

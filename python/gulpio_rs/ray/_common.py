@@ -56,3 +56,30 @@ def remove_temporaries(folder: str, numbers: set[int]) -> None:
                 os.unlink(os.path.join(folder, name))
             except FileNotFoundError:
                 pass
+
+
+_OPEN: dict = {}
+
+
+def open_remote(url: str, storage_options):
+    """The ``GulpDirectory`` of a dataset URL, opened once per worker process (Ray reuses
+    workers): opening lists the prefix and fetches every chunk's index front, which one read
+    or write task should not repeat for every chunk it handles."""
+    import warnings
+
+    from ..directory import GulpDirectory
+    from ..errors import EmptyDirectoryWarning
+
+    key = (os.getpid(), url, tuple(sorted((storage_options or {}).items())))
+    gd = _OPEN.get(key)
+    if gd is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EmptyDirectoryWarning)
+            gd = _OPEN[key] = GulpDirectory(url, storage_options=storage_options)
+    return gd
+
+
+def forget_remote(url: str) -> None:
+    """Drops the cached directories of ``url`` (its listing changed: chunks were added)."""
+    for key in [k for k in _OPEN if k[1] == url]:
+        _OPEN.pop(key).close()

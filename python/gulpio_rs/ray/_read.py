@@ -6,16 +6,22 @@ import json
 import os
 
 from .._reading import _selection, _threads
-from ._common import connect
+from ._common import connect, open_remote
 
 
-def _read_chunk(batch, frames, decode, check_data, colorspace, threads, videos_per_block):
-    """One chunk (the batch holds its paths) -> batches of its videos. Only this chunk's
-    files are opened; the frame selection is resolved per video before anything decodes."""
+def _read_chunk(
+    batch, frames, decode, check_data, colorspace, threads, videos_per_block, remote=None
+):
+    """One chunk (the batch holds its paths, or its position in a remote dataset) -> batches of
+    its videos. Only this chunk's files are read; the frame selection is resolved per video
+    before anything decodes."""
     from .. import _native
 
-    for data, meta in zip(batch["data"], batch["meta"], strict=True):
-        chunk, problem = _native.Chunk.open(str(data), str(meta))
+    for data, meta, pos in zip(batch["data"], batch["meta"], batch["pos"], strict=True):
+        if remote is None:
+            chunk, _ = _native.Chunk.open(str(data), str(meta))
+        else:
+            chunk = open_remote(*remote)._chunk(int(pos))
         n = len(chunk)
         for start in range(0, n, videos_per_block):
             videos = range(start, min(n, start + videos_per_block))
@@ -47,6 +53,7 @@ def read_gulp(
     threads: int | None = 1,
     videos_per_block: int = 16,
     ray_address: str | None = None,
+    storage_options: dict | None = None,
 ):
     """A gulp directory as a ``ray.data.Dataset`` with one row per video: ``id`` (str),
     ``frames`` and ``meta`` (the video's metadata dict).
@@ -57,17 +64,27 @@ def read_gulp(
     one chunk (so it opens only that chunk's files) and emits blocks of at most
     ``videos_per_block`` videos, so blocks never span chunks; rows come in
     :meth:`GulpDirectory.keys` order. ``threads`` decode threads per task (each read task
-    asks Ray for one CPU). CRC checks as ``check_data``. Local directories only for now.
+    asks Ray for one CPU). CRC checks as ``check_data``.
+
+    ``path`` may be a dataset URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``) with
+    ``storage_options`` as :class:`~gulpio_rs.GulpDirectory` takes them: each worker process
+    opens the dataset once and its tasks fetch only their chunk's frames (ranged requests,
+    CRC-checked). The options travel to the workers inside the task arguments; their secret
+    values never appear in a repr or message.
     """
-    from ..directory import GulpDirectory
+    from ..directory import GulpDirectory, _storage_options
 
     ray = connect(ray_address)
     folder = os.fspath(path)
     if videos_per_block < 1:
         raise ValueError(f"videos_per_block must be >= 1, not {videos_per_block}")
-    with GulpDirectory(folder, strict=True) as gd:
+    options = _storage_options(storage_options)
+    with GulpDirectory(folder, strict=True, storage_options=options) as gd:
         table = gd.chunk_table()
-    items = [{"data": data, "meta": meta} for _, data, meta, *_ in table]
+        remote = (folder, options) if gd.is_remote else None
+    items = [
+        {"data": data, "meta": meta, "pos": pos} for pos, (_, data, meta, *_) in enumerate(table)
+    ]
     if not items:
         raise ValueError(f"{folder}: no chunks to read")
     ds = ray.data.from_items(items, override_num_blocks=len(items))
@@ -83,5 +100,6 @@ def read_gulp(
             "colorspace": colorspace,
             "threads": _threads(threads),
             "videos_per_block": int(videos_per_block),
+            "remote": remote,
         },
     )

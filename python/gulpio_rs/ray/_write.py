@@ -27,14 +27,17 @@ from dataclasses import asdict
 
 import numpy as np
 
+from .. import _native
+from .._atomic import write_json_atomically
 from .._frames import EncodeOptions, FrameEncoder
 from .._names import chunk_names, chunk_paths
 from ..chunk import GulpChunk
-from ..errors import GulpError
+from ..directory import _storage_options
+from ..errors import BrokenChunkWarning, GulpError
 from ..ingest.plan import _chunk_done, _plan, calculate_chunk_slices
 from ..ingest.report import ChunkResult, IngestError, IngestReport, IngestWarning
 from ..ingest.write import write_chunk
-from ._common import connect, remove_temporaries, task_error
+from ._common import connect, forget_remote, open_remote, remove_temporaries, task_error
 
 # -- pass 1: check rows, collect ids ---------------------------------------------------------
 
@@ -181,43 +184,15 @@ class _Stored:
         return list(frames)
 
 
-def _write_group(table, folder: str, strict: bool):
+def _write_group(table, folder: str, strict: bool, remote=None):
     import pyarrow as pa
 
     rows = sorted(table.to_pylist(), key=lambda r: r["pos"])
     number = rows[0]["chunk"]
-    ids = [r["id"] for r in rows]
-    done = _chunk_done(folder, number)
-    if done is not None:
-        # A retry of a task whose first attempt published: keep the chunk if it is this one.
-        from .. import _native
-
-        native, _ = _native.Chunk.open(*chunk_paths(folder, number))
-        have = set(native.ids()) | {i for i, _ in done.failures}
-        if have != set(ids):
-            raise IngestError(
-                f"{chunk_names(number)[0]} is already published with other videos than this run's "
-                f"{ids[0]!r}..{ids[-1]!r}; move it away or write into another directory"
-            )
-        result = done
-        result.resumed = False
+    if remote is not None:
+        result = _write_remote(rows, number, strict, remote)
     else:
-        record = os.path.join(folder, ".gulpio-ingest", f"chunk-{number}.json")
-
-        def before_publish(result: ChunkResult, _ids) -> None:
-            from .._atomic import write_json_atomically
-
-            write_json_atomically(record, asdict(result), indent=1, sort_keys=True)
-
-        result = write_chunk(
-            _Rows(rows),
-            GulpChunk(*chunk_paths(folder, number)),
-            slice(None),
-            encoder=_Stored(),
-            number=number,
-            strict=strict,
-            before_publish=before_publish,
-        )
+        result = _write_local(rows, number, folder, strict)
     return pa.table(
         {
             "chunk": [number],
@@ -226,26 +201,114 @@ def _write_group(table, folder: str, strict: bool):
     )
 
 
+def _write_local(rows: list[dict], number: int, folder: str, strict: bool) -> ChunkResult:
+    ids = [r["id"] for r in rows]
+    record = os.path.join(folder, ".gulpio-ingest", f"chunk-{number}.json")
+    done = _chunk_done(folder, number)
+    if done is not None and done.published:
+        # A retry of a task whose first attempt published: keep the chunk if it is this one.
+        native, _ = _native.Chunk.open(*chunk_paths(folder, number))
+        have = set(native.ids()) | {i for i, _ in done.failures}
+        if have != set(ids):
+            raise IngestError(
+                f"{chunk_names(number)[0]} is already published with other videos than this run's "
+                f"{ids[0]!r}..{ids[-1]!r}; move it away or write into another directory"
+            )
+        done.resumed = False
+        return done
+    if done is not None:
+        done.resumed = False
+        return done
+
+    def before_publish(result: ChunkResult, _ids) -> None:
+        write_json_atomically(record, asdict(result), indent=1, sort_keys=True)
+
+    result = write_chunk(
+        _Rows(rows),
+        GulpChunk(*chunk_paths(folder, number)),
+        slice(None),
+        encoder=_Stored(),
+        number=number,
+        strict=strict,
+        before_publish=before_publish,
+        publish_empty=False,
+    )
+    if not result.published:
+        write_json_atomically(record, asdict(result), indent=1, sort_keys=True)
+    return result
+
+
+def _write_remote(rows: list[dict], number: int, strict: bool, remote) -> ChunkResult:
+    """Stages the chunk in a temporary folder on this node and uploads it in the publication
+    order (data, index, then the ``.gmeta``: the commit point, docs/FORMAT.md §4a). A retried
+    task stages the same bytes (the frames were encoded in the pass before), so it finds its
+    ``.gmeta`` already there and identical (done), or only data and index of a killed attempt,
+    which no reader pairs and which it overwrites before committing."""
+    import shutil
+    import tempfile
+
+    from ..ingest.remote import _upload_one
+
+    gd = open_remote(*remote)
+    stage = tempfile.mkdtemp(prefix="gulpio-ray-stage-")
+    try:
+        result = write_chunk(
+            _Rows(rows),
+            GulpChunk(*chunk_paths(stage, number)),
+            slice(None),
+            encoder=_Stored(),
+            number=number,
+            strict=strict,
+            publish_empty=False,
+        )
+        if result.published:
+            _upload_one(gd, gd._handle(), stage, number)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return result
+
+
 # -- the driver ------------------------------------------------------------------------------
 
 
-def _existing_ids(folder: str, first: int, end: int) -> dict[str, str]:
-    """Ids of chunks outside this run's numbers -> their data file."""
-    from ..directory import GulpDirectory
-
+def _existing_ids(gd, first: int, end: int) -> dict[str, str]:
+    """Ids of the chunks of ``gd`` outside this run's numbers -> their data file."""
     out: dict[str, str] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with GulpDirectory(folder) as gd:
-            for number, data, meta, _idx, _first, _n in gd.chunk_table():
-                if first <= number < end:
-                    continue
-                from .. import _native
-
-                native, _ = _native.Chunk.open(data, meta)
-                for id_ in native.ids():
-                    out[id_] = os.path.basename(data)
+    for pos, (number, data, *_rest) in enumerate(gd.chunk_table()):
+        if not first <= number < end:
+            for id_ in gd._chunk(pos).ids():
+                out[id_] = os.path.basename(data)
     return out
+
+
+def _remote_done(gd, first: int, end: int) -> dict[int, ChunkResult]:
+    """The chunks of this run's numbers a remote dataset already has (committed: its listing
+    pairs data with meta), counted from their indexes. Their skipped videos are not known
+    remotely; the report of a resumed remote run lists only this attempt's."""
+    done = {}
+    for pos, (number, *_rest) in enumerate(gd.chunk_table()):
+        if first <= number < end:
+            chunk = gd._chunk(pos)
+            infos = [chunk.frame_info(v) for v in range(len(chunk))]
+            done[number] = ChunkResult(
+                chunk=number,
+                videos=len(infos),
+                frames=sum(len(i) for i in infos),
+                bytes=sum(length - pad for info in infos for _, pad, length in info),
+                resumed=True,
+            )
+    return done
+
+
+def _open_output(folder: str, storage_options):
+    """The output as a ``GulpDirectory`` (created if local and missing)."""
+    from ..directory import GulpDirectory
+    from ..errors import EmptyDirectoryWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyDirectoryWarning)
+        warnings.simplefilter("ignore", BrokenChunkWarning)
+        return GulpDirectory(folder, storage_options=storage_options)
 
 
 def write_gulp(
@@ -259,6 +322,7 @@ def write_gulp(
     strict: bool = False,
     threads: int = 1,
     ray_address: str | None = None,
+    storage_options: dict | None = None,
 ) -> IngestReport:
     """Packs the videos of ``ds`` into the gulp directory ``path`` (created, or extended after
     its existing chunks) and returns an :class:`~gulpio_rs.ingest.IngestReport`.
@@ -278,19 +342,29 @@ def write_gulp(
     (``strict=True`` raises instead, before that chunk is published). Running the same call
     again after a crash writes only the chunks that were not published. ``ds`` is read twice
     (the id check, then the frames): materialize it first if producing it is expensive.
-    Local directories only.
+
+    ``path`` may be a dataset URL (``s3://``, ``gs://``, ``az://``) with ``storage_options``
+    as :class:`~gulpio_rs.GulpDirectory` takes them: each write task stages its chunk on its
+    own node and uploads it (data, index, ``.gmeta`` last), so no shared file system is
+    needed; the run's plan is kept in the local staging folder of ``GulpIngestor`` for that
+    URL. A rerun skips the chunks the URL already has.
     """
     import time
 
     t0 = time.perf_counter()
     ray = connect(ray_address)
     folder = os.fspath(path)
-    if "://" in folder:
-        raise ValueError(f"{folder}: write_gulp writes local directories only (for now)")
+    options = _storage_options(storage_options)
+    remote = None
+    if _native.is_remote_url(folder):
+        from ..ingest.remote import staging_folder
+
+        remote = (folder, options)
+        url, folder = folder, staging_folder(folder)
     per_chunk = int(videos_per_chunk)
     if per_chunk < 1:
         raise ValueError(f"videos_per_chunk must be >= 1, not {videos_per_chunk}")
-    options = EncodeOptions(int(quality), subsampling, int(threads))
+    encode_options = EncodeOptions(int(quality), subsampling, int(threads))
     size = int(frame_size) if frame_size is not None and frame_size > 0 else None
 
     # Pass 1: the ordered ids, and every reason to refuse the input.
@@ -326,18 +400,22 @@ def write_gulp(
         "videos_per_chunk": per_chunk,
         "num_shards": 1,
     }
-    first = _plan(folder, key, len(slices))["first_chunk"]
+    output = _open_output(url if remote else folder, options)
+    taken = [number for number, *_ in output.chunk_table()] if remote else []
+    first = _plan(folder, key, len(slices), taken=taken)["first_chunk"]
     end = first + len(slices)
-    existing = _existing_ids(folder, first, end)
+    existing = _existing_ids(output, first, end)
+    finished = _remote_done(output, first, end) if remote else {}
+    output.close()
     skip = {i: f"id already in the dataset ({existing[i]})" for i in ids if i in existing}
     if skip and strict:
         id_, reason = next(iter(skip.items()))
         raise IngestError(f"video {id_!r}: {reason}; nothing was written")
 
-    report = IngestReport(output_folder=folder)
+    report = IngestReport(output_folder=url if remote else folder)
     todo = set()
     for n in range(first, end):
-        done = _chunk_done(folder, n)
+        done = finished.get(n) if remote else _chunk_done(folder, n)
         if done is not None:
             report.add(done)
         else:
@@ -348,13 +426,13 @@ def write_gulp(
         encoded = ds.map_batches(
             _encode_batch,
             batch_format="numpy",
-            num_cpus=options.threads,
+            num_cpus=encode_options.threads,
             fn_kwargs={
                 "index": index,
                 "first": first,
                 "per_chunk": per_chunk,
                 "todo": todo,
-                "options": options,
+                "options": encode_options,
                 "size": size,
                 "skip": skip,
             },
@@ -364,7 +442,7 @@ def write_gulp(
         written = encoded.groupby("chunk", num_partitions=parts).map_groups(
             _write_group,
             batch_format="pyarrow",
-            fn_kwargs={"folder": folder, "strict": bool(strict)},
+            fn_kwargs={"folder": folder, "strict": bool(strict), "remote": remote},
         )
         try:
             results = written.take_all()
@@ -374,7 +452,10 @@ def write_gulp(
             r = ChunkResult(**json.loads(row["result"]))
             r.failures = [tuple(f) for f in r.failures]
             report.add(r)
-        remove_temporaries(folder, todo)
+        if remote is None:
+            remove_temporaries(folder, todo)
+        else:
+            forget_remote(url)
     report.seconds = time.perf_counter() - t0
     if report.failures:
         warnings.warn(
