@@ -92,7 +92,7 @@ pub fn encode_frames<'py>(
     }
     #[cfg(not(feature = "turbo"))]
     {
-        let _ = (frames, quality, subsampling, size, threads);
+        let _ = (py, frames, quality, subsampling, size, threads);
         Err(pyo3::exceptions::PyRuntimeError::new_err(
             "this build of gulpio-rs has no libjpeg-turbo encoder (JPEG_BACKEND is zune-jpeg)",
         ))
