@@ -180,3 +180,17 @@ def copy(src: Path, dst: Path) -> Path:
     dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, dst)
     return dst
+
+
+class ItemsAdapter:
+    """An adapter (gulpio's protocol: ``__len__`` and ``iter_data``) over a list of items,
+    yielded as they are: for tests that need exact control over ids, errors and frames."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def iter_data(self, slice_element=None):
+        yield from self.items[slice_element or slice(None)]

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import simplejpeg
 from conftest import synthetic_frame
+from data_fixtures import ItemsAdapter
 
 from gulpio_rs import GulpDirectory, GulpIngestor, _native
 from gulpio_rs._frames import RUST_ENCODER, EncodeOptions, FrameEncoder
-from gulpio_rs.adapters import AbstractDatasetAdapter
 from gulpio_rs.ingest import IngestError, IngestWarning
 
 turbo_only = pytest.mark.skipif(
@@ -77,17 +77,6 @@ def test_frame_encoder_threads_do_not_change_the_bytes():
         assert one.encode(fs, 20) == two.encode(fs, 20)
 
 
-class Items(AbstractDatasetAdapter):
-    def __init__(self, items):
-        self.items = items
-
-    def __len__(self):
-        return len(self.items)
-
-    def iter_data(self, slice_element=None):
-        yield from self.items[slice_element or slice(None)]
-
-
 def video(id_, seed, bad=False):
     f = np.zeros((2, 8, 8, 3), np.uint8) if bad else synthetic_frame(24, 32, seed=seed)
     return {"id": id_, "meta": {"seed": seed}, "frames": [f, f]}
@@ -106,7 +95,7 @@ def test_pipelined_writer_keeps_order_and_duplicate_rules(tmp_path):
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IngestWarning)
-        report = GulpIngestor(Items(items), tmp_path, 10, 1, progress=False)()
+        report = GulpIngestor(ItemsAdapter(items), tmp_path, 10, 1, progress=False)()
     assert [i for i, _ in report.failures] == ["a", "b", "c"]
     assert "frame 0" in report.failures[0][1]
     assert "duplicate" in report.failures[1][1]
@@ -118,5 +107,5 @@ def test_pipelined_writer_keeps_order_and_duplicate_rules(tmp_path):
 def test_pipelined_writer_strict_publishes_nothing(tmp_path):
     items = [video("a", 1), video("b", 2, bad=True), video("c", 3)]
     with pytest.raises(IngestError, match="'b'"):
-        GulpIngestor(Items(items), tmp_path, 10, 1, progress=False, strict=True)()
+        GulpIngestor(ItemsAdapter(items), tmp_path, 10, 1, progress=False, strict=True)()
     assert not list(tmp_path.glob("data_*.gulp"))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from data_fixtures import ItemsAdapter
 
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor
 from gulpio_rs.adapters import AbstractDatasetAdapter, ImageFolderAdapter
@@ -107,17 +108,6 @@ def test_api_raises_settings_changed_error(tmp_path):
         )()
 
 
-class Items(AbstractDatasetAdapter):
-    def __init__(self, items):
-        self.items = items
-
-    def __len__(self):
-        return len(self.items)
-
-    def iter_data(self, slice_element=None):
-        yield from self.items[slice_element or slice(None)]
-
-
 def _video(id_, seed):
     rng = np.random.default_rng(seed)
     return {"id": id_, "meta": {}, "frames": [rng.integers(0, 256, (16, 16, 3), np.uint8)]}
@@ -129,12 +119,12 @@ def test_a_chunk_whose_videos_are_all_skipped_is_not_published(tmp_path):
     # Chunks of 2: [a, b], [x, c] (all skipped), [d].
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IngestWarning)
-        report = GulpIngestor(Items(items), tmp_path, 2, 1, progress=False)()
+        report = GulpIngestor(ItemsAdapter(items), tmp_path, 2, 1, progress=False)()
         assert report.chunks_written == 2 and report.failed_ids == ["x", "c"]
         assert not (tmp_path / "data_1.gulp").exists() and not (tmp_path / "meta_1.gmeta").exists()
         assert sorted(GulpDirectory(str(tmp_path)).keys()) == ["a", "b", "d"]
         # A rerun knows the empty chunk is done (its failures are still reported).
-        again = GulpIngestor(Items(items), tmp_path, 2, 1, progress=False)()
+        again = GulpIngestor(ItemsAdapter(items), tmp_path, 2, 1, progress=False)()
     assert again.chunks_resumed == 2 and again.chunks_written == 0
     assert again.failed_ids == ["x", "c"]
 
