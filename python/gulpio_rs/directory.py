@@ -92,6 +92,12 @@ class GulpDirectory:
     ``jpeg_decoder=callable`` (gulpio2's option) replaces it for every frame;
     ``fallback_decoder=callable`` is used only for frames the built-in decoder does not support
     (arithmetic coding, 12-bit). Both are called with the JPEG ``bytes``.
+
+    Dataset URLs (``s3://``, ``gs://``, ``az://``, ``http(s)://``) are read with
+    ``storage_options`` (docs/REMOTE.md). ``cache_dir=`` (or ``$GULPIO_CACHE_DIR``) keeps the
+    fetched bytes in 4 MiB blocks on local disk, bounded by ``cache_size`` (bytes or
+    ``"20GB"``; default 20 GB, or ``$GULPIO_CACHE_SIZE``), least recently used first out;
+    every frame read from it is CRC-checked, and processes may share one cache folder.
     """
 
     def __init__(
@@ -105,6 +111,8 @@ class GulpDirectory:
         strict: bool = False,
         storage_options: dict[str, str] | None = None,
         io: str | None = None,
+        cache_dir=None,
+        cache_size: int | str | None = None,
     ):
         self.output_dir = output_dir  # as given (gulpio2 code compares it with its own Path)
         self._path = os.fsdecode(output_dir)
@@ -113,6 +121,17 @@ class GulpDirectory:
         self.colorspace = colorspace
         self.fallback_decoder = fallback_decoder
         self._storage_options = _storage_options(storage_options)
+        if cache_dir is not None or cache_size is not None:
+            if not _native.is_remote_url(self._path):
+                raise ValueError(
+                    f"cache_dir/cache_size apply to dataset URLs (s3://, gs://, ...), not to the "
+                    f"local directory {self._path!r}"
+                )
+            # Kept with the other options, so pickled copies (DataLoader workers) share it.
+            extra = {"cache_dir": os.fspath(cache_dir)} if cache_dir is not None else {}
+            if cache_size is not None:
+                extra["cache_size"] = str(cache_size)
+            self._storage_options = StorageOptions({**(self._storage_options or {}), **extra})
         self._io = io
         try:
             self._dir = _native.NativeDirectory(

@@ -665,6 +665,10 @@ impl ChunkReader {
             .filter_map(|&i| fp.recs[i].as_ref())
             .map(|r| r.offset..r.jpeg_end())
             .collect();
+        if let DataSource::Remote { store, name, .. } = &self.data {
+            // Bytes that failed their CRC may have come from the local cache: ask the store.
+            store.invalidate(name, &again);
+        }
         self.data.read_ranges(&self.paths.data, &again, |j, got| {
             let i = retry[j];
             let (video, k) = fp.wanted[i];

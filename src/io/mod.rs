@@ -6,6 +6,7 @@
 //! stores are read with concurrent range requests.
 
 pub mod aws_profile;
+pub mod cache;
 pub mod plan;
 pub mod remote;
 pub mod runtime;

@@ -87,6 +87,11 @@ pub struct RemoteStore {
     settings: RemoteSettings,
     /// The client and the pid it was built in.
     client: Mutex<Option<(u32, Arc<dyn ObjectStore>)>>,
+    /// The local block cache (`cache_dir`), if any.
+    cache: Option<super::cache::DiskCache>,
+    /// `name -> (size, ETag or modification time)` from the last listing: the identity of an
+    /// object in the cache (nothing is cached for objects not listed).
+    versions: Mutex<std::collections::HashMap<String, (u64, String)>>,
 }
 
 impl std::fmt::Debug for RemoteStore {
@@ -144,6 +149,7 @@ impl RemoteStore {
         let mut settings = RemoteSettings::default();
         let mut store_options = Vec::new();
         let mut profile_name = None;
+        let (mut cache_dir, mut cache_size, mut cache_block) = (None, None, None);
         for (k, v) in options {
             let bad = |what: &str| config(format!("storage option {k:?}: {what}"));
             match k.to_ascii_lowercase().as_str() {
@@ -169,6 +175,19 @@ impl RemoteStore {
                     store_options.push(("timeout".into(), format!("{ms}ms")));
                 }
                 "aws_profile" | "profile" => profile_name = Some(v.clone()),
+                "cache_dir" => cache_dir = Some(v.clone()).filter(|d| !d.is_empty()),
+                "cache_size" => {
+                    cache_size = Some(parse_bytes(v).ok_or_else(|| {
+                        bad("a size in bytes is needed (an integer, or with kB/MB/GB/TB/KiB/MiB/GiB/TiB)")
+                    })?)
+                }
+                "cache_block_size" => {
+                    cache_block = Some(
+                        parse_bytes(v)
+                            .filter(|&n| n >= 4096)
+                            .ok_or_else(|| bad("a size of at least 4096 bytes is needed"))?,
+                    )
+                }
                 _ => store_options.push((k.clone(), v.clone())),
             }
         }
@@ -197,6 +216,31 @@ impl RemoteStore {
         }
         let credential_source =
             profile_source.unwrap_or_else(|| credential_source(&scheme, &store_options));
+        let cache_dir = cache_dir.or_else(|| {
+            std::env::var("GULPIO_CACHE_DIR")
+                .ok()
+                .filter(|d| !d.is_empty())
+        });
+        let cache_size = match cache_size {
+            Some(n) => n,
+            None => match std::env::var("GULPIO_CACHE_SIZE") {
+                Ok(v) if !v.is_empty() => parse_bytes(&v).ok_or_else(|| {
+                    config(format!("GULPIO_CACHE_SIZE={v:?} is not a size in bytes"))
+                })?,
+                _ => super::cache::DEFAULT_MAX_BYTES,
+            },
+        };
+        let cache = match cache_dir {
+            Some(dir) => Some(
+                super::cache::DiskCache::new(
+                    &dir,
+                    cache_size,
+                    cache_block.unwrap_or(super::cache::DEFAULT_BLOCK),
+                )
+                .map_err(|e| config(format!("cache_dir {dir:?} cannot be created: {e}")))?,
+            ),
+            None => None,
+        };
         let store = RemoteStore {
             url: printable(&parsed),
             scheme,
@@ -206,6 +250,8 @@ impl RemoteStore {
             credential_source,
             settings,
             client: Mutex::new(None),
+            cache,
+            versions: Mutex::new(Default::default()),
         };
         // Build once now so configuration errors (unknown keys, bad values) surface at open.
         store.client()?;
@@ -232,6 +278,8 @@ impl RemoteStore {
             credential_source: "a client given by the caller".into(),
             settings,
             client: Mutex::new(Some((std::process::id(), client))),
+            cache: None,
+            versions: Mutex::new(Default::default()),
         }
     }
 
@@ -427,12 +475,24 @@ impl RemoteStore {
             client.list_with_delimiter(p).await
         })?
         .map_err(|e| self.error("", e))?;
+        let mut versions = std::collections::HashMap::new();
         let mut out: Vec<(String, u64)> = listed
             .objects
             .into_iter()
-            .filter_map(|m| Some((m.location.filename()?.to_owned(), m.size)))
+            .filter_map(|m| {
+                let name = m.location.filename()?.to_owned();
+                let version = m
+                    .e_tag
+                    .clone()
+                    .unwrap_or_else(|| format!("{:?}", m.last_modified));
+                versions.insert(name.clone(), (m.size, version));
+                Some((name, m.size))
+            })
             .collect();
         out.sort();
+        if let Ok(mut v) = self.versions.lock() {
+            *v = versions;
+        }
         Ok(out)
     }
 
@@ -482,8 +542,139 @@ impl RemoteStore {
     }
 
     /// [`RemoteStore::read_ranges`] over ranges of several objects: `items[i] = (name,
-    /// range)`, all in one stream of at most `concurrency` requests in flight.
+    /// range)`, all in one stream of at most `concurrency` requests in flight; through the
+    /// local block cache when there is one.
     pub fn read_named_ranges(
+        &self,
+        items: &[(String, Range<u64>)],
+        each: impl FnMut(usize, Result<Bytes>),
+    ) -> Result<()> {
+        match &self.cache {
+            Some(cache) => self.read_cached(cache, items, each),
+            None => self.fetch_named_ranges(items, each),
+        }
+    }
+
+    /// The cache's key for `name`: the object's URL and version (None when it was not listed).
+    fn cache_key(&self, name: &str) -> Option<(String, u64)> {
+        let versions = self.versions.lock().ok()?;
+        let (size, version) = versions.get(name)?;
+        Some((format!("{}@{size}:{version}", self.url_of(name)), *size))
+    }
+
+    /// Forgets cached bytes of `name` covering `ranges` (they failed a CRC check), so that
+    /// the next read fetches them from the store.
+    pub fn invalidate(&self, name: &str, ranges: &[Range<u64>]) {
+        if let (Some(cache), Some((key, _))) = (&self.cache, self.cache_key(name)) {
+            for r in ranges {
+                cache.invalidate(&key, r.clone());
+            }
+        }
+    }
+
+    /// Serves `items` from cached blocks, fetching the missing blocks (all at once, as one
+    /// concurrent stream) and storing them. Items of objects the listing did not show are
+    /// fetched directly.
+    fn read_cached(
+        &self,
+        cache: &super::cache::DiskCache,
+        items: &[(String, Range<u64>)],
+        mut each: impl FnMut(usize, Result<Bytes>),
+    ) -> Result<()> {
+        use std::collections::BTreeMap;
+        let b = cache.block();
+        let mut blocks: BTreeMap<(usize, u64), Option<Bytes>> = BTreeMap::new();
+        let mut keys: Vec<Option<(String, u64)>> = Vec::with_capacity(items.len());
+        let mut direct = Vec::new();
+        for (i, (name, r)) in items.iter().enumerate() {
+            let key = self.cache_key(name).filter(|(_, size)| r.end <= *size);
+            if key.is_none() || r.is_empty() {
+                direct.push(i);
+            } else {
+                for index in r.start / b..=(r.end - 1) / b {
+                    blocks.entry((i, index)).or_insert(None);
+                }
+            }
+            keys.push(key);
+        }
+        // One entry per (object, block), whichever items share it.
+        let mut unique: BTreeMap<(String, u64), Option<Bytes>> = BTreeMap::new();
+        for &(i, index) in blocks.keys() {
+            if let Some((key, _)) = &keys[i] {
+                unique.entry((key.clone(), index)).or_insert(None);
+            }
+        }
+        for ((key, index), slot) in unique.iter_mut() {
+            *slot = cache.get(key, *index);
+        }
+        let mut fetch_items = Vec::new();
+        let mut fetch_keys = Vec::new();
+        for ((key, index), slot) in &unique {
+            if slot.is_some() {
+                continue;
+            }
+            // The name and size of the object this key belongs to.
+            let Some((i, _)) = blocks
+                .keys()
+                .find(|(i, idx)| idx == index && keys[*i].as_ref().is_some_and(|k| &k.0 == key))
+            else {
+                continue;
+            };
+            let size = keys[*i].as_ref().map_or(0, |k| k.1);
+            let start = index * b;
+            fetch_items.push((items[*i].0.clone(), start..(start + b).min(size)));
+            fetch_keys.push((key.clone(), *index));
+        }
+        // A block that could not be fetched stays None: its items are fetched directly below.
+        self.fetch_named_ranges(&fetch_items, |j, got| {
+            if let Ok(bytes) = got {
+                let (key, index) = &fetch_keys[j];
+                cache.put(key, *index, &bytes);
+                unique.insert((key.clone(), *index), Some(bytes));
+            }
+        })?;
+        for (i, (_, r)) in items.iter().enumerate() {
+            let Some((key, _)) = &keys[i] else { continue };
+            if direct.contains(&i) {
+                continue;
+            }
+            let first = r.start / b;
+            let parts: Option<Vec<&Bytes>> = (first..=(r.end - 1) / b)
+                .map(|index| unique.get(&(key.clone(), index)).and_then(|x| x.as_ref()))
+                .collect();
+            let Some(parts) = parts else {
+                direct.push(i);
+                continue;
+            };
+            // Cut the item's range out of its blocks (block n covers first*b + n*b ..).
+            let mut out = Vec::with_capacity((r.end - r.start) as usize);
+            for (n, part) in parts.iter().enumerate() {
+                let block_start = (first + n as u64) * b;
+                let lo = r.start.saturating_sub(block_start) as usize;
+                let hi = ((r.end - block_start) as usize).min(part.len());
+                match part.get(lo..hi) {
+                    Some(piece) => out.extend_from_slice(piece),
+                    None => break,
+                }
+            }
+            if out.len() as u64 == r.end - r.start {
+                each(i, Ok(Bytes::from(out)));
+            } else {
+                direct.push(i); // a short block (the object changed size): ask the store
+            }
+        }
+        // Objects not listed, and items whose blocks could not be fetched: directly, so the
+        // error (if any) is the store's own, for this item's range.
+        if !direct.is_empty() {
+            let ranges: Vec<(String, Range<u64>)> =
+                direct.iter().map(|&i| items[i].clone()).collect();
+            self.fetch_named_ranges(&ranges, |j, got| each(direct[j], got))?;
+        }
+        Ok(())
+    }
+
+    /// [`RemoteStore::read_named_ranges`] without the cache.
+    fn fetch_named_ranges(
         &self,
         items: &[(String, Range<u64>)],
         mut each: impl FnMut(usize, Result<Bytes>),
@@ -753,6 +944,31 @@ fn apply_aws_profile(
         options.push((key, value));
     }
     Ok(from_profile.then_some(profile.source))
+}
+
+/// A byte count: an integer, or with a unit (`kB`, `MB`, `GB`, `TB`: powers of 1000; `KiB`,
+/// `MiB`, `GiB`, `TiB`: powers of 1024), as in `cache_size="20GB"`.
+fn parse_bytes(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (number, unit) = v.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" | "k" => 1e3,
+        "mb" | "m" => 1e6,
+        "gb" | "g" => 1e9,
+        "tb" | "t" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    let n = number * scale;
+    (n.is_finite() && n >= 0.0 && n < u64::MAX as f64).then_some(n as u64)
 }
 
 /// Which credentials a store will use, for messages: the option or variable name, never its

@@ -1,0 +1,265 @@
+//! A local disk cache of blocks of remote objects (`cache_dir=`), so a second epoch over a
+//! dataset in object storage reads from local disk instead of the network.
+//!
+//! Fixed-size aligned blocks (4 MiB by default) of each object, one file per block, named by a
+//! hash of the object's identity (URL, size and ETag or modification time, so a replaced
+//! object is never served from an older copy) and the block number. Why blocks and not whole
+//! chunks or the requested ranges: a training job reads random subsets of each chunk, so
+//! whole-chunk caching would fetch gigabytes for a few clips, and caching requested ranges
+//! would hit only when the same frames are asked for again; blocks cost at most one block of
+//! read-ahead per request and hit for any later read that falls inside them (fsspec's block
+//! cache makes the same trade).
+//!
+//! Safety: a block is written to a temporary file in the cache folder and renamed into place,
+//! so a reader in any process sees a whole block or none; each file starts with the full key
+//! (hash collisions are detected) and a CRC32 of the block, checked on every read: a damaged
+//! file is deleted and fetched again, never served. Size: after a write, when the files
+//! exceed `max_bytes`, the least recently used ones (by modification time, which a hit
+//! refreshes) are deleted down to 90% of the bound; several processes may evict at once, and
+//! a block deleted under a reader that had not opened it yet is simply a miss.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+
+const MAGIC: &[u8; 8] = b"GLPCACH1";
+/// Default block size: large enough that a block is one efficient object-store request.
+pub const DEFAULT_BLOCK: u64 = 4 << 20;
+/// Default bound on the cache's size.
+pub const DEFAULT_MAX_BYTES: u64 = 20_000_000_000;
+/// Temporaries older than this belong to dead writers and are removed when evicting.
+const STALE_TEMP: Duration = Duration::from_secs(3600);
+
+#[derive(Debug)]
+pub struct DiskCache {
+    dir: PathBuf,
+    max_bytes: u64,
+    block: u64,
+    /// This process's estimate of the folder's size (None until first scanned).
+    used: AtomicU64,
+    scanned: std::sync::Once,
+}
+
+/// FNV-1a, 64 bits: stable across runs and Rust versions (the std hasher is not promised to
+/// be); collisions are caught by the key stored in every file.
+fn fnv64(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+impl DiskCache {
+    /// A cache in `dir` (created) of at most `max_bytes` in blocks of `block` bytes.
+    pub fn new(dir: impl Into<PathBuf>, max_bytes: u64, block: u64) -> std::io::Result<Self> {
+        let dir = dir.into();
+        fs::create_dir_all(&dir)?;
+        Ok(DiskCache {
+            dir,
+            max_bytes,
+            block: block.max(4096),
+            used: AtomicU64::new(0),
+            scanned: std::sync::Once::new(),
+        })
+    }
+
+    pub fn block(&self) -> u64 {
+        self.block
+    }
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, key: &str, index: u64) -> PathBuf {
+        self.dir.join(format!("{:016x}-{index}", fnv64(key)))
+    }
+
+    /// Block `index` of the object `key`, if cached whole and intact.
+    pub fn get(&self, key: &str, index: u64) -> Option<Bytes> {
+        let path = self.path(key, index);
+        let raw = fs::read(&path).ok()?;
+        match parse(&raw, key) {
+            Some(range) => {
+                // A hit is a use: the LRU order is the files' modification times.
+                if let Ok(f) = fs::File::options().write(true).open(&path) {
+                    let _ = f.set_modified(SystemTime::now());
+                }
+                Some(Bytes::from(raw).slice(range))
+            }
+            None => {
+                // Damaged, cut, or another key with the same hash: never served.
+                let _ = fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    /// Stores block `index` of `key` (best effort: a full disk only costs the cache).
+    pub fn put(&self, key: &str, index: u64, data: &[u8]) {
+        if data.len() as u64 > self.max_bytes {
+            return;
+        }
+        // Before this block exists, so the first scan does not count it twice.
+        self.scan_once();
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        let tmp = self.dir.join(format!(
+            ".tmp-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let written = (|| -> std::io::Result<u64> {
+            let mut f = fs::File::create(&tmp)?;
+            let key_len = u32::try_from(key.len()).map_err(std::io::Error::other)?;
+            f.write_all(MAGIC)?;
+            f.write_all(&key_len.to_le_bytes())?;
+            f.write_all(key.as_bytes())?;
+            f.write_all(&crc32fast::hash(data).to_le_bytes())?;
+            f.write_all(data)?;
+            fs::rename(&tmp, self.path(key, index))?;
+            Ok(f.metadata()?.len())
+        })();
+        match written {
+            Ok(n) => {
+                let used = self.used.fetch_add(n, Ordering::Relaxed) + n;
+                if used > self.max_bytes {
+                    self.evict();
+                }
+            }
+            Err(_) => {
+                let _ = fs::remove_file(&tmp);
+            }
+        }
+    }
+
+    /// Deletes the cached blocks of `key` that cover `range` (their bytes failed a check).
+    pub fn invalidate(&self, key: &str, range: std::ops::Range<u64>) {
+        if range.is_empty() {
+            return;
+        }
+        for index in range.start / self.block..=(range.end - 1) / self.block {
+            let _ = fs::remove_file(self.path(key, index));
+        }
+    }
+
+    fn scan_once(&self) {
+        self.scanned.call_once(|| {
+            let total = self.entries().iter().map(|e| e.1).sum();
+            self.used.store(total, Ordering::Relaxed);
+        });
+    }
+
+    /// `(modified, size, path)` of every block file; removes stale temporaries.
+    fn entries(&self) -> Vec<(SystemTime, u64, PathBuf)> {
+        let Ok(dir) = fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let now = SystemTime::now();
+        let mut out = Vec::new();
+        for entry in dir.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            if entry.file_name().to_string_lossy().starts_with(".tmp-") {
+                if now.duration_since(modified).unwrap_or_default() > STALE_TEMP {
+                    let _ = fs::remove_file(entry.path());
+                }
+                continue;
+            }
+            if meta.is_file() {
+                out.push((modified, meta.len(), entry.path()));
+            }
+        }
+        out
+    }
+
+    /// Deletes the least recently used blocks until the folder holds at most 90% of the bound.
+    fn evict(&self) {
+        let mut entries = self.entries();
+        entries.sort();
+        let mut total: u64 = entries.iter().map(|e| e.1).sum();
+        let target = self.max_bytes / 10 * 9;
+        for (_, size, path) in entries {
+            if total <= target {
+                break;
+            }
+            if fs::remove_file(&path).is_ok() {
+                total = total.saturating_sub(size);
+            }
+        }
+        self.used.store(total, Ordering::Relaxed);
+    }
+}
+
+/// The data range of a cache file for `key`, if its header and CRC are right.
+fn parse(raw: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
+    let rest = raw.strip_prefix(MAGIC.as_slice())?;
+    let key_len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+    let stored_key = rest.get(4..4 + key_len)?;
+    if stored_key != key.as_bytes() {
+        return None;
+    }
+    let crc_at = 4 + key_len;
+    let crc = u32::from_le_bytes(rest.get(crc_at..crc_at + 4)?.try_into().ok()?);
+    let start = MAGIC.len() + crc_at + 4;
+    let data = raw.get(start..)?;
+    (crc32fast::hash(data) == crc).then_some(start..raw.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_damage_and_collisions() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DiskCache::new(dir.path(), 1 << 20, 4096).unwrap();
+        assert!(cache.get("s3://b/p/data_0.gulp@10:e1", 0).is_none());
+        cache.put("s3://b/p/data_0.gulp@10:e1", 0, b"0123456789");
+        assert_eq!(
+            cache.get("s3://b/p/data_0.gulp@10:e1", 0).as_deref(),
+            Some(&b"0123456789"[..])
+        );
+        // Another version of the object is another key.
+        assert!(cache.get("s3://b/p/data_0.gulp@10:e2", 0).is_none());
+        // A flipped byte in the file: not served, and the file is gone.
+        let path = cache.path("s3://b/p/data_0.gulp@10:e1", 0);
+        let mut raw = fs::read(&path).unwrap();
+        let last = raw.len() - 1;
+        raw[last] ^= 1;
+        fs::write(&path, raw).unwrap();
+        assert!(cache.get("s3://b/p/data_0.gulp@10:e1", 0).is_none());
+        assert!(!path.exists());
+        // A file holding another key under this name (a hash collision): not served.
+        cache.put("other", 0, b"x");
+        fs::rename(cache.path("other", 0), cache.path("k", 3)).unwrap();
+        assert!(cache.get("k", 3).is_none());
+    }
+
+    #[test]
+    fn bounded_by_evicting_the_least_recently_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DiskCache::new(dir.path(), 10_000, 4096).unwrap();
+        let block = vec![7u8; 3000];
+        for i in 0..3 {
+            cache.put("obj", i, &block);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(cache.get("obj", 0).is_some()); // now the most recently used
+        std::thread::sleep(Duration::from_millis(20));
+        cache.put("obj", 3, &block); // over 10,000: evict down to 9,000
+        let size: u64 = cache.entries().iter().map(|e| e.1).sum();
+        assert!(size <= 10_000, "{size}");
+        assert!(
+            cache.get("obj", 0).is_some(),
+            "a recently used block was evicted"
+        );
+        assert!(cache.get("obj", 1).is_none(), "the oldest block was kept");
+        cache.invalidate("obj", 0..1);
+        assert!(cache.get("obj", 0).is_none());
+    }
+}
