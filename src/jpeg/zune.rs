@@ -132,7 +132,15 @@ fn headers(
     cs: ColorSpace,
 ) -> Result<JpegDecoder<ZCursor<&[u8]>>, DecodeFailure> {
     let mut dec = JpegDecoder::new_with_options(ZCursor::new(jpeg), options(false, w, h, cs));
-    dec.decode_headers().map_err(failure)?;
+    // As in `scan`: a panic inside zune-jpeg is damage, not a crash.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dec.decode_headers())) {
+        Ok(result) => result.map_err(failure)?,
+        Err(_) => {
+            return Err(DecodeFailure::Corrupt(
+                "the JPEG headers are damaged (zune-jpeg gave up on them)".into(),
+            ))
+        }
+    }
     Ok(dec)
 }
 
@@ -153,7 +161,15 @@ fn scan(
             out.len()
         )));
     }
-    dec.decode_into(out).map_err(failure)
+    // zune-jpeg 0.5.15 panics on some damaged streams (an `unwrap` in its AVX2 IDCT, found by
+    // fuzzing: fuzz/artifacts-found/jpeg-zune-idct-panic.jpg). A panic must never reach the
+    // caller (or Python): it becomes a decode error like any other damage.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dec.decode_into(out))) {
+        Ok(result) => result.map_err(failure),
+        Err(_) => Err(DecodeFailure::Corrupt(
+            "the JPEG data is damaged (zune-jpeg gave up on it)".into(),
+        )),
+    }
 }
 
 fn failure(e: DecodeErrors) -> DecodeFailure {
