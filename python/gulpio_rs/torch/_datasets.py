@@ -12,7 +12,6 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, default_collate, get_worker_info
 
-from .._reading import _threads, _usable_cores
 from ..directory import GulpDirectory, _storage_options
 from ..errors import BrokenChunkWarning
 from ._sampling import sample_frame_indices
@@ -257,11 +256,6 @@ class _GulpDataset(Dataset):
             if shape is not None:
                 out = _shared_uint8(shape)
         threads = self.threads
-        if threads is None and gd.is_remote:
-            # A worker reading over the network waits for each batch's bytes with its cores
-            # idle; twice its share of the cores lets the other workers' decoding fill them
-            # while it waits (latency hidden by overlap, not by more requests).
-            threads = min(_usable_cores(), 2 * max(1, _threads()))
         try:
             decoded = gd.read_batch(
                 ids,
