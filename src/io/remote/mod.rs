@@ -1,0 +1,512 @@
+//! Datasets in object stores (S3 and compatibles, GCS, Azure, plain HTTP) through the Arrow
+//! project's `object_store` crate. Every request runs on the process's one I/O runtime; the
+//! client is rebuilt after `fork()` (its connection pool is the parent's).
+//!
+//! Credentials and endpoints come from the standard environment variables of each cloud
+//! (`AWS_*`, `GOOGLE_*`, `AZURE_*`) and from `storage_options` (the keys `object_store` and
+//! polars accept), options winning. Secrets never appear in a message: every message built
+//! here passes through [`RemoteStore::redact`].
+//!
+//! The parts: `options` (our storage options, secrets, credential sources, AWS profiles),
+//! `read` (listing and range reads, through the local block cache when there is one) and
+//! `write` (uploads).
+
+mod options;
+mod read;
+mod write;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreScheme, RetryConfig};
+use url::Url;
+
+use super::runtime;
+use crate::error::{Error, RemoteKind, Result};
+use options::{
+    apply_aws_profile, credential_source, is_secret_key, parse_bytes, parse_seconds, SECRET_ENV,
+};
+
+pub use write::MULTIPART_PART;
+
+/// Settings of ours (not `object_store`'s), given as `storage_options` keys.
+#[derive(Debug, Clone)]
+pub struct RemoteSettings {
+    /// Requests in flight at once per batch.
+    pub concurrency: usize,
+    /// Attempts after the first for one request (timeouts, resets, 429, 5xx, short bodies).
+    pub max_retries: usize,
+    /// Bound on the total time spent retrying one request.
+    pub retry_timeout: Duration,
+    /// Time limit of one request.
+    pub timeout: Duration,
+}
+
+impl Default for RemoteSettings {
+    fn default() -> Self {
+        RemoteSettings {
+            concurrency: 32,
+            max_retries: 8,
+            retry_timeout: Duration::from_secs(60),
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+pub struct RemoteStore {
+    /// The dataset's URL as given, without user info or query (printed in messages).
+    url: String,
+    scheme: ObjectStoreScheme,
+    /// The dataset's prefix inside the bucket/container.
+    prefix: ObjectPath,
+    /// `object_store` options (may hold secrets: never printed).
+    options: Vec<(String, String)>,
+    secrets: Vec<String>,
+    credential_source: String,
+    settings: RemoteSettings,
+    /// The client and the pid it was built in.
+    client: Mutex<Option<(u32, Arc<dyn ObjectStore>)>>,
+    /// The local block cache (`cache_dir`), if any.
+    cache: Option<crate::io::cache::DiskCache>,
+    /// `name -> (size, ETag or modification time)` from the last listing: the identity of an
+    /// object in the cache (nothing is cached for objects not listed).
+    versions: Mutex<std::collections::HashMap<String, (u64, String)>>,
+}
+
+impl std::fmt::Debug for RemoteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteStore")
+            .field("url", &self.url)
+            .field("credentials", &self.credential_source)
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+/// True for strings this module handles: `scheme://...` other than `file://`.
+pub fn is_remote_url(s: &str) -> bool {
+    match s.split_once("://") {
+        Some((scheme, _)) => {
+            !scheme.is_empty()
+                && scheme != "file"
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '.')
+        }
+        None => false,
+    }
+}
+
+fn printable(url: &Url) -> String {
+    let mut u = url.clone();
+    let _ = u.set_username("");
+    let _ = u.set_password(None);
+    u.set_query(None);
+    u.set_fragment(None);
+    u.to_string().trim_end_matches('/').to_owned()
+}
+
+impl RemoteStore {
+    /// A store for the dataset at `url` (`s3://bucket/prefix`, `gs://`, `az://`, `abfs://`,
+    /// `http(s)://`), configured from the environment and `options`.
+    pub fn new(url: &str, options: &[(String, String)]) -> Result<RemoteStore> {
+        let config = |msg: String| Error::Remote {
+            url: url.split('?').next().unwrap_or(url).to_owned(),
+            kind: RemoteKind::Config,
+            msg,
+        };
+        let parsed = Url::parse(url).map_err(|e| config(format!("not a valid URL: {e}")))?;
+        let (scheme, prefix) = ObjectStoreScheme::parse(&parsed).map_err(|_| {
+            config(format!(
+                "unsupported URL scheme {:?} (s3://, gs://, az://, abfs://, http(s)://)",
+                parsed.scheme()
+            ))
+        })?;
+        if matches!(scheme, ObjectStoreScheme::Local | ObjectStoreScheme::Memory) {
+            return Err(config("not a remote URL".into()));
+        }
+        let mut settings = RemoteSettings::default();
+        let mut store_options = Vec::new();
+        let mut profile_name = None;
+        let (mut cache_dir, mut cache_size, mut cache_block) = (None, None, None);
+        for (k, v) in options {
+            let bad = |what: &str| config(format!("storage option {k:?}: {what}"));
+            match k.to_ascii_lowercase().as_str() {
+                "concurrency" => {
+                    settings.concurrency = v
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| bad("a positive integer is needed"))?
+                }
+                "max_retries" => {
+                    settings.max_retries = v
+                        .parse()
+                        .map_err(|_| bad("a non-negative integer is needed"))?
+                }
+                "retry_timeout" => {
+                    settings.retry_timeout = parse_seconds(v).ok_or_else(|| bad("seconds"))?
+                }
+                "timeout" => {
+                    settings.timeout = parse_seconds(v).ok_or_else(|| bad("seconds"))?;
+                    // object_store takes a duration with its unit.
+                    let ms = settings.timeout.as_millis();
+                    store_options.push(("timeout".into(), format!("{ms}ms")));
+                }
+                "aws_profile" | "profile" => profile_name = Some(v.clone()),
+                "cache_dir" => cache_dir = Some(v.clone()).filter(|d| !d.is_empty()),
+                "cache_size" => {
+                    cache_size = Some(parse_bytes(v).ok_or_else(|| {
+                        bad("a size in bytes is needed (an integer, or with kB/MB/GB/TB/KiB/MiB/GiB/TiB)")
+                    })?)
+                }
+                "cache_block_size" => {
+                    cache_block = Some(
+                        parse_bytes(v)
+                            .filter(|&n| n >= 4096)
+                            .ok_or_else(|| bad("a size of at least 4096 bytes is needed"))?,
+                    )
+                }
+                _ => store_options.push((k.clone(), v.clone())),
+            }
+        }
+        let mut profile_source = None;
+        if scheme == ObjectStoreScheme::AmazonS3 {
+            profile_source =
+                apply_aws_profile(profile_name.as_deref(), &mut store_options).map_err(config)?;
+        } else if profile_name.is_some() {
+            return Err(config(
+                "storage option \"aws_profile\" applies to s3:// URLs only".into(),
+            ));
+        }
+        let mut secrets: Vec<String> = store_options
+            .iter()
+            .filter(|(k, v)| is_secret_key(k) && !v.is_empty())
+            .map(|(_, v)| v.clone())
+            .collect();
+        secrets.extend(
+            SECRET_ENV
+                .iter()
+                .filter_map(|k| std::env::var(k).ok())
+                .filter(|v| v.len() >= 4),
+        );
+        if let Some(p) = parsed.password() {
+            secrets.push(p.to_owned());
+        }
+        let credential_source =
+            profile_source.unwrap_or_else(|| credential_source(&scheme, &store_options));
+        let cache_dir = cache_dir.or_else(|| {
+            std::env::var("GULPIO_CACHE_DIR")
+                .ok()
+                .filter(|d| !d.is_empty())
+        });
+        let cache_size = match cache_size {
+            Some(n) => n,
+            None => match std::env::var("GULPIO_CACHE_SIZE") {
+                Ok(v) if !v.is_empty() => parse_bytes(&v).ok_or_else(|| {
+                    config(format!("GULPIO_CACHE_SIZE={v:?} is not a size in bytes"))
+                })?,
+                _ => crate::io::cache::DEFAULT_MAX_BYTES,
+            },
+        };
+        let cache = match cache_dir {
+            Some(dir) => Some(
+                crate::io::cache::DiskCache::new(
+                    &dir,
+                    cache_size,
+                    cache_block.unwrap_or(crate::io::cache::DEFAULT_BLOCK),
+                )
+                .map_err(|e| config(format!("cache_dir {dir:?} cannot be created: {e}")))?,
+            ),
+            None => None,
+        };
+        let store = RemoteStore {
+            url: printable(&parsed),
+            scheme,
+            prefix,
+            options: store_options,
+            secrets,
+            credential_source,
+            settings,
+            client: Mutex::new(None),
+            cache,
+            versions: Mutex::new(Default::default()),
+        };
+        // Build once now so configuration errors (unknown keys, bad values) surface at open.
+        store.client()?;
+        Ok(store)
+    }
+
+    /// A store over an existing client (tests, and stores built by the caller).
+    pub fn from_client(
+        url: &str,
+        client: Arc<dyn ObjectStore>,
+        settings: RemoteSettings,
+    ) -> RemoteStore {
+        let prefix = Url::parse(url)
+            .ok()
+            .and_then(|u| ObjectStoreScheme::parse(&u).ok())
+            .map(|(_, p)| p)
+            .unwrap_or_default();
+        RemoteStore {
+            url: url.trim_end_matches('/').to_owned(),
+            scheme: ObjectStoreScheme::Memory,
+            prefix,
+            options: Vec::new(),
+            secrets: Vec::new(),
+            credential_source: "a client given by the caller".into(),
+            settings,
+            client: Mutex::new(Some((std::process::id(), client))),
+            cache: None,
+            versions: Mutex::new(Default::default()),
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+    pub fn settings(&self) -> &RemoteSettings {
+        &self.settings
+    }
+    /// Where credentials come from, for messages (never the secret itself).
+    pub fn credential_source(&self) -> &str {
+        &self.credential_source
+    }
+
+    /// The URL of `name` inside the dataset, for messages and as the "path" of its files.
+    pub fn url_of(&self, name: &str) -> String {
+        format!("{}/{}", self.url, name)
+    }
+
+    fn key(&self, name: &str) -> ObjectPath {
+        self.prefix.clone().join(name)
+    }
+
+    /// The client of this process; rebuilt after a fork.
+    fn client(&self) -> Result<Arc<dyn ObjectStore>> {
+        let pid = std::process::id();
+        let mut guard = self
+            .client
+            .lock()
+            .map_err(|_| Error::Internal("object store client lock poisoned".into()))?;
+        if let Some((p, c)) = guard.as_ref() {
+            if *p == pid {
+                return Ok(c.clone());
+            }
+            if self.scheme == ObjectStoreScheme::Memory {
+                // A caller-given client cannot be rebuilt; in-memory ones are fork-safe.
+                return Ok(c.clone());
+            }
+        }
+        if let Some(inherited) = guard.take() {
+            // Its pooled connections are the parent's sockets; never use or close them here.
+            std::mem::forget(inherited);
+        }
+        let client = self.build()?;
+        *guard = Some((pid, client.clone()));
+        Ok(client)
+    }
+
+    fn build(&self) -> Result<Arc<dyn ObjectStore>> {
+        use object_store::{aws, azure, gcp, http, ClientOptions};
+        let retry = RetryConfig {
+            max_retries: self.settings.max_retries,
+            retry_timeout: self.settings.retry_timeout,
+            ..Default::default()
+        };
+        let fail = |e: object_store::Error| self.config_error(e.to_string());
+        let url = &self.url;
+        // The runtime must exist (and be this process's) before a client is made.
+        runtime::runtime()?;
+        // The three cloud builders share their shape: from the environment, the URL, our
+        // retry policy, then every option (unknown keys are refused by the builder).
+        macro_rules! cloud {
+            ($builder:ty) => {{
+                let mut b = <$builder>::from_env()
+                    .with_url(url.as_str())
+                    .with_retry(retry);
+                for (k, v) in &self.options {
+                    let key = k.to_ascii_lowercase().parse().map_err(fail)?;
+                    b = b.with_config(key, v);
+                }
+                Arc::new(b.build().map_err(fail)?)
+            }};
+        }
+        let client: Arc<dyn ObjectStore> = match self.scheme {
+            ObjectStoreScheme::AmazonS3 => cloud!(aws::AmazonS3Builder),
+            ObjectStoreScheme::GoogleCloudStorage => cloud!(gcp::GoogleCloudStorageBuilder),
+            ObjectStoreScheme::MicrosoftAzure => cloud!(azure::MicrosoftAzureBuilder),
+            ObjectStoreScheme::Http => {
+                let mut opts = ClientOptions::new().with_allow_http(true);
+                for (k, v) in &self.options {
+                    let key = k.to_ascii_lowercase().parse().map_err(fail)?;
+                    opts = opts.with_config(key, v);
+                }
+                let origin = Url::parse(url)
+                    .map(|mut u| {
+                        u.set_path("");
+                        u.to_string()
+                    })
+                    .map_err(|e| self.config_error(e.to_string()))?;
+                Arc::new(
+                    http::HttpBuilder::new()
+                        .with_url(origin)
+                        .with_client_options(opts)
+                        .with_retry(retry)
+                        .build()
+                        .map_err(fail)?,
+                )
+            }
+            _ => return Err(self.config_error("unsupported store".into())),
+        };
+        Ok(client)
+    }
+
+    /// Replaces every known secret in `msg`, drops query strings from URLs (Azure SAS tokens
+    /// travel there) and cuts server response bodies to their first line.
+    pub fn redact(&self, msg: &str) -> String {
+        let mut out: String = msg
+            .split(' ')
+            .map(|w| match w.split_once('?') {
+                Some((base, _)) if w.starts_with("http") => base,
+                _ => w,
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        if let Some(i) = out.find("<?xml") {
+            out.truncate(i);
+        }
+        if let Some(i) = out.find('\n') {
+            out.truncate(i);
+        }
+        const MAX: usize = 400;
+        if out.len() > MAX {
+            let mut cut = MAX;
+            while !out.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            out.truncate(cut);
+            out.push('…');
+        }
+        for s in &self.secrets {
+            if !s.is_empty() {
+                out = out.replace(s.as_str(), "***");
+            }
+        }
+        out.trim_end_matches([' ', ':']).to_owned()
+    }
+
+    fn config_error(&self, msg: String) -> Error {
+        Error::Remote {
+            url: self.url.clone(),
+            kind: RemoteKind::Config,
+            msg: self.redact(&msg),
+        }
+    }
+
+    /// Maps an `object_store` error on `name` to ours.
+    fn error(&self, name: &str, e: object_store::Error) -> Error {
+        use object_store::Error as E;
+        let url = self.url_of(name);
+        let status = http_status(&e);
+        let (kind, msg) = match &e {
+            E::NotFound { .. } => (RemoteKind::NotFound, "not found".to_owned()),
+            _ if status == Some(404) => (RemoteKind::NotFound, format!("not found (404): {e}")),
+            E::PermissionDenied { .. } | E::Unauthenticated { .. } => (
+                RemoteKind::Denied,
+                format!(
+                    "access denied (credentials: {}): {e}",
+                    self.credential_source
+                ),
+            ),
+            _ if matches!(status, Some(401 | 403)) => (
+                RemoteKind::Denied,
+                format!(
+                    "access denied (credentials: {}): {e}",
+                    self.credential_source
+                ),
+            ),
+            _ => (
+                RemoteKind::Failed,
+                format!(
+                    "request failed (after up to {} retries within {:?}): {e}",
+                    self.settings.max_retries, self.settings.retry_timeout
+                ),
+            ),
+        };
+        Error::Remote {
+            url,
+            kind,
+            msg: self.redact(&msg),
+        }
+    }
+}
+
+/// The HTTP status behind an `object_store` error, if any. The crate keeps its retry error
+/// type private, so the status is read from the error chain's text ("status code: 404").
+fn http_status(e: &object_store::Error) -> Option<u16> {
+    let mut texts = vec![e.to_string()];
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        texts.push(s.to_string());
+        source = s.source();
+    }
+    texts.iter().find_map(|t| {
+        let i = t.find("status code: ")? + "status code: ".len();
+        t.get(i..i + 3)?.parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert!(is_remote_url("s3://b/p"));
+        assert!(is_remote_url("https://h/p"));
+        assert!(!is_remote_url("file:///tmp/x"));
+        assert!(!is_remote_url("/tmp/x"));
+        assert!(!is_remote_url("relative/dir"));
+        assert!(!is_remote_url("C:\\x"));
+    }
+
+    #[test]
+    fn secret_keys() {
+        assert!(is_secret_key("aws_secret_access_key"));
+        assert!(is_secret_key("AWS_SESSION_TOKEN"));
+        assert!(is_secret_key("azure_storage_account_key"));
+        assert!(!is_secret_key("aws_access_key_id"));
+        assert!(!is_secret_key("aws_region"));
+    }
+
+    #[test]
+    fn secrets_never_in_messages() {
+        let opts = vec![
+            ("aws_access_key_id".to_owned(), "AKIDEXAMPLE".to_owned()),
+            (
+                "aws_secret_access_key".to_owned(),
+                "very-secret-value".to_owned(),
+            ),
+            ("aws_region".to_owned(), "us-east-1".to_owned()),
+            ("not_a_key".to_owned(), "very-secret-value".to_owned()),
+        ];
+        let err = RemoteStore::new("s3://bucket/prefix", &opts).unwrap_err();
+        let msg = err.to_string();
+        assert!(!msg.contains("very-secret-value"), "{msg}");
+        assert!(msg.contains("s3://bucket/prefix"), "{msg}");
+    }
+
+    #[test]
+    fn options_of_ours() {
+        let opts = vec![
+            ("concurrency".to_owned(), "0".to_owned()),
+            ("aws_region".to_owned(), "us-east-1".to_owned()),
+        ];
+        let msg = RemoteStore::new("s3://bucket/prefix", &opts)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("concurrency"), "{msg}");
+    }
+}

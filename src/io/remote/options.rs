@@ -1,0 +1,226 @@
+//! Storage options and credentials: which keys are secrets, sizes and durations given as
+//! text, AWS profiles (which `object_store` does not read) and, for messages, where the
+//! credentials come from (never their values).
+
+use std::time::Duration;
+
+use object_store::ObjectStoreScheme;
+
+/// Keys that hold secrets (matched on the lower-cased key).
+pub(super) fn is_secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    [
+        "secret",
+        "token",
+        "password",
+        "sas",
+        "access_key",
+        "account_key",
+        "credential",
+    ]
+    .iter()
+    .any(|s| k.contains(s))
+        && !k.ends_with("_id")
+        && !k.contains("access_key_id")
+}
+
+/// Environment variables whose values are secrets, for redaction.
+pub(super) const SECRET_ENV: &[&str] = &[
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AZURE_STORAGE_ACCOUNT_KEY",
+    "AZURE_STORAGE_ACCESS_KEY",
+    "AZURE_STORAGE_SAS_KEY",
+    "AZURE_STORAGE_TOKEN",
+    "AZURE_CLIENT_SECRET",
+    "GOOGLE_SERVICE_ACCOUNT_KEY",
+];
+
+pub(super) fn parse_seconds(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    let v = v.strip_suffix('s').unwrap_or(v);
+    v.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// Adds the AWS profile's keys, region and endpoint (`~/.aws/credentials`, `~/.aws/config`;
+/// `aws_profile` option, else `AWS_PROFILE`, else `default`) to `options` where neither the
+/// options nor the environment set them; returns the credential source for messages when the
+/// keys came from the profile. A profile asked for by name that does not exist, or that only
+/// has SSO / process / role credentials, is an error naming it (never a value).
+pub(super) fn apply_aws_profile(
+    name: Option<&str>,
+    options: &mut Vec<(String, String)>,
+) -> std::result::Result<Option<String>, String> {
+    fn given(options: &[(String, String)], names: &[&str]) -> bool {
+        options
+            .iter()
+            .any(|(k, _)| names.contains(&k.to_ascii_lowercase().as_str()))
+    }
+    let env = |names: &[&str]| names.iter().any(|n| std::env::var_os(n).is_some());
+    let has_keys =
+        given(options, &["aws_access_key_id", "access_key_id"]) || env(&["AWS_ACCESS_KEY_ID"]);
+    let asked = name.is_some() || env(&["AWS_PROFILE"]);
+    if has_keys && name.is_none() {
+        // Explicit keys win over AWS_PROFILE, as in the AWS SDKs.
+        return Ok(None);
+    }
+    let Some(profile) = crate::io::aws_profile::load(name) else {
+        return if asked {
+            let name = name
+                .map(str::to_owned)
+                .or_else(|| std::env::var("AWS_PROFILE").ok())
+                .unwrap_or_default();
+            Err(format!(
+                "AWS profile {name:?} is in neither the credentials nor the config file \
+                 (AWS_SHARED_CREDENTIALS_FILE / AWS_CONFIG_FILE, default ~/.aws/)"
+            ))
+        } else {
+            Ok(None)
+        };
+    };
+    if let Some(mechanism) = &profile.unsupported {
+        if asked {
+            return Err(format!(
+                "AWS profile {:?} gets its credentials through {mechanism}, which gulpio-rs does \
+                 not run; export them first (aws configure export-credentials --profile {} \
+                 --format env) or pass storage_options",
+                profile.name, profile.name
+            ));
+        }
+    }
+    let mut from_profile = false;
+    for (key, value) in profile.options {
+        let (names, vars): (&[&str], &[&str]) = match key.as_str() {
+            "aws_region" => (
+                &[
+                    "aws_region",
+                    "region",
+                    "aws_default_region",
+                    "default_region",
+                ],
+                &["AWS_REGION", "AWS_DEFAULT_REGION"],
+            ),
+            "aws_endpoint" => (
+                &[
+                    "aws_endpoint",
+                    "aws_endpoint_url",
+                    "endpoint",
+                    "endpoint_url",
+                ],
+                &["AWS_ENDPOINT", "AWS_ENDPOINT_URL"],
+            ),
+            // Keys come as a set: all from the profile or none.
+            _ if has_keys => continue,
+            _ => (&[], &[]),
+        };
+        if given(options, names) || env(vars) {
+            continue;
+        }
+        from_profile |= key == "aws_access_key_id";
+        options.push((key, value));
+    }
+    Ok(from_profile.then_some(profile.source))
+}
+
+/// A byte count: an integer, or with a unit (`kB`, `MB`, `GB`, `TB`: powers of 1000; `KiB`,
+/// `MiB`, `GiB`, `TiB`: powers of 1024), as in `cache_size="20GB"`.
+pub(super) fn parse_bytes(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (number, unit) = v.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" | "k" => 1e3,
+        "mb" | "m" => 1e6,
+        "gb" | "g" => 1e9,
+        "tb" | "t" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return None,
+    };
+    let n = number * scale;
+    (n.is_finite() && n >= 0.0 && n < u64::MAX as f64).then_some(n as u64)
+}
+
+/// Which credentials a store will use, for messages: the option or variable name, never its
+/// value.
+pub(super) fn credential_source(
+    scheme: &ObjectStoreScheme,
+    options: &[(String, String)],
+) -> String {
+    let has_opt = |names: &[&str]| {
+        options
+            .iter()
+            .find(|(k, _)| names.contains(&k.to_ascii_lowercase().as_str()))
+            .map(|(k, _)| k.clone())
+    };
+    let has_env = |names: &[&'static str]| {
+        names
+            .iter()
+            .find(|n| std::env::var_os(n).is_some())
+            .map(|n| n.to_string())
+    };
+    match scheme {
+        ObjectStoreScheme::AmazonS3 => {
+            if let Some(k) = has_opt(&["aws_access_key_id", "access_key_id"]) {
+                format!("storage_options[{k:?}]")
+            } else if let Some(k) = has_env(&["AWS_ACCESS_KEY_ID"]) {
+                format!("environment variable {k}")
+            } else if has_opt(&["aws_skip_signature", "skip_signature"]).is_some() {
+                "unsigned requests (skip_signature)".into()
+            } else {
+                "no static credentials: web identity, container or instance metadata".into()
+            }
+        }
+        ObjectStoreScheme::GoogleCloudStorage => {
+            if let Some(k) = has_opt(&[
+                "google_service_account",
+                "service_account",
+                "google_service_account_key",
+                "service_account_key",
+                "google_application_credentials",
+            ]) {
+                format!("storage_options[{k:?}]")
+            } else if let Some(k) = has_env(&[
+                "GOOGLE_SERVICE_ACCOUNT",
+                "GOOGLE_SERVICE_ACCOUNT_KEY",
+                "GOOGLE_APPLICATION_CREDENTIALS",
+            ]) {
+                format!("environment variable {k}")
+            } else {
+                "no static credentials: instance metadata".into()
+            }
+        }
+        ObjectStoreScheme::MicrosoftAzure => {
+            if let Some(k) = has_opt(&[
+                "azure_storage_account_key",
+                "account_key",
+                "azure_storage_sas_key",
+                "sas_key",
+                "azure_client_secret",
+                "client_secret",
+                "azure_storage_token",
+                "bearer_token",
+            ]) {
+                format!("storage_options[{k:?}]")
+            } else if let Some(k) = has_env(&[
+                "AZURE_STORAGE_ACCOUNT_KEY",
+                "AZURE_STORAGE_SAS_KEY",
+                "AZURE_CLIENT_SECRET",
+            ]) {
+                format!("environment variable {k}")
+            } else {
+                "no static credentials: managed identity".into()
+            }
+        }
+        _ => "none (plain HTTP)".into(),
+    }
+}

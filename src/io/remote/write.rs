@@ -1,0 +1,92 @@
+//! Uploading to a remote dataset: whole files (multipart when large), conditional creates
+//! and deletes. The publication order lives with the caller (`Store::publish_staged`).
+
+use object_store::ObjectStoreExt;
+
+use super::{runtime, RemoteStore};
+use crate::error::Result;
+
+impl RemoteStore {
+    /// Uploads the local file `src` as `name`: one `PUT` when small, a multipart upload (parts
+    /// of `MULTIPART_PART` bytes, several in flight) otherwise. Either way the object appears
+    /// whole or not at all; a failed multipart upload is aborted so no parts linger.
+    pub fn put_file(&self, name: &str, src: &std::path::Path) -> Result<()> {
+        use crate::error::IoContext;
+        use object_store::{PutPayload, WriteMultipart};
+        use std::io::Read;
+        let client = self.client()?;
+        let key = self.key(name);
+        let mut file = std::fs::File::open(src).at(src)?;
+        let len = file.metadata().at(src)?.len();
+        if len <= MULTIPART_PART as u64 {
+            let mut buf = Vec::with_capacity(len as usize);
+            file.read_to_end(&mut buf).at(src)?;
+            return runtime::block_on(
+                async move { client.put(&key, PutPayload::from(buf)).await },
+            )?
+            .map(|_| ())
+            .map_err(|e| self.error(name, e));
+        }
+        let (rt, _) = runtime::runtime()?;
+        // `write` spawns part uploads onto the runtime, so it must run inside its context.
+        let _inside = rt.enter();
+        let upload = rt
+            .block_on(async { client.put_multipart(&key).await })
+            .map_err(|e| self.error(name, e))?;
+        let mut writer = WriteMultipart::new_with_chunk_size(upload, MULTIPART_PART);
+        let mut buf = vec![0u8; MULTIPART_PART];
+        loop {
+            let n = match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => {
+                    let _ = rt.block_on(writer.abort());
+                    return Err(crate::error::Error::io(src, e));
+                }
+            };
+            // Bounds the parts buffered in memory while earlier ones upload.
+            if let Err(e) = rt.block_on(writer.wait_for_capacity(4)) {
+                return Err(self.error(name, e));
+            }
+            writer.write(&buf[..n]);
+        }
+        rt.block_on(writer.finish())
+            .map(|_| ())
+            .map_err(|e| self.error(name, e))
+    }
+
+    /// Writes `bytes` as `name` only if no object of that name exists; false if one does.
+    pub fn put_new(&self, name: &str, bytes: Vec<u8>) -> Result<bool> {
+        use object_store::{PutMode, PutOptions, PutPayload};
+        let client = self.client()?;
+        let key = self.key(name);
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        let got = runtime::block_on(async move {
+            client.put_opts(&key, PutPayload::from(bytes), opts).await
+        })?;
+        match got {
+            Ok(_) => Ok(true),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => Ok(false),
+            Err(e) => Err(self.error(name, e)),
+        }
+    }
+
+    /// Deletes `name` (no error if it does not exist).
+    pub fn delete(&self, name: &str) -> Result<()> {
+        let client = self.client()?;
+        let key = self.key(name);
+        match runtime::block_on(async move { client.delete(&key).await })? {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.error(name, e)),
+        }
+    }
+}
+
+/// Part size of multipart uploads (S3's minimum is 5 MiB).
+pub const MULTIPART_PART: usize = 16 << 20;
