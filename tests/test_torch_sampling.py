@@ -13,6 +13,7 @@ from gulpio_rs.torch import (  # noqa: E402
     sample_frame_indices,
     shuffled_positions,
 )
+from gulpio_rs.torch._sampler import unshuffled_positions  # noqa: E402
 
 # -- sample_frame_indices -------------------------------------------------------------------
 
@@ -94,6 +95,37 @@ def test_shuffled_positions_is_a_permutation(n):
     assert sorted(p.tolist()) == list(range(n))
     # Element by element (how the sampler reads it) gives the same.
     assert shuffled_positions(np.arange(n)[::-1], n, 3, 1).tolist() == p[::-1].tolist()
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 64, 65, 1000, 4099])
+def test_unshuffled_positions_inverts_the_order(n):
+    p = shuffled_positions(np.arange(n), n, seed=9, epoch=4)
+    assert unshuffled_positions(p, n, 9, 4).tolist() == list(range(n))
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+@pytest.mark.parametrize(
+    ("n", "world", "drop_last"), [(10, 1, False), (10, 3, False), (10, 3, True), (97, 4, False)]
+)
+def test_locate_finds_where_a_batch_is_in_the_order(n, world, drop_last, shuffle):
+    for rank in range(world):
+        s = GulpDistributedSampler(n, world, rank, shuffle=shuffle, seed=4, drop_last=drop_last)
+        for epoch in (0, 3):
+            s.set_epoch(epoch)
+            order = s.indices().tolist()
+            for k in range(len(order)):
+                for size in (1, 3):
+                    batch = order[k : k + size]
+                    found = s.locate(batch, [epoch + 1, epoch])
+                    # Padding repeats the order's first samples, so a batch may also be found
+                    # at an earlier place with the same samples.
+                    assert found is not None
+                    e, at = found
+                    assert s._indices(e, at, at + len(batch)).tolist() == batch
+    s = GulpDistributedSampler(10, 1, 0, seed=4)
+    assert s.locate([3, 3], [0, 1]) is None  # not in any order
+    assert s.locate([], [0]) is None
+    assert s.locate([42], [0]) is None
 
 
 def test_shuffled_positions_is_a_pure_function_of_seed_and_epoch():

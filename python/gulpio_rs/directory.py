@@ -289,6 +289,37 @@ class GulpDirectory:
             chunk, video, selection, self.check_data, colorspace, self.fallback_decoder
         )
 
+    def _items(self, ids, frames) -> list:
+        """``(chunk, video, frame indices or None)`` per id: ``frames`` applies to every video,
+        or is a list with one selection per video."""
+        ids = [_id_str(i) for i in ids]
+        per_video = (
+            isinstance(frames, (list, tuple))
+            and len(frames) == len(ids)
+            and all(f is None or isinstance(f, (slice, list, tuple, np.ndarray)) for f in frames)
+        )
+        items = []
+        for n, id_ in enumerate(ids):
+            chunk, video = self._resolve(id_)
+            sel = frames[n] if per_video else frames
+            items.append((chunk, video, _selection(sel, chunk, video)))
+        return items
+
+    def prefetch(self, ids, frames=None) -> None:
+        """Start fetching the bytes of a coming :meth:`read_batch` (same arguments) and return
+        at once: when the read comes, its bytes are there or on their way, so the round trip
+        to the object store overlaps whatever runs in between (decoding the batch before).
+
+        For remote datasets (a no-op for local ones, which the page cache serves). What is
+        prefetched but never read is dropped after 30 s; at most ``readahead`` bytes
+        (``storage_options``, default 256 MiB; ``"0"`` turns it off) wait at once. Bytes
+        taken from a read-ahead are CRC-checked like any others. The PyTorch datasets call
+        this for the next batch when the sampler's order is known (docs/REMOTE.md).
+        """
+        items = self._items(ids, frames)  # unknown ids are a KeyError here, as in a read
+        if self.is_remote:
+            _native.prefetch(items)
+
     def read_batch(
         self,
         ids,
@@ -307,17 +338,7 @@ class GulpDirectory:
         the memory of freed ones (at most two kept, for 30 s), so a loop does not pay for
         fresh pages on every batch.
         """
-        ids = [_id_str(i) for i in ids]
-        per_video = (
-            isinstance(frames, (list, tuple))
-            and len(frames) == len(ids)
-            and all(f is None or isinstance(f, (slice, list, tuple, np.ndarray)) for f in frames)
-        )
-        items = []
-        for n, id_ in enumerate(ids):
-            chunk, video = self._resolve(id_)
-            sel = frames[n] if per_video else frames
-            items.append((chunk, video, _selection(sel, chunk, video)))
+        items = self._items(ids, frames)
         colorspace = colorspace or self.colorspace
         if self.jpeg_decoder is None:
             try:

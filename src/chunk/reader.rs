@@ -570,6 +570,28 @@ impl ChunkReader {
         })
     }
 
+    /// Starts fetching frames `wanted[i] = (video, frame)` (frame indices may be negative) in
+    /// the background when the chunk is in an object store, and returns at once: a later read
+    /// of the same frames takes those bytes (CRC-checked as always) instead of waiting a
+    /// round trip. Nothing to do for local chunks; frames that do not exist are left for the
+    /// read to report.
+    pub fn prefetch(&self, wanted: &[(usize, i64)]) -> Result<()> {
+        let DataSource::Remote { store, name, .. } = &self.data else {
+            return Ok(());
+        };
+        let resolved: Vec<(usize, usize)> = wanted
+            .iter()
+            .filter_map(|&(video, f)| Some((video, self.frame(video, f).ok()?.0)))
+            .collect();
+        let fp = self.plan_frames(&resolved);
+        let items: Vec<(String, Range<u64>)> = fp
+            .requests()
+            .iter()
+            .map(|r| (name.clone(), r.clone()))
+            .collect();
+        store.prefetch(&items)
+    }
+
     /// Plans reading frames `wanted[i] = (video, frame)` (resolved, non-negative) of a chunk
     /// that is not mapped: their byte ranges merged into few requests (see [`plan`]).
     pub fn plan_frames(&self, wanted: &[(usize, usize)]) -> FramePlan {

@@ -11,12 +11,18 @@
 //! cache makes the same trade).
 //!
 //! Safety: a block is written to a temporary file in the cache folder and renamed into place,
-//! so a reader in any process sees a whole block or none; each file starts with the full key
-//! (hash collisions are detected) and a CRC32 of the block, checked on every read: a damaged
-//! file is deleted and fetched again, never served. Size: after a write, when the files
-//! exceed `max_bytes`, the least recently used ones (by modification time, which a hit
-//! refreshes) are deleted down to 90% of the bound; several processes may evict at once, and
-//! a block deleted under a reader that had not opened it yet is simply a miss.
+//! so a reader in any process sees a whole block or none. A file holds the full key (hash
+//! collisions are detected), the block's length and a CRC32 of every 64 KiB piece of it:
+//! reads take only the part of a block they need (a batch of clips reads kilobytes of each
+//! 4 MiB block) and check the CRCs of the pieces they touch, so a damaged file is deleted and
+//! fetched again, never served, whether or not the caller has CRCs of its own (chunks
+//! without an index have none). Size: after a write, when the files exceed `max_bytes`, the
+//! least recently used ones (by modification time, which a hit refreshes) are deleted down to
+//! 90% of the bound; several processes may evict at once, and a block deleted under a reader
+//! that had not opened it yet is simply a miss.
+//!
+//! File layout (little-endian): `GLPCACH2`, key length (u32), key, block length (u64), one
+//! CRC32 (u32) per 64 KiB piece, the block. Files of another layout are misses.
 
 use std::fs;
 use std::io::Write;
@@ -26,7 +32,9 @@ use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 
-const MAGIC: &[u8; 8] = b"GLPCACH1";
+const MAGIC: &[u8; 8] = b"GLPCACH2";
+/// The piece of a block one CRC covers: what a read checks beyond the bytes it needs.
+const PIECE: u64 = 64 << 10;
 /// Default block size: large enough that a block is one efficient object-store request.
 pub const DEFAULT_BLOCK: u64 = 4 << 20;
 /// Default bound on the cache's size.
@@ -80,23 +88,42 @@ impl DiskCache {
         self.dir.join(format!("{:016x}-{index}", fnv64(key)))
     }
 
+    /// True if a file for block `index` of `key` exists (not checked: [`DiskCache::get`] is).
+    pub fn has(&self, key: &str, index: u64) -> bool {
+        self.path(key, index).exists()
+    }
+
     /// Block `index` of the object `key`, if cached whole and intact.
     pub fn get(&self, key: &str, index: u64) -> Option<Bytes> {
+        self.read(key, index, None, None)
+    }
+
+    /// Bytes `part` of block `index` of `key` (the whole block when None), if the block is
+    /// cached for that key, `block_len` bytes long (when given), and the pieces holding
+    /// `part` match their CRCs. A file that fails a check is deleted.
+    pub fn read(
+        &self,
+        key: &str,
+        index: u64,
+        block_len: Option<u64>,
+        part: Option<std::ops::Range<u64>>,
+    ) -> Option<Bytes> {
         let path = self.path(key, index);
-        let raw = fs::read(&path).ok()?;
-        match parse(&raw, key) {
-            Some(range) => {
+        let got = read_part(&path, key, block_len, part);
+        match got {
+            Ok(Some(bytes)) => {
                 // A hit is a use: the LRU order is the files' modification times.
                 if let Ok(f) = fs::File::options().write(true).open(&path) {
                     let _ = f.set_modified(SystemTime::now());
                 }
-                Some(Bytes::from(raw).slice(range))
+                Some(bytes)
             }
-            None => {
-                // Damaged, cut, or another key with the same hash: never served.
+            // Damaged, cut, another layout, or another key with the same hash.
+            Ok(None) => {
                 let _ = fs::remove_file(&path);
                 None
             }
+            Err(_) => None, // not cached (or unreadable): a miss
         }
     }
 
@@ -114,12 +141,17 @@ impl DiskCache {
             SEQ.fetch_add(1, Ordering::Relaxed)
         ));
         let written = (|| -> std::io::Result<u64> {
-            let mut f = fs::File::create(&tmp)?;
             let key_len = u32::try_from(key.len()).map_err(std::io::Error::other)?;
-            f.write_all(MAGIC)?;
-            f.write_all(&key_len.to_le_bytes())?;
-            f.write_all(key.as_bytes())?;
-            f.write_all(&crc32fast::hash(data).to_le_bytes())?;
+            let mut head = Vec::with_capacity(24 + key.len() + data.len() / 16384);
+            head.extend_from_slice(MAGIC);
+            head.extend_from_slice(&key_len.to_le_bytes());
+            head.extend_from_slice(key.as_bytes());
+            head.extend_from_slice(&(data.len() as u64).to_le_bytes());
+            for piece in data.chunks(PIECE as usize) {
+                head.extend_from_slice(&crc32fast::hash(piece).to_le_bytes());
+            }
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(&head)?;
             f.write_all(data)?;
             fs::rename(&tmp, self.path(key, index))?;
             Ok(f.metadata()?.len())
@@ -195,19 +227,69 @@ impl DiskCache {
     }
 }
 
-/// The data range of a cache file for `key`, if its header and CRC are right.
-fn parse(raw: &[u8], key: &str) -> Option<std::ops::Range<usize>> {
-    let rest = raw.strip_prefix(MAGIC.as_slice())?;
-    let key_len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-    let stored_key = rest.get(4..4 + key_len)?;
-    if stored_key != key.as_bytes() {
-        return None;
+/// Reads `part` (default: all) of the block in the cache file at `path` for `key`. `Err` when
+/// the file cannot be read (a miss); `Ok(None)` when it is not a good block for `key` (to be
+/// deleted): another layout or key, a length other than `block_len` or the file's, a CRC
+/// mismatch in a piece that holds `part`.
+fn read_part(
+    path: &Path,
+    key: &str,
+    block_len: Option<u64>,
+    part: Option<std::ops::Range<u64>>,
+) -> std::io::Result<Option<Bytes>> {
+    use std::os::unix::fs::FileExt;
+    let file = fs::File::open(path)?;
+    let file_len = file.metadata()?.len();
+    let fixed = MAGIC.len() + 4 + key.len() + 8;
+    let mut head = vec![0u8; fixed];
+    if file.read_exact_at(&mut head, 0).is_err()
+        || !head.starts_with(MAGIC)
+        || head[MAGIC.len()..MAGIC.len() + 4] != (key.len() as u32).to_le_bytes()
+        || &head[MAGIC.len() + 4..fixed - 8] != key.as_bytes()
+    {
+        return Ok(None);
     }
-    let crc_at = 4 + key_len;
-    let crc = u32::from_le_bytes(rest.get(crc_at..crc_at + 4)?.try_into().ok()?);
-    let start = MAGIC.len() + crc_at + 4;
-    let data = raw.get(start..)?;
-    (crc32fast::hash(data) == crc).then_some(start..raw.len())
+    let mut len8 = [0u8; 8];
+    len8.copy_from_slice(&head[fixed - 8..]);
+    let len = u64::from_le_bytes(len8);
+    let pieces = len.div_ceil(PIECE);
+    let data_at = fixed as u64 + 4 * pieces;
+    if block_len.is_some_and(|b| b != len) || data_at.checked_add(len) != Some(file_len) {
+        return Ok(None);
+    }
+    let part = part.unwrap_or(0..len);
+    if part.start > part.end || part.end > len {
+        // The caller's mistake, not the file's: a miss, the block stays.
+        return Err(std::io::Error::other("range outside the block"));
+    }
+    if part.is_empty() {
+        return Ok(Some(Bytes::new()));
+    }
+    // The pieces that hold `part`, and their CRCs.
+    let (first, last) = (part.start / PIECE, (part.end - 1) / PIECE);
+    let mut crcs = vec![0u8; 4 * (last - first + 1) as usize];
+    let mut bytes = vec![0u8; ((last + 1) * PIECE).min(len) as usize - (first * PIECE) as usize];
+    if file
+        .read_exact_at(&mut crcs, fixed as u64 + 4 * first)
+        .is_err()
+        || file
+            .read_exact_at(&mut bytes, data_at + first * PIECE)
+            .is_err()
+    {
+        return Ok(None);
+    }
+    for (piece, crc) in bytes.chunks(PIECE as usize).zip(crcs.chunks_exact(4)) {
+        if crc32fast::hash(piece).to_le_bytes() != crc {
+            return Ok(None);
+        }
+    }
+    let from = (part.start - first * PIECE) as usize;
+    let mut bytes = Bytes::from(bytes);
+    Ok(Some(
+        bytes
+            .split_off(from)
+            .split_to((part.end - part.start) as usize),
+    ))
 }
 
 #[cfg(test)]
@@ -238,6 +320,57 @@ mod tests {
         cache.put("other", 0, b"x");
         fs::rename(cache.path("other", 0), cache.path("k", 3)).unwrap();
         assert!(cache.get("k", 3).is_none());
+    }
+
+    #[test]
+    fn parts_of_a_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DiskCache::new(dir.path(), 1 << 20, 4096).unwrap();
+        assert!(cache.read("k", 0, Some(10), Some(2..5)).is_none());
+        cache.put("k", 0, b"0123456789");
+        assert_eq!(
+            cache.read("k", 0, Some(10), Some(2..5)).as_deref(),
+            Some(&b"234"[..])
+        );
+        assert_eq!(
+            cache.read("k", 0, Some(10), Some(0..10)).as_deref(),
+            Some(&b"0123456789"[..])
+        );
+        assert!(
+            cache.read("k", 0, Some(10), Some(8..11)).is_none(),
+            "past the block"
+        );
+        // Another key's file under this name: not served, deleted.
+        fs::rename(cache.path("k", 0), cache.path("q", 0)).unwrap();
+        assert!(cache.read("q", 0, Some(10), Some(0..1)).is_none());
+        assert!(!cache.path("q", 0).exists());
+        // A block of another length (cut, or the object changed): not served, deleted.
+        cache.put("k", 1, b"01234");
+        assert!(cache.read("k", 1, Some(10), Some(0..1)).is_none());
+        assert!(!cache.path("k", 1).exists());
+        // A block of many pieces: a flipped byte fails the reads of its piece only (and the
+        // first failure deletes the file).
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        cache.put("b", 0, &big);
+        let path = cache.path("b", 0);
+        let mut raw = fs::read(&path).unwrap();
+        let at = raw.len() - big.len() + 150_000; // in the third piece
+        raw[at] ^= 1;
+        fs::write(&path, &raw).unwrap();
+        let n = big.len() as u64;
+        assert_eq!(
+            cache.read("b", 0, Some(n), Some(10..20)).as_deref(),
+            Some(&big[10..20])
+        );
+        assert_eq!(
+            cache.read("b", 0, Some(n), Some(65_530..65_540)).as_deref(),
+            Some(&big[65_530..65_540]),
+            "across two good pieces"
+        );
+        assert!(cache
+            .read("b", 0, Some(n), Some(140_000..140_010))
+            .is_none());
+        assert!(!path.exists());
     }
 
     #[test]

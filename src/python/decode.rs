@@ -173,6 +173,39 @@ pub fn read_batch<'py>(
     Ok(PyList::new(py, arrays)?.into_any())
 }
 
+/// Starts fetching the frames of `items` (`(chunk, video, frames or None)`, as
+/// [`read_batch`] takes them) from object storage in the background; returns at once.
+#[pyfunction]
+pub fn prefetch(
+    py: Python<'_>,
+    items: Vec<(Bound<'_, Chunk>, usize, Option<Vec<i64>>)>,
+) -> PyResult<()> {
+    // Grouped by chunk, so the prefetch plans the same merged requests as the read will.
+    type Wanted = Vec<(usize, i64)>;
+    let mut by_chunk: Vec<(std::sync::Arc<crate::ChunkReader>, Wanted)> = Vec::new();
+    for (chunk, video, frames) in &items {
+        let chunk = chunk.get();
+        chunk.check(*video)?;
+        let wanted = chunk
+            .selection(*video, frames.clone())
+            .into_iter()
+            .map(|f| (*video, f));
+        match by_chunk
+            .iter_mut()
+            .find(|(c, _)| std::sync::Arc::ptr_eq(c, chunk.reader()))
+        {
+            Some((_, w)) => w.extend(wanted),
+            None => by_chunk.push((chunk.reader().clone(), wanted.collect())),
+        }
+    }
+    py.detach(|| {
+        by_chunk
+            .iter()
+            .try_for_each(|(chunk, wanted)| chunk.prefetch(wanted))
+    })?;
+    Ok(())
+}
+
 /// The array's bytes, to be written by the decoder.
 // A numpy array is shared, interior-mutable memory: `&Bound` is all Python ever gives us.
 #[allow(clippy::mut_from_ref)]

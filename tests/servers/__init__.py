@@ -17,9 +17,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from .proxy import FaultProxy
+from .proxy import FaultProxy, FaultProxyProcess
 
-__all__ = ["FaultProxy", "HttpServer", "S3Server", "s3_binary"]
+__all__ = ["FaultProxy", "FaultProxyProcess", "HttpServer", "S3Server", "s3_binary"]
 
 INSTALL_HINT = "run .ci/install-test-servers (it builds s3s-fs with cargo)"
 

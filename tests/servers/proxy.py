@@ -13,15 +13,20 @@ any time from another thread:
 
 It counts requests and response body bytes (what a client really fetched). Plain class with
 ``start()``/``stop()`` and ``url``: usable from pytest, from benchmarks and by clients in other
-processes (they only see a TCP port).
+processes (they only see a TCP port). :class:`FaultProxyProcess` runs the same proxy in a
+process of its own, for benchmarks: a proxy thread would share the measuring process's GIL
+(a DataLoader's main loop, say) and add waits of its own to every request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import struct
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -189,13 +194,14 @@ class FaultProxy:
                 ureader, uwriter = up
                 uwriter.write(_encode_head(first, headers) + body)
                 await uwriter.drain()
+                _quickack(uwriter)
                 rhead = await _read_head(ureader)
                 if rhead is None:
                     break
                 status_line, rheaders = rhead
                 if _DEBUG:
                     print("proxy:", first, "->", status_line, rheaders["__order__"], flush=True)
-                rbody = await _read_body(ureader, rheaders, response_to=method)
+                rbody = await _read_body(ureader, rheaders, response_to=method, ack=uwriter)
                 if rheaders.get("connection", "").lower() == "close":
                     uwriter.close()
                     up = None
@@ -227,6 +233,16 @@ class FaultProxy:
             if up is not None:
                 up[1].close()
             cwriter.close()
+
+
+def _quickack(writer) -> None:
+    """ACK the upstream's next segments at once. s3s-fs (hyper without TCP_NODELAY) sends a
+    response's head and body as two writes, and Nagle holds the body until the head is ACKed:
+    with delayed ACKs that is a 40 ms stall per request that no real object store has. The
+    flag is not sticky, so it is set again before every response."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None and hasattr(socket, "TCP_QUICKACK"):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
 
 
 async def _read_head(reader):
@@ -261,7 +277,7 @@ def _encode_head(first: str, headers) -> bytes:
     return ("\r\n".join(out) + "\r\n\r\n").encode("latin-1")
 
 
-async def _read_body(reader, headers, response_to: str | None = None) -> bytes:
+async def _read_body(reader, headers, response_to: str | None = None, ack=None) -> bytes:
     if response_to == "HEAD":
         headers["__length__"] = headers.get("content-length")
         return b""
@@ -278,9 +294,115 @@ async def _read_body(reader, headers, response_to: str | None = None) -> bytes:
         body = b"".join(parts)
     else:
         n = int(headers.get("content-length", "0") or 0)
-        body = await reader.readexactly(n) if n else b""
+        if ack is None:
+            body = await reader.readexactly(n) if n else b""
+        else:
+            parts, left = [], n
+            while left:
+                _quickack(ack)
+                part = await reader.read(min(left, 1 << 20))
+                if not part:
+                    raise asyncio.IncompleteReadError(b"".join(parts), n)
+                parts.append(part)
+                left -= len(part)
+            body = b"".join(parts)
     if response_to is None and "content-length" not in headers and not body:
         headers["__length__"] = None
     else:
         headers["__length__"] = str(len(body))
     return body
+
+
+class FaultProxyProcess:
+    """A :class:`FaultProxy` in a child process, driven over its stdin/stdout: the same
+    ``url``, ``set_faults``, ``reset_counters``, ``requests``, ``body_bytes`` and
+    ``start``/``stop``."""
+
+    def __init__(self, upstream: str):
+        self.upstream = upstream
+        self._proc: subprocess.Popen | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _ask(self, **command) -> dict:
+        if self._proc is None or self._proc.stdin is None or self._proc.stdout is None:
+            raise RuntimeError("the proxy process is not running")
+        self._proc.stdin.write(json.dumps(command) + "\n")
+        self._proc.stdin.flush()
+        line = self._proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the proxy process exited")
+        return json.loads(line)
+
+    def start(self) -> FaultProxyProcess:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "servers.proxy", self.upstream],
+            cwd=here,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._proc.stdout is not None
+        hello = self._proc.stdout.readline()
+        if not hello:
+            raise RuntimeError("the proxy process did not start")
+        self.port = json.loads(hello)["port"]
+        return self
+
+    def stop(self) -> None:
+        if self._proc is None:
+            return
+        try:
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
+            self._proc.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            self._proc.kill()
+            self._proc.wait(10)
+        self._proc = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def set_faults(self, **faults) -> None:
+        self._ask(op="faults", **faults)
+
+    def reset_counters(self) -> None:
+        self._ask(op="reset")
+
+    @property
+    def requests(self) -> int:
+        return self._ask(op="counters")["requests"]
+
+    @property
+    def body_bytes(self) -> int:
+        return self._ask(op="counters")["body_bytes"]
+
+
+def _serve_commands(upstream: str) -> None:
+    """The child of :class:`FaultProxyProcess`: one JSON command per stdin line, one JSON
+    answer per stdout line; stops at the end of stdin."""
+    with FaultProxy(upstream) as proxy:
+        print(json.dumps({"port": proxy.port}), flush=True)
+        for line in sys.stdin:
+            command = json.loads(line)
+            op = command.pop("op")
+            answer: dict = {}
+            if op == "faults":
+                proxy.set_faults(**command)
+            elif op == "reset":
+                proxy.reset_counters()
+            elif op == "counters":
+                answer = {"requests": proxy.requests, "body_bytes": proxy.body_bytes}
+            print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    _serve_commands(sys.argv[1])

@@ -89,6 +89,9 @@ class _GulpDataset(Dataset):
         self.storage_options = _storage_options(storage_options)
         self.io = io
         self.epoch = 0
+        # The GulpDistributedSampler that draws this dataset's batches, if one was made with
+        # it: its order tells a worker which batch comes next (read-ahead, remote datasets).
+        self._order = None
         self._origin_pid = os.getpid()
         self._given_ids = None if ids is None else [str(i) for i in ids]
         self._reset()
@@ -104,6 +107,10 @@ class _GulpDataset(Dataset):
         self._ids = self._given_ids
         self._labels = None
         self._rng = None
+        # Read-ahead state: the epoch the last batch was found in, and the frames already
+        # drawn for prefetched samples (so the read asks for exactly what was fetched).
+        self._ahead_epoch = None
+        self._planned = {}
 
     # -- per-process state -------------------------------------------------------------------
     def _directory(self) -> GulpDirectory:
@@ -133,9 +140,10 @@ class _GulpDataset(Dataset):
     def __getstate__(self):
         # Pickles as path and options (a spawned worker reopens the directory itself).
         state = self.__dict__.copy()
-        for key in ("_pid", "_gd", "_ids", "_labels", "_rng"):
+        for key in ("_pid", "_gd", "_ids", "_labels", "_rng", "_ahead_epoch"):
             state[key] = None
         state["_ids"] = self._given_ids
+        state["_planned"] = {}
         return state
 
     def __len__(self) -> int:
@@ -227,10 +235,13 @@ class _GulpDataset(Dataset):
 
     def __getitems__(self, indices: Sequence[int]) -> list:
         """Samples of a whole batch, decoded in one parallel call (the DataLoader calls this
-        with each batch's indices)."""
+        with each batch's indices). For a remote dataset drawn by a
+        :class:`GulpDistributedSampler`, the bytes of the batch this process gets next are
+        fetched while this one decodes (see :meth:`GulpDirectory.prefetch`)."""
         indices = [self._normalize(i) for i in indices]
         ids = [self._id(i) for i in indices]
-        frames = [self._frames(i, id_) for i, id_ in zip(indices, ids, strict=True)]
+        frames = [self._frames_of(i, id_) for i, id_ in zip(indices, ids, strict=True)]
+        self._read_ahead(indices)
         decoded = self._decode(ids, frames)
         batch = _Batch()
         batch.has_target = self.target is not None
@@ -242,6 +253,64 @@ class _GulpDataset(Dataset):
 
     def _shape_batch(self, batch: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
+
+    # -- read-ahead --------------------------------------------------------------------------
+    def _follow_sampler(self, sampler) -> None:
+        """Called by :class:`GulpDistributedSampler` when it is made for this dataset."""
+        self._order = sampler
+
+    def _frames_of(self, index: int, id_: str) -> list[int]:
+        """The sample's frames: those drawn when it was prefetched, else drawn now."""
+        planned = self._planned.pop(index, None)
+        return planned if planned is not None else self._frames(index, id_)
+
+    def _read_ahead(self, indices: list[int]) -> None:
+        """Prefetches the batch this process reads next, when the sampler's order says which:
+        DataLoader workers get batches in turn, so after samples ``k..k+b`` of the epoch a
+        worker's next batch starts at ``k + workers * b`` (the main process's at ``k + b``).
+        A worker of a persistent DataLoader keeps its first epoch's copy of the sampler, so
+        the epoch is found from the batch itself (this one or the next)."""
+        sampler = self._order
+        if sampler is None or not indices:
+            return
+        gd = self._directory()
+        if not gd.is_remote:
+            return
+        guesses = [self._ahead_epoch, sampler.epoch]
+        epochs = []
+        for e in guesses:
+            for x in () if e is None else (e, e + 1):
+                if x not in epochs:
+                    epochs.append(x)
+        found = sampler.locate(indices, epochs)
+        if found is None:
+            return
+        epoch, k = found
+        self._ahead_epoch = epoch
+        info = get_worker_info()
+        workers = 1 if info is None else max(1, int(info.num_workers))
+        start = k + workers * len(indices)
+        coming = sampler._indices(epoch, start, start + len(indices)).tolist()
+        if not coming:
+            # This was the process's last batch of the epoch. Its next is the first it gets of
+            # the next epoch (each epoch deals batches out from worker 0 again), in the order
+            # of the epoch after this one, as set_epoch() is called before every epoch.
+            me = 0 if info is None else int(info.id)
+            start = me * len(indices)
+            coming = sampler._indices(epoch + 1, start, start + len(indices)).tolist()
+        if not coming:
+            return
+        if len(self._planned) > 4 * len(indices):
+            self._planned.clear()  # guesses that were never read
+        ids, frames = [], []
+        for i in coming:
+            id_ = self._id(i)
+            picked = self._planned.get(i)
+            if picked is None:
+                picked = self._planned[i] = self._frames(i, id_)
+            ids.append(id_)
+            frames.append(picked)
+        gd.prefetch(ids, frames)
 
     def _decode(self, ids: list[str], frames: list[list[int]]):
         """One (N, T, H, W, C) tensor, or a list of (T, H, W, C) tensors when the videos'

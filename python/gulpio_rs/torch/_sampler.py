@@ -44,7 +44,18 @@ def shuffled_positions(positions: np.ndarray, n: int, seed: int, epoch: int) -> 
     ``>= n`` are encrypted again). Any element is computed in O(1) without building the whole
     permutation, which is what makes a resume O(1) and memory per rank constant.
     """
-    x = np.asarray(positions, dtype=np.uint64)
+    return _walk(positions, n, seed, epoch, inverse=False)
+
+
+def unshuffled_positions(indices: np.ndarray, n: int, seed: int, epoch: int) -> np.ndarray:
+    """The inverse of :func:`shuffled_positions`: where each of ``indices`` sits in the
+    epoch's permutation, also in O(1) per element (the Feistel rounds run backwards, and the
+    cycle walk with them)."""
+    return _walk(indices, n, seed, epoch, inverse=True)
+
+
+def _walk(values, n: int, seed: int, epoch: int, inverse: bool) -> np.ndarray:
+    x = np.asarray(values, dtype=np.uint64)
     if n <= 1:
         return np.zeros_like(x)
     half = max(1, ((n - 1).bit_length() + 1) // 2)
@@ -59,11 +70,18 @@ def shuffled_positions(positions: np.ndarray, n: int, seed: int, epoch: int) -> 
             left, right = right, left ^ (_mix64_array(right ^ key) & mask)
         return (left << shift) | right
 
-    out = encrypt(x)
+    def decrypt(v: np.ndarray) -> np.ndarray:
+        left, right = v >> shift, v & mask
+        for key in reversed(keys):
+            left, right = right ^ (_mix64_array(left ^ key) & mask), left
+        return (left << shift) | right
+
+    step = decrypt if inverse else encrypt
+    out = step(x)
     outside = out >= np.uint64(n)
     # The domain is < 4n, so on average fewer than 4 rounds of walking are needed.
     while outside.any():
-        out[outside] = encrypt(out[outside])
+        out[outside] = step(out[outside])
         outside = out >= np.uint64(n)
     return out
 
@@ -139,6 +157,11 @@ class GulpDistributedSampler(Sampler[int]):
         self.epoch = 0
         self._consumed = 0
         self._resume: tuple[int, int] | None = None
+        # A dataset that reads ahead follows this sampler's order (it gets a copy in each
+        # DataLoader worker); lengths and plain datasets do not.
+        follow = getattr(dataset_or_len, "_follow_sampler", None)
+        if callable(follow):
+            follow(self)
 
     @property
     def num_samples(self) -> int:
@@ -161,6 +184,9 @@ class GulpDistributedSampler(Sampler[int]):
 
     def indices(self, start: int = 0, stop: int | None = None) -> np.ndarray:
         """This rank's samples ``start:stop`` of the current epoch, as an array."""
+        return self._indices(self.epoch, start, stop)
+
+    def _indices(self, epoch: int, start: int, stop: int | None) -> np.ndarray:
         stop = self.num_samples if stop is None else min(stop, self.num_samples)
         if start >= stop:
             return np.zeros(0, dtype=np.int64)
@@ -169,9 +195,29 @@ class GulpDistributedSampler(Sampler[int]):
         positions = (self.rank + k * self.num_replicas) % self.dataset_len
         if not self.shuffle:
             return positions
-        return shuffled_positions(positions, self.dataset_len, self.seed, self.epoch).astype(
-            np.int64
-        )
+        return shuffled_positions(positions, self.dataset_len, self.seed, epoch).astype(np.int64)
+
+    def locate(self, batch, epochs) -> tuple[int, int] | None:
+        """``(epoch, k)`` such that ``batch`` is this rank's samples ``k, k + 1, ...`` of that
+        epoch, trying ``epochs`` in turn; None if it is none of them. In O(len(batch)): this is
+        how a DataLoader worker, which only sees the indices of its own batches, finds where it
+        is in the order and so which batch comes to it next (read-ahead)."""
+        batch = np.asarray(batch, dtype=np.int64).reshape(-1)
+        n, world = self.dataset_len, self.num_replicas
+        if batch.size == 0 or n == 0 or not (0 <= int(batch[0]) < n):
+            return None
+        for epoch in epochs:
+            q = int(batch[0])
+            if self.shuffle:
+                q = int(unshuffled_positions(np.array([q]), n, self.seed, epoch)[0])
+            # q = (rank + k * world) % n, with k past n / world only for the padding.
+            for wrapped in (q, q + n):
+                k, r = divmod(wrapped - self.rank, world)
+                if r or not 0 <= k < self.num_samples:
+                    continue
+                if np.array_equal(self._indices(epoch, k, k + batch.size), batch):
+                    return epoch, k
+        return None
 
     def __iter__(self) -> Iterator[int]:
         start = 0

@@ -8,11 +8,12 @@
 //! here passes through [`RemoteStore::redact`].
 //!
 //! The parts: `options` (our storage options, secrets, credential sources, AWS profiles),
-//! `read` (listing and range reads, through the local block cache when there is one) and
-//! `write` (uploads).
+//! `read` (listing and range reads, through the local block cache when there is one),
+//! `readahead` (requests started before a read asks for them) and `write` (uploads).
 
 mod options;
 mod read;
+mod readahead;
 mod write;
 
 use std::sync::{Arc, Mutex};
@@ -41,6 +42,8 @@ pub struct RemoteSettings {
     pub retry_timeout: Duration,
     /// Time limit of one request.
     pub timeout: Duration,
+    /// Bytes of read-ahead ([`RemoteStore::prefetch`]) kept pending at most; 0 turns it off.
+    pub readahead: u64,
 }
 
 impl Default for RemoteSettings {
@@ -50,6 +53,7 @@ impl Default for RemoteSettings {
             max_retries: 8,
             retry_timeout: Duration::from_secs(60),
             timeout: Duration::from_secs(30),
+            readahead: 256 << 20,
         }
     }
 }
@@ -72,6 +76,7 @@ pub struct RemoteStore {
     /// `name -> (size, ETag or modification time)` from the last listing: the identity of an
     /// object in the cache (nothing is cached for objects not listed).
     versions: Mutex<std::collections::HashMap<String, (u64, String)>>,
+    readahead: readahead::ReadAhead,
 }
 
 impl std::fmt::Debug for RemoteStore {
@@ -154,6 +159,11 @@ impl RemoteStore {
                     let ms = settings.timeout.as_millis();
                     store_options.push(("timeout".into(), format!("{ms}ms")));
                 }
+                "readahead" => {
+                    settings.readahead = parse_bytes(v).ok_or_else(|| {
+                        bad("a size in bytes is needed (an integer, or with kB/MB/GB/KiB/MiB/GiB; 0 turns read-ahead off)")
+                    })?
+                }
                 "aws_profile" | "profile" => profile_name = Some(v.clone()),
                 "cache_dir" => cache_dir = Some(v.clone()).filter(|d| !d.is_empty()),
                 "cache_size" => {
@@ -228,10 +238,11 @@ impl RemoteStore {
             options: store_options,
             secrets,
             credential_source,
-            settings,
             client: Mutex::new(None),
             cache,
             versions: Mutex::new(Default::default()),
+            readahead: readahead::ReadAhead::new(settings.readahead),
+            settings,
         };
         // Build once now so configuration errors (unknown keys, bad values) surface at open.
         store.client()?;
@@ -256,10 +267,11 @@ impl RemoteStore {
             options: Vec::new(),
             secrets: Vec::new(),
             credential_source: "a client given by the caller".into(),
-            settings,
             client: Mutex::new(Some((std::process::id(), client))),
             cache: None,
             versions: Mutex::new(Default::default()),
+            readahead: readahead::ReadAhead::new(settings.readahead),
+            settings,
         }
     }
 

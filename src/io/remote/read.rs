@@ -5,10 +5,12 @@ use std::ops::Range;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::future::{BoxFuture, FutureExt};
 use futures::stream::{self, StreamExt};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
+use super::readahead::{from_pending, Pending};
 use super::{runtime, RemoteStore};
 use crate::error::{Error, Result};
 
@@ -107,7 +109,7 @@ impl RemoteStore {
     }
 
     /// The cache's key for `name`: the object's URL and version (None when it was not listed).
-    fn cache_key(&self, name: &str) -> Option<(String, u64)> {
+    pub(super) fn cache_key(&self, name: &str) -> Option<(String, u64)> {
         let versions = self.versions.lock().ok()?;
         let (size, version) = versions.get(name)?;
         Some((format!("{}@{size}:{version}", self.url_of(name)), *size))
@@ -123,95 +125,95 @@ impl RemoteStore {
         }
     }
 
-    /// Serves `items` from cached blocks, fetching the missing blocks (all at once, as one
-    /// concurrent stream) and storing them. Items of objects the listing did not show are
-    /// fetched directly.
+    /// Serves `items` from cached blocks, reading from each block file only the part an item
+    /// needs; the blocks that are missing are fetched whole (all at once, as one concurrent
+    /// stream) and stored. Items of objects the listing did not show are fetched directly.
     fn read_cached(
         &self,
         cache: &crate::io::cache::DiskCache,
         items: &[(String, Range<u64>)],
         mut each: impl FnMut(usize, Result<Bytes>),
     ) -> Result<()> {
-        use std::collections::BTreeMap;
+        use std::collections::{BTreeMap, HashMap};
         let b = cache.block();
-        let mut blocks: BTreeMap<(usize, u64), Option<Bytes>> = BTreeMap::new();
-        let mut keys: Vec<Option<(String, u64)>> = Vec::with_capacity(items.len());
+        // The blocks of `key` (an object of `size` bytes) that `r` spans: (index, block range
+        // in the object, the part of the block `r` needs).
+        let spans = |r: &Range<u64>, size: u64| {
+            let r = r.clone();
+            (r.start / b..=(r.end - 1) / b).map(move |index| {
+                let start = index * b;
+                let end = (start + b).min(size);
+                (
+                    index,
+                    start..end,
+                    r.start.max(start) - start..r.end.min(end) - start,
+                )
+            })
+        };
         let mut direct = Vec::new();
+        let mut waiting: Vec<(usize, String, u64)> = Vec::new();
+        // (cache key, block index) -> the object's name and the block's range in it.
+        type BlockKey = (String, u64);
+        let mut missing: BTreeMap<BlockKey, (String, Range<u64>)> = BTreeMap::new();
         for (i, (name, r)) in items.iter().enumerate() {
-            let key = self.cache_key(name).filter(|(_, size)| r.end <= *size);
-            if key.is_none() || r.is_empty() {
+            let Some((key, size)) = self.cache_key(name).filter(|(_, size)| r.end <= *size) else {
                 direct.push(i);
-            } else {
-                for index in r.start / b..=(r.end - 1) / b {
-                    blocks.entry((i, index)).or_insert(None);
+                continue;
+            };
+            if r.is_empty() {
+                direct.push(i);
+                continue;
+            }
+            let mut out = Vec::with_capacity((r.end - r.start) as usize);
+            let mut whole = true;
+            for (index, block, part) in spans(r, size) {
+                match cache.read(&key, index, Some(block.end - block.start), Some(part)) {
+                    Some(piece) if whole => out.extend_from_slice(&piece),
+                    Some(_) => {}
+                    None => {
+                        whole = false;
+                        missing.insert((key.clone(), index), (name.clone(), block));
+                    }
                 }
             }
-            keys.push(key);
-        }
-        // One entry per (object, block), whichever items share it.
-        let mut unique: BTreeMap<(String, u64), Option<Bytes>> = BTreeMap::new();
-        for &(i, index) in blocks.keys() {
-            if let Some((key, _)) = &keys[i] {
-                unique.entry((key.clone(), index)).or_insert(None);
+            if whole {
+                each(i, Ok(Bytes::from(out)));
+            } else {
+                waiting.push((i, key, size));
             }
         }
-        for ((key, index), slot) in unique.iter_mut() {
-            *slot = cache.get(key, *index);
-        }
-        let mut fetch_items = Vec::new();
-        let mut fetch_keys = Vec::new();
-        for ((key, index), slot) in &unique {
-            if slot.is_some() {
-                continue;
-            }
-            // The name and size of the object this key belongs to.
-            let Some((i, _)) = blocks
-                .keys()
-                .find(|(i, idx)| idx == index && keys[*i].as_ref().is_some_and(|k| &k.0 == key))
-            else {
-                continue;
-            };
-            let size = keys[*i].as_ref().map_or(0, |k| k.1);
-            let start = index * b;
-            fetch_items.push((items[*i].0.clone(), start..(start + b).min(size)));
-            fetch_keys.push((key.clone(), *index));
-        }
-        // A block that could not be fetched stays None: its items are fetched directly below.
-        self.fetch_named_ranges(&fetch_items, |j, got| {
+        let missing: Vec<(BlockKey, (String, Range<u64>))> = missing.into_iter().collect();
+        let fetch: Vec<(String, Range<u64>)> = missing.iter().map(|(_, f)| f.clone()).collect();
+        let mut fetched: HashMap<BlockKey, Bytes> = HashMap::new();
+        // A block that could not be fetched stays missing: its items are fetched directly below.
+        self.fetch_named_ranges(&fetch, |j, got| {
             if let Ok(bytes) = got {
-                let (key, index) = &fetch_keys[j];
+                let (key, index) = &missing[j].0;
                 cache.put(key, *index, &bytes);
-                unique.insert((key.clone(), *index), Some(bytes));
+                fetched.insert((key.clone(), *index), bytes);
             }
         })?;
-        for (i, (_, r)) in items.iter().enumerate() {
-            let Some((key, _)) = &keys[i] else { continue };
-            if direct.contains(&i) {
-                continue;
-            }
-            let first = r.start / b;
-            let parts: Option<Vec<&Bytes>> = (first..=(r.end - 1) / b)
-                .map(|index| unique.get(&(key.clone(), index)).and_then(|x| x.as_ref()))
-                .collect();
-            let Some(parts) = parts else {
-                direct.push(i);
-                continue;
-            };
-            // Cut the item's range out of its blocks (block n covers first*b + n*b ..).
+        for (i, key, size) in waiting {
+            let r = &items[i].1;
             let mut out = Vec::with_capacity((r.end - r.start) as usize);
-            for (n, part) in parts.iter().enumerate() {
-                let block_start = (first + n as u64) * b;
-                let lo = r.start.saturating_sub(block_start) as usize;
-                let hi = ((r.end - block_start) as usize).min(part.len());
-                match part.get(lo..hi) {
-                    Some(piece) => out.extend_from_slice(piece),
+            for (index, block, part) in spans(r, size) {
+                let piece = match fetched.get(&(key.clone(), index)) {
+                    Some(bytes) => bytes
+                        .get(part.start as usize..part.end as usize)
+                        .map(|p| p.to_vec()),
+                    None => cache
+                        .read(&key, index, Some(block.end - block.start), Some(part))
+                        .map(|p| p.to_vec()),
+                };
+                match piece {
+                    Some(p) => out.extend_from_slice(&p),
                     None => break,
                 }
             }
             if out.len() as u64 == r.end - r.start {
                 each(i, Ok(Bytes::from(out)));
             } else {
-                direct.push(i); // a short block (the object changed size): ask the store
+                direct.push(i); // a block could not be fetched, or the object changed size
             }
         }
         // Objects not listed, and items whose blocks could not be fetched: directly, so the
@@ -237,17 +239,19 @@ impl RemoteStore {
         let (rt, _) = runtime::runtime()?;
         let concurrency = self.settings.concurrency.max(1);
         let (tx, rx) = std::sync::mpsc::channel::<(usize, object_store::Result<Bytes>)>();
-        let owned: Vec<(usize, ObjectPath, Range<u64>)> = items
+        // Ranges a read-ahead is fetching (or has fetched) are taken from it. The requests are
+        // boxed here, outside the spawned task, so the task's type names no borrowed lifetime.
+        let requests: Vec<BoxFuture<'static, (usize, object_store::Result<Bytes>)>> = items
             .iter()
             .enumerate()
-            .map(|(i, (name, r))| (i, self.key(name), r.clone()))
+            .map(|(i, (name, r))| {
+                let (client, key, r) = (client.clone(), self.key(name), r.clone());
+                let ahead = self.readahead.take(name, &r);
+                async move { (i, fetch_one(client, key, r, ahead).await) }.boxed()
+            })
             .collect();
         rt.spawn(async move {
-            stream::iter(owned)
-                .map(|(i, key, r)| {
-                    let client = client.clone();
-                    async move { (i, get_exact(client.as_ref(), &key, r).await) }
-                })
+            stream::iter(requests)
                 .buffer_unordered(concurrency)
                 .for_each(|res| {
                     // The receiver may have gone (the caller failed early): nothing to do.
@@ -270,9 +274,25 @@ impl RemoteStore {
     }
 }
 
+/// One range: from its read-ahead when there is one that got the bytes, else from the store.
+async fn fetch_one(
+    client: std::sync::Arc<dyn ObjectStore>,
+    key: ObjectPath,
+    r: Range<u64>,
+    ahead: Option<(Pending, usize)>,
+) -> object_store::Result<Bytes> {
+    if let Some((pending, offset)) = ahead {
+        let len = (r.end - r.start) as usize;
+        if let Some(bytes) = from_pending(pending, offset, len).await {
+            return Ok(bytes);
+        }
+    }
+    get_exact(client.as_ref(), &key, r).await
+}
+
 /// `get_range`, checked to have returned exactly the bytes asked for: a body cut short by the
 /// server or a proxy is retried (with backoff) like any transient fault, never returned.
-async fn get_exact(
+pub(super) async fn get_exact(
     client: &dyn ObjectStore,
     key: &ObjectPath,
     range: Range<u64>,

@@ -1,0 +1,212 @@
+"""Read-ahead from object storage (``GulpDirectory.prefetch`` and the PyTorch datasets' use of
+it), against the real S3 server through the fault-injecting proxy: prefetched bytes give the
+same pixels as local reads, are fetched once, are CRC-checked like any others, and a
+read-ahead that fails or is never used costs nothing but its requests."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from gulpio_rs import GulpDirectory
+from gulpio_rs.errors import RemoteConfigError
+
+
+def _write(root, make_frame, videos=12, frames=6) -> list[str]:
+    gd = GulpDirectory(str(root))
+    ids = []
+    for k, chunk in enumerate(gd.new_chunks(3)):
+        with chunk.open("wb"):
+            for v in range(videos // 3):
+                vid = f"c{k}-v{v}"
+                chunk.append(
+                    vid,
+                    {"label": v},
+                    [make_frame(32, 48, seed=97 * k + 7 * v + s) for s in range(frames)],
+                )
+                ids.append(vid)
+    return ids
+
+
+@pytest.fixture
+def remote(tmp_path, make_frame, s3_server, fault_proxy):
+    """``(local GulpDirectory, url, options through the proxy, ids, proxy)``."""
+    local = tmp_path / "ds"
+    local.mkdir()
+    ids = _write(local, make_frame)
+    bucket = s3_server.make_bucket()
+    s3_server.upload_dir(local, bucket, "ds")
+    proxy = fault_proxy(s3_server.endpoint)
+    options = dict(s3_server.storage_options(), aws_endpoint=proxy.url, retry_timeout="20")
+    return GulpDirectory(str(local)), f"s3://{bucket}/ds", options, ids, proxy
+
+
+def _settled(proxy, at_least: int = 0) -> int:
+    """The proxy's request count once it stops changing (a prefetch returns before its
+    requests are made); a wait, not a timing check."""
+    deadline = time.monotonic() + 20
+    last, since = proxy.requests, time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = proxy.requests
+        if now != last:
+            last, since = now, time.monotonic()
+        elif now >= at_least and time.monotonic() - since > 0.3:
+            break
+    return last
+
+
+def test_a_prefetched_batch_is_read_from_the_read_ahead(remote):
+    local, url, options, ids, proxy = remote
+    gd = GulpDirectory(url, storage_options=options)
+    batch = ids[1:10:2]
+    gd.read_batch(ids, frames=slice(0, 1))  # chunks opened
+    proxy.reset_counters()
+    gd.prefetch(batch, frames=slice(1, 5))
+    fetched = _settled(proxy, at_least=len(batch))
+    assert fetched == len(batch)  # one request per clip, made by the prefetch
+    got = gd.read_batch(batch, frames=slice(1, 5))
+    assert proxy.requests == fetched  # the read asked the store for nothing
+    np.testing.assert_array_equal(got, local.read_batch(batch, frames=slice(1, 5)))
+    # A part of a prefetched range (one frame of a clip) is served from it too.
+    gd.prefetch([ids[0]], frames=slice(0, 6))
+    fetched = _settled(proxy, at_least=fetched + 1)
+    np.testing.assert_array_equal(gd.read(ids[0], [3]), local.read(ids[0], [3]))
+    assert proxy.requests == fetched
+
+
+def test_a_read_ahead_nobody_reads_changes_nothing(remote):
+    local, url, options, ids, proxy = remote
+    gd = GulpDirectory(url, storage_options=options)
+    gd.read_batch(ids, frames=slice(0, 1))
+    gd.prefetch(ids[:4], frames=[0, 2])
+    np.testing.assert_array_equal(
+        gd.read_batch(ids[4:8], frames=[1, 3]), local.read_batch(ids[4:8], frames=[1, 3])
+    )
+
+
+def test_a_flipped_byte_in_a_prefetched_body_is_caught_and_refetched(remote):
+    local, url, options, ids, proxy = remote
+    gd = GulpDirectory(url, storage_options=options)
+    gd.read_batch(ids, frames=slice(0, 1))
+    proxy.set_faults(flip_byte=1)
+    gd.prefetch(ids[:3])
+    _settled(proxy, at_least=3)
+    proxy.set_faults()
+    np.testing.assert_array_equal(gd.read_batch(ids[:3]), local.read_batch(ids[:3]))
+    assert proxy.faults_injected() == 1
+
+
+def test_a_failed_prefetch_is_fetched_again_by_the_read(remote):
+    local, url, options, ids, proxy = remote
+    gd = GulpDirectory(url, storage_options=dict(options, max_retries="0"))
+    gd.read_batch(ids, frames=slice(0, 1))
+    proxy.set_faults(status=503, count=1000)
+    gd.prefetch(ids[:2])
+    _settled(proxy, at_least=2)
+    proxy.set_faults()
+    np.testing.assert_array_equal(gd.read_batch(ids[:2]), local.read_batch(ids[:2]))
+
+
+def test_readahead_zero_turns_it_off(remote):
+    _, url, options, ids, proxy = remote
+    gd = GulpDirectory(url, storage_options=dict(options, readahead="0"))
+    gd.read_batch(ids, frames=slice(0, 1))
+    proxy.reset_counters()
+    gd.prefetch(ids[:4])
+    assert _settled(proxy) == 0
+    with pytest.raises(RemoteConfigError, match="readahead"):
+        GulpDirectory(url, storage_options=dict(options, readahead="lots"))
+
+
+def test_prefetch_fills_the_local_cache(remote, tmp_path):
+    local, url, options, ids, proxy = remote
+    cache = tmp_path / "cache"
+    gd = GulpDirectory(url, storage_options=options, cache_dir=cache)
+    gd.read_batch(ids, frames=slice(0, 1))  # every block is cached already
+    fresh = GulpDirectory(url, storage_options=options, cache_dir=tmp_path / "cold")
+    fresh.read(ids[0], [0])
+    proxy.reset_counters()
+    fresh.prefetch(ids)
+    fetched = _settled(proxy, at_least=1)
+    np.testing.assert_array_equal(fresh.read_batch(ids), local.read_batch(ids))
+    assert proxy.requests == fetched
+    assert any((tmp_path / "cold").iterdir())
+
+
+def test_prefetch_of_a_local_directory_does_nothing(remote):
+    local, _, _, ids, _ = remote
+    assert local.prefetch(ids) is None
+    with pytest.raises(KeyError):
+        local.prefetch(["no such id"])
+
+
+# -- the PyTorch datasets read ahead along GulpDistributedSampler's order ------------------------
+
+
+def test_the_dataset_fetches_the_next_batch_while_decoding_this_one(remote):
+    pytest.importorskip("torch")
+    from torch.utils.data import BatchSampler
+
+    from gulpio_rs.torch import GulpDistributedSampler, GulpVideoDataset
+
+    local, url, options, ids, proxy = remote
+    ds = GulpVideoDataset(url, frames=3, offset="random", storage_options=options, target=None)
+    sampler = GulpDistributedSampler(ds, num_replicas=1, rank=0, seed=11)
+    sampler.set_epoch(2)
+    batches = [list(b) for b in BatchSampler(sampler, batch_size=4, drop_last=False)]
+    control = GulpDirectory(url, storage_options=dict(options, readahead="0"))
+    control.read_batch(ids, frames=slice(0, 1))
+
+    def requests_for(batch) -> int:
+        """What reading ``batch`` with the frames drawn for its read-ahead costs."""
+        before = _settled(proxy)
+        control.read_batch([ds._id(i) for i in batch], frames=[ds._planned[i] for i in batch])
+        return _settled(proxy) - before
+
+    ds.__getitems__(batches[0])  # chunks opened, batch 1 prefetched
+    for this, coming in zip(batches[1:], batches[2:], strict=False):
+        before = _settled(proxy)
+        got = ds.__getitems__(this)
+        after = _settled(proxy)
+        # The read of this batch asked the store for nothing: the only requests made were
+        # the read-ahead of the coming batch.
+        assert after - before == requests_for(coming)
+        frames = {i: local.frame_shapes(ds._id(i)) for i in this}
+        assert all(clip.shape[0] == 3 for clip in got) and frames
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_dataloader_workers_read_ahead_across_epochs(remote, persistent):
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    from gulpio_rs.torch import GulpDistributedSampler, GulpVideoDataset, gulp_collate
+
+    local, url, options, ids, proxy = remote
+
+    def epochs(path, **kw):
+        ds = GulpVideoDataset(path, frames=4, offset="random", seed=5, target=None, **kw)
+        sampler = GulpDistributedSampler(ds, num_replicas=1, rank=0, seed=3)
+        loader = DataLoader(
+            ds,
+            batch_size=3,
+            sampler=sampler,
+            num_workers=2,
+            persistent_workers=persistent,
+            multiprocessing_context="fork",
+            collate_fn=gulp_collate,
+        )
+        out = []
+        for epoch in range(3):
+            sampler.set_epoch(epoch)
+            ds.set_epoch(epoch)
+            out.append(torch.cat(list(loader)))
+        return out
+
+    got = epochs(url, storage_options=options)
+    want = epochs(str(local.output_dir))
+    for a, b in zip(got, want, strict=True):
+        assert torch.equal(a, b)
