@@ -6,7 +6,10 @@ use rayon::prelude::*;
 
 use crate::chunk::reader::{read_many, ChunkReader, FrameData};
 use crate::error::{Error, Result};
-use crate::jpeg::{check_frame_size, decode_into, output_shape, Colorspace, DecodeFailure};
+use crate::jpeg::{
+    check_frame_size, decode_into, decode_reframed, output_shape, Colorspace, DecodeFailure,
+    Reframe,
+};
 use crate::pool::Runner;
 
 /// One frame to decode.
@@ -18,6 +21,8 @@ pub struct FrameJob<'a> {
     /// Output `(height, width, channels)`.
     pub shape: (usize, usize, usize),
     pub colorspace: Colorspace,
+    /// Crop, resize and flip fused into the decode (`shape` is then the output's).
+    pub reframe: Option<Reframe>,
 }
 
 impl FrameJob<'_> {
@@ -32,13 +37,15 @@ impl FrameJob<'_> {
 /// Resolves frame indices (negative counts from the end) and works out each frame's output
 /// shape. With `Colorspace::Auto` a frame keeps its own channel count (1 for gray JPEGs, else
 /// 3); `uniform_channels` instead picks one count for the whole video (3 if any frame is in
-/// colour), as a stacked array needs.
+/// colour), as a stacked array needs. With `reframe`, the output is the crop resized (a crop
+/// that does not fit a frame is an `InvalidArgument` naming the video and frame).
 pub fn plan<'a>(
     chunk: &'a ChunkReader,
     video: usize,
     frames: &[i64],
     colorspace: Colorspace,
     uniform_channels: bool,
+    reframe: Option<&Reframe>,
 ) -> Result<Vec<FrameJob<'a>>> {
     let mut jobs = Vec::with_capacity(frames.len());
     for &f in frames {
@@ -62,12 +69,23 @@ pub fn plan<'a>(
             Colorspace::Auto if comps == 1 => 1,
             Colorspace::Auto => 3,
         };
+        let (h, w) = match reframe {
+            None => (h, w),
+            Some(r) => r.output(h, w).map_err(|msg| {
+                Error::InvalidArgument(format!(
+                    "{}: video {:?} frame {k}: {msg}",
+                    chunk.paths().data.display(),
+                    chunk.id(video)
+                ))
+            })?,
+        };
         jobs.push(FrameJob {
             chunk,
             video,
             frame: k,
             shape: (h, w, c),
             colorspace,
+            reframe: reframe.copied(),
         });
     }
     if uniform_channels && colorspace == Colorspace::Auto {
@@ -232,7 +250,7 @@ pub fn decode_frame(
     check: bool,
     colorspace: Colorspace,
 ) -> Result<(Vec<u8>, usize, usize, usize)> {
-    let jobs = plan(chunk, video, &[frame], colorspace, false)?;
+    let jobs = plan(chunk, video, &[frame], colorspace, false, None)?;
     let job = &jobs[0];
     let mut out = vec![0u8; job.len()];
     let bytes = chunk.read_frame(video, job.frame as i64, check)?;
@@ -259,7 +277,14 @@ fn decode_bytes(job: &FrameJob, bytes: &[u8], out: &mut [u8]) -> Result<()> {
         (Colorspace::Auto, _) => Colorspace::Rgb,
         (cs, _) => cs,
     };
-    decode_into(bytes, want, out).map_err(|e| context(job.chunk, job.video, job.frame, e))
+    match &job.reframe {
+        None => decode_into(bytes, want, out),
+        Some(r) => {
+            let restarts = job.chunk.restarts(job.video, job.frame);
+            decode_reframed(bytes, want, r, restarts.as_deref(), out)
+        }
+    }
+    .map_err(|e| context(job.chunk, job.video, job.frame, e))
 }
 
 fn context(chunk: &ChunkReader, video: usize, frame: usize, e: DecodeFailure) -> Error {

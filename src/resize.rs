@@ -1,5 +1,6 @@
-//! Shorter-side resize for ingestion, with fast_image_resize (SIMD convolution), many frames
-//! at once on the private pool. The bilinear filter is a convolution whose support widens when
+//! Resizing with fast_image_resize (SIMD convolution): the shorter-side resize of ingestion,
+//! many frames at once on the private pool, and the crop-and-resize of fused reads
+//! ([`crop_resize_into`]). The bilinear filter is a convolution whose support widens when
 //! downscaling, like Pillow's `BILINEAR` that gulpio2 used, so downscaled frames are
 //! antialiased, not point-sampled. A pure function of its input: the output never depends on
 //! the number of threads.
@@ -132,6 +133,60 @@ pub fn resize(src: Pixels<'_>, size: usize) -> Result<Frame> {
         width,
         channels: src.channels,
     })
+}
+
+thread_local! {
+    // A resizer keeps its scratch buffers between calls: one per decode thread.
+    static RESIZER: std::cell::RefCell<Resizer> = std::cell::RefCell::new(Resizer::new());
+}
+
+/// Resizes the box `(left, top, width, height)` (fractional pixels) of the image `src` of
+/// `(height, width, channels)` to `(out_height, out_width)` into `out`, antialiased as
+/// [`resize`]. An integer box of the output's size is copied as it is.
+pub fn crop_resize_into(
+    src: &[u8],
+    (sh, sw, c): (usize, usize, usize),
+    (left, top, width, height): (f64, f64, f64, f64),
+    (oh, ow): (usize, usize),
+    out: &mut [u8],
+) -> std::result::Result<(), String> {
+    if src.len() != sh * sw * c || out.len() != oh * ow * c || !(c == 1 || c == 3) {
+        return Err(format!(
+            "resize of a {sw}x{sh}x{c} image ({} bytes) into {ow}x{oh} ({} bytes)",
+            src.len(),
+            out.len()
+        ));
+    }
+    let whole = |v: f64| (v - v.round()).abs() < 1e-9;
+    if [left, top, width, height].into_iter().all(whole)
+        && (height.round() as usize, width.round() as usize) == (oh, ow)
+        && left.round() as usize + ow <= sw
+        && top.round() as usize + oh <= sh
+    {
+        let (x, y) = (left.round() as usize, top.round() as usize);
+        for (r, row) in out.chunks_exact_mut(ow * c).enumerate() {
+            let at = ((y + r) * sw + x) * c;
+            row.copy_from_slice(&src[at..at + ow * c]);
+        }
+        return Ok(());
+    }
+    let pixel_type = if c == 1 {
+        PixelType::U8
+    } else {
+        PixelType::U8x3
+    };
+    let dim = |v: usize| u32::try_from(v).map_err(|_| format!("image side {v} too large"));
+    let src_img = ImageRef::new(dim(sw)?, dim(sh)?, src, pixel_type).map_err(|e| e.to_string())?;
+    let mut dst =
+        Image::from_slice_u8(dim(ow)?, dim(oh)?, out, pixel_type).map_err(|e| e.to_string())?;
+    let options = ResizeOptions::new()
+        .resize_alg(ResizeAlg::Convolution(FilterType::Bilinear))
+        .crop(left, top, width, height);
+    RESIZER
+        .with(|r| r.borrow_mut().resize(&src_img, &mut dst, &options))
+        .map_err(|e| {
+            format!("resize {sw}x{sh} ({width}x{height} at {left},{top}) to {ow}x{oh}: {e}")
+        })
 }
 
 /// `resize` over many frames on `runner`.

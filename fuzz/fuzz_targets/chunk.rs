@@ -132,7 +132,7 @@ fn read_everything(r: &ChunkReader) {
             assert_eq!(r.frame(v, -1).unwrap().0, n - 1);
         }
         let all: Vec<i64> = (0..n as i64).collect();
-        if let Ok(jobs) = batch::plan(r, v, &all, Colorspace::Auto, true) {
+        if let Ok(jobs) = batch::plan(r, v, &all, Colorspace::Auto, true, None) {
             let sizes: Vec<usize> = jobs.iter().map(|j| j.len()).collect();
             if sizes.iter().sum::<usize>() <= DECODE_BUDGET {
                 let mut bufs: Vec<Vec<u8>> = sizes.iter().map(|&s| vec![0; s]).collect();

@@ -56,13 +56,23 @@ class _Encoded(bytes):
 @dataclass(frozen=True)
 class EncodeOptions:
     """How frames are stored: JPEG ``quality`` (1-100), chroma ``subsampling`` (``"4:2:0"``,
-    ``"4:2:2"``, ``"4:4:4"`` or ``"4:4:0"``), and ``threads`` for resize/encode/check."""
+    ``"4:2:2"``, ``"4:4:4"`` or ``"4:4:0"``), ``threads`` for resize/encode/check, and
+    ``restart_rows``: a restart marker after every MCU row of the frames encoded here, so
+    that cropped reads decode only the rows they need (docs/FUSED.md; needs the
+    libjpeg-turbo build)."""
 
     quality: int = 90
     subsampling: str = "4:2:0"
     threads: int = 1
+    restart_rows: bool = False
 
     def __post_init__(self):
+        if self.restart_rows and not RUST_ENCODER:
+            raise ValueError(
+                "restart_rows needs the libjpeg-turbo build of gulpio-rs (this one decodes and "
+                "encodes with zune-jpeg/simplejpeg, which cannot write restart markers; see "
+                "README, 'Which JPEG decoder')"
+            )
         if not 1 <= int(self.quality) <= 100:
             raise ValueError(f"quality must be in 1..100, not {self.quality}")
         if self.subsampling not in _SUBSAMPLING and self.subsampling not in _SUBSAMPLING.values():
@@ -201,7 +211,12 @@ class FrameEncoder:
         if RUST_ENCODER and items and all(_ready(f) for f in items):
             # The common case (decoded video frames): one call, nothing per frame in Python.
             return _native.encode_frames(
-                items, int(opts.quality), opts.subsampling, size if resize else None, threads
+                items,
+                int(opts.quality),
+                opts.subsampling,
+                size if resize else None,
+                threads,
+                restart_rows=opts.restart_rows,
             )
         loaded: list = [None] * len(items)
 
@@ -245,6 +260,7 @@ class FrameEncoder:
                 opts.subsampling,
                 size if resize else None,
                 threads,
+                restart_rows=opts.restart_rows,
             )
             for i, jpeg in zip(arrays, encoded, strict=True):
                 loaded[i] = _Encoded(jpeg)

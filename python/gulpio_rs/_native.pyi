@@ -55,6 +55,10 @@ class Chunk:
         colorspace: str | None = None,
         out: npt.NDArray[np.uint8] | None = None,
         threads: int = 0,
+        crop: tuple[float, float, float, float] | None = None,
+        size: tuple[int, int] | None = None,
+        flip: bool = False,
+        dct_scaling: bool = True,
     ) -> npt.NDArray[np.uint8]: ...
 
 class NativeDirectory:
@@ -98,6 +102,10 @@ def read_batch(
     colorspace: str | None = None,
     threads: int = 0,
     out: npt.NDArray[np.uint8] | None = None,
+    crops: list[tuple[float, float, float, float] | None] | None = None,
+    size: tuple[int, int] | None = None,
+    flips: list[bool] | None = None,
+    dct_scaling: bool = True,
 ) -> npt.NDArray[np.uint8] | list[npt.NDArray[np.uint8]]: ...
 def prefetch(items: list[tuple[Chunk, int, list[int] | None]]) -> None: ...
 def decode_jpeg(
@@ -129,6 +137,12 @@ class JpegInfo:
 def jpeg_info(data: bytes) -> JpegInfo:
     """The frame header of a JPEG; :class:`~gulpio_rs.errors.DecodeError` if there is none."""
 
+def reframe_frames(
+    frames: list[npt.NDArray[np.uint8]],
+    crop: tuple[float, float, float, float] | None = None,
+    size: tuple[int, int] | None = None,
+    flip: bool = False,
+) -> list[npt.NDArray[np.uint8]]: ...
 def resize_frames(
     frames: list[npt.NDArray[np.uint8]], size: int, threads: int = 1
 ) -> list[npt.NDArray[np.uint8]]:
@@ -140,6 +154,7 @@ def encode_frames(
     subsampling: str = "4:2:0",
     size: int | None = None,
     threads: int = 1,
+    restart_rows: bool = False,
 ) -> list[bytes]:
     """JPEG bytes of every C-contiguous ``(H, W)``/``(H, W, 1|3)`` frame, resized first when
     ``size`` (shorter side) is given; libjpeg-turbo builds only (else ``RuntimeError``)."""

@@ -248,9 +248,13 @@ class GulpDirectory:
         id_,
         frames=None,
         *,
+        crop=None,
+        size=None,
+        flip: bool = False,
         out: np.ndarray | None = None,
         colorspace: str | None = None,
         threads: int | None = None,
+        dct_scaling: bool = True,
     ) -> np.ndarray:
         """Decode frames of one video into one ``(T, H, W, C)`` uint8 array.
 
@@ -261,19 +265,40 @@ class GulpDirectory:
         the usable cores shared among DataLoader workers and torchrun's local ranks) with the
         GIL released. Frames of different sizes raise ``ValueError`` (``gd[id]`` returns them
         as a list).
+
+        ``crop=(top, left, height, width)`` (stored-frame pixels, fractions allowed) and
+        ``size=(height, width)`` (or an int for a square) decode only that box of every frame
+        and resize it (antialiased bilinear) in the same pass: the result is ``(T, height,
+        width, C)``; ``size`` alone resizes whole frames, ``crop`` alone keeps the box's size.
+        ``flip=True`` mirrors the result left to right. Frames are decoded at the smallest DCT
+        scale (1/8 steps) that leaves at least ``size`` pixels, then resized; ``dct_scaling=
+        False`` decodes at full scale (slower, closest to "decode, crop, resize").
+        See docs/FUSED.md.
         """
         chunk, video = self._resolve(_id_str(id_))
         selection = _selection(frames, chunk, video)
         colorspace = colorspace or self.colorspace
+        crop, size = _crop_box(crop, "crop"), _out_size(size)
+        flip = bool(flip)
         if self.jpeg_decoder is None:
             try:
                 return chunk.read(
-                    video, selection, self.check_data, colorspace, out, _threads(threads)
+                    video,
+                    selection,
+                    self.check_data,
+                    colorspace,
+                    out,
+                    _threads(threads),
+                    crop=crop,
+                    size=size,
+                    flip=flip,
+                    dct_scaling=dct_scaling,
                 )
             except UnsupportedJpegError:
                 if self.fallback_decoder is None:
                     raise
         stacked = _stack(self._decode_slowly(chunk, video, selection, colorspace), _id_str(id_))
+        stacked = _reframed(stacked, crop, size, flip)
         if out is not None:
             if out.shape != stacked.shape or out.dtype != np.uint8:
                 raise ValueError(f"out has shape {out.shape}, the frames need {stacked.shape}")
@@ -325,9 +350,13 @@ class GulpDirectory:
         ids,
         frames=None,
         *,
+        crop=None,
+        size=None,
+        flip=False,
         out: np.ndarray | None = None,
         colorspace: str | None = None,
         threads: int | None = None,
+        dct_scaling: bool = True,
     ):
         """Decode several videos in one parallel pass (the training-loop path).
 
@@ -337,18 +366,46 @@ class GulpDirectory:
         array of the caller's (shared memory, say). Without it, arrays of 16 MiB or more reuse
         the memory of freed ones (at most two kept, for 30 s), so a loop does not pay for
         fresh pages on every batch.
+
+        ``crop``, ``size``, ``flip`` and ``dct_scaling`` are as in :meth:`read`; ``crop`` is one
+        box for every video or a list with one box (or None) per video, ``flip`` one bool or a
+        list. With ``size``, videos of any frame sizes give one ``(N, T, height, width, C)``
+        array.
         """
         items = self._items(ids, frames)
         colorspace = colorspace or self.colorspace
+        crops, size, flips = _per_video_crops(crop, len(items)), _out_size(size), None
+        if isinstance(flip, (list, tuple, np.ndarray)):
+            flips = [bool(f) for f in flip]
+        elif flip:
+            flips = [True] * len(items)
         if self.jpeg_decoder is None:
             try:
                 return _native.read_batch(
-                    items, self.check_data, colorspace, _threads(threads), out
+                    items,
+                    self.check_data,
+                    colorspace,
+                    _threads(threads),
+                    out,
+                    crops=crops,
+                    size=size,
+                    flips=flips,
+                    dct_scaling=dct_scaling,
                 )
             except UnsupportedJpegError:
                 if self.fallback_decoder is None:
                     raise
-        videos = [_stack(self._decode_slowly(c, v, s, colorspace), c.id(v)) for c, v, s in items]
+        if flips is not None and len(flips) != len(items):
+            raise ValueError(f"flip must have one entry per video ({len(items)} videos)")
+        videos = [
+            _reframed(
+                _stack(self._decode_slowly(c, v, s, colorspace), c.id(v)),
+                None if crops is None else crops[n],
+                size,
+                False if flips is None else flips[n],
+            )
+            for n, (c, v, s) in enumerate(items)
+        ]
         if videos and all(v.shape == videos[0].shape for v in videos):
             return np.stack(videos, out=out) if out is not None else np.stack(videos)
         if out is not None:
@@ -536,6 +593,61 @@ class GulpDirectory:
 
     def __repr__(self):
         return f"GulpDirectory({self._path!r})"
+
+
+def _crop_box(box, what: str) -> tuple[float, float, float, float] | None:
+    """``(top, left, height, width)`` as floats, or None."""
+    if box is None:
+        return None
+    try:
+        values = tuple(float(v) for v in box)
+    except TypeError:
+        raise TypeError(f"{what} must be (top, left, height, width) or None, not {box!r}") from None
+    if len(values) != 4:
+        raise ValueError(f"{what} must be (top, left, height, width), not {box!r}")
+    return values  # type: ignore[return-value]
+
+
+def _per_video_crops(crop, n: int) -> list | None:
+    """One crop box for every video, or one (or None) per video, as a list for the core."""
+    if crop is None:
+        return None
+    items = list(crop) if isinstance(crop, (list, tuple, np.ndarray)) else None
+    is_one_box = (
+        items is not None
+        and len(items) == 4
+        and all(isinstance(v, (int, float, np.integer, np.floating)) for v in items)
+    )
+    if is_one_box:
+        return [_crop_box(crop, "crop")] * n
+    if items is None or len(items) != n:
+        raise ValueError(
+            f"crop must be one (top, left, height, width) box or a list of {n} (one per video)"
+        )
+    return [_crop_box(b, f"crop[{i}]") for i, b in enumerate(items)]
+
+
+def _out_size(size) -> tuple[int, int] | None:
+    """``size`` as ``(height, width)``: an int is a square."""
+    if size is None:
+        return None
+    if isinstance(size, (int, np.integer)) and not isinstance(size, bool):
+        size = (int(size), int(size))
+    try:
+        h, w = (int(v) for v in size)
+    except (TypeError, ValueError):
+        raise ValueError(f"size must be (height, width) or an int, not {size!r}") from None
+    if h <= 0 or w <= 0:
+        raise ValueError(f"size must be positive, not {size!r}")
+    return h, w
+
+
+def _reframed(stacked: np.ndarray, crop, size, flip: bool) -> np.ndarray:
+    """The fused read's crop, resize and flip applied to frames decoded by another decoder."""
+    if crop is None and size is None and not flip:
+        return stacked
+    frames = _native.reframe_frames(list(stacked), crop, size, flip)
+    return np.ascontiguousarray(np.stack(frames)) if frames else stacked
 
 
 class _RemoteNewChunk(GulpChunk):

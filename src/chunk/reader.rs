@@ -570,6 +570,16 @@ impl ChunkReader {
         })
     }
 
+    /// The restart marker positions of frame `frame` of video `video` (resolved), when the
+    /// index records them (frames with a restart interval of whole MCU rows).
+    pub fn restarts(&self, video: usize, frame: usize) -> Option<Vec<u32>> {
+        let v = self.index.video(video);
+        if frame >= v.frame_count as usize {
+            return None;
+        }
+        self.index.restarts(v.frame_start as usize + frame)
+    }
+
     /// Starts fetching frames `wanted[i] = (video, frame)` (frame indices may be negative) in
     /// the background when the chunk is in an object store, and returns at once: a later read
     /// of the same frames takes those bytes (CRC-checked as always) instead of waiting a

@@ -17,6 +17,7 @@ use crate::format::json::Scanner;
 use crate::format::paths::{temp_for, ChunkPaths};
 use crate::format::{gmeta, pad_for};
 use crate::jpeg::header::read_info;
+use crate::jpeg::restart;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {
@@ -29,8 +30,16 @@ pub enum WriteMode {
 struct Entry {
     id: String,
     frames: Vec<FrameRec>,
+    /// Each frame's restart marker positions, for the index (empty: none usable).
+    restarts: Vec<Vec<u32>>,
     /// JSON text of the whole `meta_data` list.
     meta_data: Vec<u8>,
+}
+
+impl Entry {
+    fn restart_slices(&self) -> Vec<&[u32]> {
+        self.restarts.iter().map(Vec::as_slice).collect()
+    }
 }
 
 pub struct ChunkWriter {
@@ -135,6 +144,7 @@ impl ChunkWriter {
                 Error::InvalidArgument(format!("metadata of video {id:?} is not valid JSON: {m}"))
             })?;
         let mut recs = Vec::with_capacity(frames.len());
+        let mut restarts = Vec::with_capacity(frames.len());
         let mut offset = self.data_len;
         for (k, jpeg) in frames.iter().enumerate() {
             let info = read_info(jpeg)
@@ -155,6 +165,8 @@ impl ChunkWriter {
                 channels: info.components,
                 pad,
             });
+            // Restart markers at whole MCU rows let a crop skip the rows above it.
+            restarts.push(restart::scan(jpeg, &info).unwrap_or_default());
             offset += jpeg.len() as u64 + pad as u64;
         }
         if let Err(e) = self.write_frames(frames) {
@@ -166,6 +178,7 @@ impl ChunkWriter {
             Some(&i) => {
                 let e = &mut self.entries[i];
                 e.frames.extend(recs);
+                e.restarts.extend(restarts);
                 e.meta_data = gmeta::push_meta_element(&e.meta_data, meta_json);
             }
             None => {
@@ -177,6 +190,7 @@ impl ChunkWriter {
                 self.entries.push(Entry {
                     id: id.to_owned(),
                     frames: recs,
+                    restarts,
                     meta_data,
                 });
             }
@@ -230,7 +244,7 @@ impl ChunkWriter {
         let mut builder = IndexBuilder::new();
         for e in &self.entries {
             builder
-                .push_video(&e.id, &e.meta_data, &e.frames)
+                .push_video_with_restarts(&e.id, &e.meta_data, &e.frames, &e.restart_slices())
                 .map_err(Error::InvalidArgument)?;
         }
         let index = builder.encode(
@@ -361,18 +375,26 @@ fn indexed_entries(reader: &ChunkReader) -> Result<(Vec<Entry>, u32, u64)> {
     let mut entries = Vec::with_capacity(reader.video_count());
     for v in 0..reader.video_count() {
         let mut frames: Vec<FrameRec> = reader.frames(v).collect();
-        if legacy {
-            for f in frames.iter_mut() {
-                let jpeg = &data[f.offset as usize..f.jpeg_end() as usize];
-                f.crc = crc32fast::hash(jpeg);
-                if let Ok(info) = read_info(jpeg) {
-                    (f.width, f.height, f.channels) = (info.width, info.height, info.components);
-                }
+        let mut restarts = Vec::with_capacity(frames.len());
+        for (k, f) in frames.iter_mut().enumerate() {
+            if !legacy {
+                // Kept from the index (one of version 1 has none: the frames are not read).
+                restarts.push(reader.restarts(v, k).unwrap_or_default());
+                continue;
             }
+            let jpeg = &data[f.offset as usize..f.jpeg_end() as usize];
+            f.crc = crc32fast::hash(jpeg);
+            let info = read_info(jpeg).ok();
+            if let Some(info) = info {
+                (f.width, f.height, f.channels) = (info.width, info.height, info.components);
+            }
+            let markers = info.and_then(|info| restart::scan(jpeg, &info));
+            restarts.push(markers.unwrap_or_default());
         }
         entries.push(Entry {
             id: reader.id(v).to_owned(),
             frames,
+            restarts,
             meta_data: reader.meta_data(v).to_vec(),
         });
     }
@@ -394,7 +416,7 @@ pub fn write_index(paths: &ChunkPaths) -> Result<usize> {
     let mut builder = IndexBuilder::new();
     for e in &entries {
         builder
-            .push_video(&e.id, &e.meta_data, &e.frames)
+            .push_video_with_restarts(&e.id, &e.meta_data, &e.frames, &e.restart_slices())
             .map_err(|m| Error::format(&paths.meta, m))?;
     }
     let index = builder.encode(

@@ -1,9 +1,12 @@
-//! The binary chunk index (`.gidx`), version 1. `docs/FORMAT.md` is the normative description;
-//! this module is its only implementation. All integers are little-endian; every CRC is CRC-32
-//! (IEEE, as zlib's `crc32`).
+//! The binary chunk index (`.gidx`), versions 1 and 2. `docs/FORMAT.md` is the normative
+//! description; this module is its only implementation. All integers are little-endian; every
+//! CRC is CRC-32 (IEEE, as zlib's `crc32`).
 //!
 //! Layout: header (128 bytes) | video table (40 B per video) | ids (UTF-8, zero-padded to a
-//! multiple of 8) | frame table (24 B per frame) | meta blob (each video's `meta_data` JSON).
+//! multiple of 8) | frame table (24 B per frame) | meta blob (each video's `meta_data` JSON) |
+//! version 2 only: zero padding to a multiple of 8, then the restart table (where each
+//! frame's restart markers are, for decoding only the rows a crop needs). Writers use
+//! version 1 when no frame has restart markers, so such indexes read in older builds too.
 //! Reading is two-step so that opening a directory stays cheap: [`Index::parse`] checks the
 //! header, the video table and the ids (all a directory open needs); [`Index::verify_full`]
 //! checks the frame table and meta blob, once, before a chunk is first read from.
@@ -11,7 +14,8 @@
 use super::Storage;
 
 pub const MAGIC: [u8; 8] = *b"GULPIDX\0";
-pub const VERSION: u32 = 1;
+/// The version written when some frame has restart markers; 1 otherwise.
+pub const VERSION: u32 = 2;
 pub const HEADER_LEN: usize = 128;
 pub const VIDEO_ENTRY_LEN: usize = 40;
 pub const FRAME_ENTRY_LEN: usize = 24;
@@ -27,6 +31,8 @@ pub const MAX_FRAMES_PER_VIDEO: u32 = 1 << 24;
 /// 1 GiB: far above any real frame, and small enough that `u32` arithmetic stays exact.
 pub const MAX_JPEG_LEN: u32 = 1 << 30;
 pub const MAX_GULP_LEN: u64 = 1 << 48;
+/// Restart marker positions in one index (they are `u32` offsets into a `u32` table).
+pub const MAX_RESTARTS: u64 = u32::MAX as u64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Header {
@@ -43,6 +49,11 @@ pub struct Header {
     pub ids_crc: u32,
     pub frames_crc: u32,
     pub meta_crc: u32,
+    /// 1, or 2 with a restart table.
+    pub version: u32,
+    /// Version 2: restart marker positions in the table, and the table's CRC.
+    pub restarts_len: u64,
+    pub restarts_crc: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -101,13 +112,16 @@ fn pad8(n: u64) -> u64 {
     (8 - n % 8) % 8
 }
 
-/// Byte offsets of the four sections, derived from the header counts with checked arithmetic.
+/// Byte offsets of the sections, derived from the header counts with checked arithmetic.
 #[derive(Clone, Copy, Debug)]
 struct Layout {
     videos_at: usize,
     ids_at: usize,
     frames_at: usize,
     meta_at: usize,
+    /// End of the meta blob; version 2: the restart table starts at the next multiple of 8.
+    meta_end: usize,
+    restarts_at: usize,
     total: u64,
 }
 
@@ -130,13 +144,28 @@ impl Layout {
             .and_then(|x| x.checked_add(pad8(h.ids_len)))
             .ok_or_else(overflow)?;
         let meta_at = frames_at.checked_add(frames_len).ok_or_else(overflow)?;
-        let total = meta_at.checked_add(h.meta_len).ok_or_else(overflow)?;
+        let meta_end = meta_at.checked_add(h.meta_len).ok_or_else(overflow)?;
+        let (restarts_at, total) = if h.version >= 2 {
+            // Starts of each frame's markers (one more than frames), then the markers.
+            let entries = h
+                .frame_count
+                .checked_add(1)
+                .and_then(|n| n.checked_add(h.restarts_len))
+                .and_then(|n| n.checked_mul(4))
+                .ok_or_else(overflow)?;
+            let at = meta_end.checked_add(pad8(meta_end)).ok_or_else(overflow)?;
+            (at, at.checked_add(entries).ok_or_else(overflow)?)
+        } else {
+            (meta_end, meta_end)
+        };
         let to_usize = |x: u64| usize::try_from(x).map_err(|_| overflow());
         Ok(Layout {
             videos_at: HEADER_LEN,
             ids_at: to_usize(ids_at)?,
             frames_at: to_usize(frames_at)?,
             meta_at: to_usize(meta_at)?,
+            meta_end: to_usize(meta_end)?,
+            restarts_at: to_usize(restarts_at)?,
             total,
         })
     }
@@ -145,7 +174,7 @@ impl Layout {
 pub fn encode_header(h: &Header) -> [u8; HEADER_LEN] {
     let mut b = [0u8; HEADER_LEN];
     b[0..8].copy_from_slice(&MAGIC);
-    b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    b[8..12].copy_from_slice(&h.version.max(1).to_le_bytes());
     b[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
     b[16..24].copy_from_slice(&h.video_count.to_le_bytes());
     b[24..32].copy_from_slice(&h.frame_count.to_le_bytes());
@@ -159,6 +188,10 @@ pub fn encode_header(h: &Header) -> [u8; HEADER_LEN] {
     b[76..80].copy_from_slice(&h.ids_crc.to_le_bytes());
     b[80..84].copy_from_slice(&h.frames_crc.to_le_bytes());
     b[84..88].copy_from_slice(&h.meta_crc.to_le_bytes());
+    if h.version >= 2 {
+        b[88..96].copy_from_slice(&h.restarts_len.to_le_bytes());
+        b[96..100].copy_from_slice(&h.restarts_crc.to_le_bytes());
+    }
     let crc = crc32fast::hash(&b[..HEADER_CRC_AT]);
     b[HEADER_CRC_AT..].copy_from_slice(&crc.to_le_bytes());
     b
@@ -176,9 +209,9 @@ pub fn decode_header(b: &[u8]) -> Result<Header, String> {
         return Err("not a gulpio-rs index (bad magic)".into());
     }
     let version = u32_at(b, 8);
-    if version != VERSION {
+    if !(1..=VERSION).contains(&version) {
         return Err(format!(
-            "index version {version} is not supported (this build reads version {VERSION})"
+            "index version {version} is not supported (this build reads versions 1 to {VERSION})"
         ));
     }
     let stored = u32_at(b, HEADER_CRC_AT);
@@ -191,7 +224,8 @@ pub fn decode_header(b: &[u8]) -> Result<Header, String> {
     if u32_at(b, 12) as usize != HEADER_LEN {
         return Err("header length field is not 128".into());
     }
-    if b[88..HEADER_CRC_AT].iter().any(|&x| x != 0) {
+    let reserved_from = if version >= 2 { 100 } else { 88 };
+    if b[reserved_from..HEADER_CRC_AT].iter().any(|&x| x != 0) {
         return Err("reserved header bytes are not zero".into());
     }
     let h = Header {
@@ -207,7 +241,16 @@ pub fn decode_header(b: &[u8]) -> Result<Header, String> {
         ids_crc: u32_at(b, 76),
         frames_crc: u32_at(b, 80),
         meta_crc: u32_at(b, 84),
+        version,
+        restarts_len: if version >= 2 { u64_at(b, 88) } else { 0 },
+        restarts_crc: if version >= 2 { u32_at(b, 96) } else { 0 },
     };
+    if h.restarts_len > MAX_RESTARTS {
+        return Err(format!(
+            "restart count {} exceeds the limit {MAX_RESTARTS}",
+            h.restarts_len
+        ));
+    }
     if h.video_count > MAX_VIDEOS {
         return Err(format!(
             "video count {} exceeds the limit {MAX_VIDEOS}",
@@ -257,6 +300,9 @@ pub struct IndexBuilder {
     frames: Vec<FrameRec>,
     ids: Vec<u8>,
     meta: Vec<u8>,
+    /// Version 2's restart table: where each frame's markers start in `restarts`.
+    restart_starts: Vec<u32>,
+    restarts: Vec<u32>,
 }
 
 impl IndexBuilder {
@@ -306,6 +352,34 @@ impl IndexBuilder {
         Ok(())
     }
 
+    /// [`IndexBuilder::push_video`] with each frame's restart marker positions (offsets of
+    /// their `0xFF` from the frame's first byte; empty for frames without usable markers).
+    pub fn push_video_with_restarts(
+        &mut self,
+        id: &str,
+        meta_json: &[u8],
+        frames: &[FrameRec],
+        restarts: &[&[u32]],
+    ) -> Result<(), String> {
+        if restarts.len() != frames.len() {
+            return Err(format!(
+                "video {id:?}: restart markers for another frame count"
+            ));
+        }
+        let before = self.frames.len();
+        self.push_video(id, meta_json, frames)?;
+        // Frames added earlier without markers have none.
+        self.restart_starts
+            .resize(before, self.restarts.len() as u32);
+        for r in restarts {
+            self.restart_starts.push(self.restarts.len() as u32);
+            if (self.restarts.len() + r.len()) as u64 <= MAX_RESTARTS {
+                self.restarts.extend_from_slice(r);
+            }
+        }
+        Ok(())
+    }
+
     /// Serialises the index for a chunk whose data and meta files have the given lengths/CRCs.
     pub fn encode(&self, gulp_len: u64, gulp_crc: u32, gmeta_len: u64, gmeta_crc: u32) -> Vec<u8> {
         let mut videos = Vec::with_capacity(self.videos.len() * VIDEO_ENTRY_LEN);
@@ -316,6 +390,16 @@ impl IndexBuilder {
         for f in &self.frames {
             encode_frame(f, &mut frames);
         }
+        // The restart table (version 2) only when some frame has markers.
+        let restart_table = (!self.restarts.is_empty()).then(|| {
+            let mut starts = self.restart_starts.clone();
+            starts.resize(self.frames.len() + 1, self.restarts.len() as u32);
+            let mut t = Vec::with_capacity(4 * (starts.len() + self.restarts.len()));
+            for v in starts.iter().chain(&self.restarts) {
+                t.extend_from_slice(&v.to_le_bytes());
+            }
+            t
+        });
         let h = Header {
             video_count: self.videos.len() as u64,
             frame_count: self.frames.len() as u64,
@@ -329,6 +413,9 @@ impl IndexBuilder {
             ids_crc: crc32fast::hash(&self.ids),
             frames_crc: crc32fast::hash(&frames),
             meta_crc: crc32fast::hash(&self.meta),
+            version: if restart_table.is_some() { 2 } else { 1 },
+            restarts_len: self.restarts.len() as u64,
+            restarts_crc: restart_table.as_deref().map_or(0, crc32fast::hash),
         };
         let pad = pad8(self.ids.len() as u64) as usize;
         let mut out = Vec::with_capacity(
@@ -340,6 +427,10 @@ impl IndexBuilder {
         out.resize(out.len() + pad, 0);
         out.extend_from_slice(&frames);
         out.extend_from_slice(&self.meta);
+        if let Some(table) = restart_table {
+            out.resize(out.len() + pad8(out.len() as u64) as usize, 0);
+            out.extend_from_slice(&table);
+        }
         out
     }
 }
@@ -489,12 +580,16 @@ impl Index {
         &self.bytes[..HEADER_LEN]
     }
 
-    /// Checks the frame table and meta blob CRCs and every frame's placement: inside the
-    /// published data, padding of at most 3 bytes, no two records overlapping.
+    /// Checks the frame table, meta blob and restart table CRCs and every frame's placement:
+    /// inside the published data, padding of at most 3 bytes, no two records overlapping;
+    /// restart markers inside their frames, in order.
     pub fn verify_full(&self) -> Result<(), String> {
         let h = &self.header;
         check_crc("frame table", self.frames_bytes(), h.frames_crc)?;
         check_crc("meta blob", self.meta_bytes(), h.meta_crc)?;
+        if h.version >= 2 {
+            self.verify_restarts()?;
+        }
         check_frames(
             (0..self.frame_count()).map(|j| self.frame(j)),
             self.frame_count(),
@@ -529,7 +624,59 @@ impl Index {
         &self.bytes[self.layout.frames_at..self.layout.meta_at]
     }
     fn meta_bytes(&self) -> &[u8] {
-        &self.bytes[self.layout.meta_at..]
+        &self.bytes[self.layout.meta_at..self.layout.meta_end]
+    }
+
+    fn verify_restarts(&self) -> Result<(), String> {
+        let l = &self.layout;
+        if self.bytes[l.meta_end..l.restarts_at]
+            .iter()
+            .any(|&b| b != 0)
+        {
+            return Err("padding before the restart table is not zero".into());
+        }
+        check_crc(
+            "restart table",
+            &self.bytes[l.restarts_at..],
+            self.header.restarts_crc,
+        )?;
+        let start = |j: usize| u32_at(&self.bytes, l.restarts_at + 4 * j) as u64;
+        if start(0) != 0 || start(self.frame_count()) != self.header.restarts_len {
+            return Err("the restart table's starts do not cover its markers".into());
+        }
+        for j in 0..self.frame_count() {
+            if start(j + 1) < start(j) {
+                return Err(format!("restart starts of frame entry {j} go backwards"));
+            }
+            let markers = self.restarts(j).unwrap_or_default();
+            let len = self.frame(j).jpeg_len;
+            let ordered = markers.windows(2).all(|w| w[0] < w[1]);
+            if !ordered || markers.last().is_some_and(|&m| m as u64 + 2 > len as u64) {
+                return Err(format!(
+                    "restart markers of frame entry {j} are out of order or past its end"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Frame `j`'s restart marker positions (offsets of their `0xFF` in the frame), when the
+    /// index records some (version 2).
+    pub fn restarts(&self, j: usize) -> Option<Vec<u32>> {
+        if self.header.version < 2 || j >= self.frame_count() {
+            return None;
+        }
+        let l = &self.layout;
+        let start = |j: usize| u32_at(&self.bytes, l.restarts_at + 4 * j) as usize;
+        let (a, b) = (start(j), start(j + 1));
+        let table = l.restarts_at + 4 * (self.frame_count() + 1);
+        let bytes = self.bytes.get(table + 4 * a..table + 4 * b)?;
+        (a < b).then(|| {
+            bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        })
     }
 
     /// Panics if `i >= video_count()`; callers index with validated positions only.
@@ -646,6 +793,71 @@ mod tests {
         b.push_video("é/b", b"[{}]", &[]).unwrap();
         b.push_video("c", b"[{}]", &[f(20, 5)]).unwrap();
         b.encode(28, 1, 100, 2)
+    }
+
+    /// The same chunk with restart markers in two frames (a version 2 index).
+    fn sample_v2() -> Vec<u8> {
+        let mut b = IndexBuilder::new();
+        let f = |offset, len| FrameRec {
+            offset,
+            jpeg_len: len,
+            crc: 7,
+            width: 4,
+            height: 2,
+            channels: 3,
+            pad: super::super::pad_for(len as u64),
+        };
+        b.push_video_with_restarts("a", b"[{\"x\": 1}]", &[f(0, 10), f(12, 8)], &[&[2, 5], &[]])
+            .unwrap();
+        b.push_video("é/b", b"[{}]", &[]).unwrap();
+        b.push_video_with_restarts("c", b"[{}]", &[f(20, 5)], &[&[1]])
+            .unwrap();
+        b.encode(28, 1, 100, 2)
+    }
+
+    #[test]
+    fn version_2_keeps_restart_markers_and_version_1_stays_without() {
+        let v1 = Index::parse(Storage::Owned(sample())).unwrap();
+        assert_eq!(v1.header().version, 1);
+        assert_eq!(v1.restarts(0), None);
+        let idx = Index::parse(Storage::Owned(sample_v2())).unwrap();
+        idx.verify_full().unwrap();
+        assert_eq!(idx.header().version, 2);
+        assert_eq!(idx.restarts(0), Some(vec![2, 5]));
+        assert_eq!(idx.restarts(1), None);
+        assert_eq!(idx.restarts(2), Some(vec![1]));
+        assert_eq!(idx.restarts(3), None);
+        assert_eq!(idx.meta(0), b"[{\"x\": 1}]");
+        assert_eq!(idx.frame(2).frame_info(), (20, 3, 8));
+        // A marker past its frame's end is refused by the full check.
+        let mut b = IndexBuilder::new();
+        let f = FrameRec {
+            jpeg_len: 4,
+            ..Default::default()
+        };
+        b.push_video_with_restarts("a", b"[{}]", &[f], &[&[3]])
+            .unwrap();
+        let bad = Index::parse(Storage::Owned(b.encode(4, 0, 0, 0))).unwrap();
+        assert!(bad.verify_full().is_err());
+    }
+
+    #[test]
+    fn every_single_byte_corruption_of_a_version_2_index_is_detected() {
+        let good = sample_v2();
+        for at in 0..good.len() {
+            for bit in [0x01u8, 0x80] {
+                let mut bad = good.clone();
+                bad[at] ^= bit;
+                let r = Index::parse(Storage::Owned(bad)).and_then(|i| i.verify_full());
+                assert!(
+                    r.is_err(),
+                    "flip of bit {bit:#x} at byte {at} went unnoticed"
+                );
+            }
+        }
+        for len in 0..good.len() {
+            assert!(Index::parse(Storage::Owned(good[..len].to_vec())).is_err());
+        }
     }
 
     #[test]

@@ -14,6 +14,10 @@ pub struct JpegInfo {
     /// The SOF marker's low byte: 0xC0 baseline, 0xC1 extended, 0xC2 progressive,
     /// 0xC9..0xCB arithmetic coding, ...
     pub sof: u8,
+    /// The largest horizontal and vertical sampling factors of the components (2 and 2 for
+    /// 4:2:0): an MCU of an interleaved scan is `8 * h_max` x `8 * v_max` pixels.
+    pub h_max: u8,
+    pub v_max: u8,
 }
 
 impl JpegInfo {
@@ -25,6 +29,15 @@ impl JpegInfo {
     }
     pub fn is_progressive(&self) -> bool {
         matches!(self.sof, 0xC2 | 0xC6 | 0xCA | 0xCE)
+    }
+    /// `(width, height)` of an MCU in pixels: one 8x8 block for a single component (its scan
+    /// is not interleaved), else the largest sampling factors' worth of blocks.
+    pub fn mcu_size(&self) -> (usize, usize) {
+        if self.components == 1 {
+            (8, 8)
+        } else {
+            (8 * self.h_max as usize, 8 * self.v_max as usize)
+        }
     }
 }
 
@@ -140,12 +153,21 @@ fn frame_header(sof: u8, seg: &[u8]) -> Result<JpegInfo, String> {
     if seg.len() < 6 {
         return Err("frame header (SOF) is truncated".into());
     }
+    // Each component: id, sampling factors (H << 4 | V), quantisation table. A truncated
+    // list leaves the factors at 1 (libjpeg refuses such a header when decoding anyway).
+    let (mut h_max, mut v_max) = (1u8, 1u8);
+    for c in seg[6..].chunks_exact(3).take(seg[5] as usize) {
+        h_max = h_max.max(c[1] >> 4);
+        v_max = v_max.max(c[1] & 0x0F);
+    }
     let info = JpegInfo {
         precision: seg[0],
         height: u16::from_be_bytes([seg[1], seg[2]]),
         width: u16::from_be_bytes([seg[3], seg[4]]),
         components: seg[5],
         sof,
+        h_max: h_max.clamp(1, 4),
+        v_max: v_max.clamp(1, 4),
     };
     if info.width == 0 || info.height == 0 {
         return Err(format!(

@@ -8,8 +8,12 @@
 #[cfg(feature = "turbo")]
 pub mod encode;
 pub mod header;
+pub mod reframe;
+pub mod restart;
 #[cfg(feature = "turbo")]
 mod turbo;
+
+pub use reframe::{decode_reframed, reframe_pixels, CropBox, Reframe};
 #[cfg(not(feature = "turbo"))]
 mod zune;
 

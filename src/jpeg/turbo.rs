@@ -107,22 +107,63 @@ fn decode_with_handle(
     format: tj::TJPF,
     out: &mut [u8],
 ) -> Result<(), DecodeFailure> {
-    let result = decode_on_thread_handle(jpeg, dims, format, out);
-    if result.is_err() {
-        // After a failed call libjpeg's state machine refuses further calls ("improper call
-        // in state 202"): start the next frame on a fresh decompressor.
-        HANDLE.with(|cell| cell.borrow_mut().take());
-    }
-    result
+    let full = Region {
+        x: 0,
+        y: 0,
+        w: dims.0,
+        h: dims.1,
+    };
+    with_handle(|handle| {
+        decompress(handle, jpeg, dims, format, 8, full, Dest::Exact(out)).map(|_| ())
+    })
 }
 
-fn decode_on_thread_handle(
+/// A rectangle of a frame decoded at some scale, in pixels of that scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Region {
+    pub x: usize,
+    pub y: usize,
+    pub w: usize,
+    pub h: usize,
+}
+
+/// Decodes `region` of `frame` scaled by `eighths / 8` (1..=8: libjpeg-turbo scales in the
+/// DCT domain, skipping the IDCT work of the dropped frequencies) into `scratch`, resized to
+/// hold it. The left edge of `region` must be a multiple of the scaled MCU width. Rows below
+/// the region are not decoded at all, rows above it only entropy-decoded. Returns the region
+/// decoded: `region`, or the whole scaled frame when libjpeg-turbo cannot crop this frame
+/// (a chroma subsampling it has no name for).
+pub(super) fn decode_region(
     jpeg: &[u8],
-    (w, h): (usize, usize),
-    format: tj::TJPF,
-    out: &mut [u8],
-) -> Result<(), DecodeFailure> {
-    HANDLE.with(|cell| {
+    frame: &Frame,
+    eighths: usize,
+    region: Region,
+    scratch: &mut Vec<u8>,
+) -> Result<Region, DecodeFailure> {
+    let format = match frame.colorspace() {
+        Colorspace::Gray => tj::TJPF_TJPF_GRAY,
+        _ => tj::TJPF_TJPF_RGB,
+    };
+    with_handle(|handle| {
+        decompress(
+            handle,
+            jpeg,
+            (frame.width, frame.height),
+            format,
+            eighths,
+            region,
+            Dest::Grow(scratch),
+        )
+    })
+}
+
+/// Runs `f` with this thread's decompressor (made on first use). After a failed call
+/// libjpeg's state machine refuses further calls ("improper call in state 202"), so a
+/// failure drops it and the next frame starts on a fresh one.
+fn with_handle<T>(
+    f: impl FnOnce(tj::tjhandle) -> Result<T, DecodeFailure>,
+) -> Result<T, DecodeFailure> {
+    let result = HANDLE.with(|cell| {
         let mut slot = cell.borrow_mut();
         let handle = match slot.as_ref() {
             Some(handle) => handle.0,
@@ -138,6 +179,56 @@ fn decode_on_thread_handle(
                 p
             }
         };
+        f(handle)
+    });
+    if result.is_err() {
+        HANDLE.with(|cell| cell.borrow_mut().take());
+    }
+    result
+}
+
+/// The scaling factor `eighths / 8` in the reduced form TurboJPEG looks up.
+fn scaling_factor(eighths: usize) -> tj::tjscalingfactor {
+    let e = eighths.clamp(1, 8) as c_int;
+    let g = [8, 4, 2, 1]
+        .into_iter()
+        .find(|g| e % g == 0 && 8 % g == 0)
+        .unwrap_or(1);
+    tj::tjscalingfactor {
+        num: e / g,
+        denom: 8 / g,
+    }
+}
+
+/// Where decompressed pixels go: a buffer of exactly the right size, or one sized to fit.
+enum Dest<'a> {
+    Exact(&'a mut [u8]),
+    Grow(&'a mut Vec<u8>),
+}
+
+impl Dest<'_> {
+    fn get(&mut self, len: usize) -> Option<&mut [u8]> {
+        match self {
+            Dest::Exact(b) => (b.len() == len).then_some(&mut b[..]),
+            Dest::Grow(v) => {
+                v.resize(len, 0);
+                Some(&mut v[..])
+            }
+        }
+    }
+}
+
+/// Decompresses `region` of the frame scaled by `eighths / 8` into `out`.
+fn decompress(
+    handle: tj::tjhandle,
+    jpeg: &[u8],
+    (w, h): (usize, usize),
+    format: tj::TJPF,
+    eighths: usize,
+    region: Region,
+    mut out: Dest<'_>,
+) -> Result<Region, DecodeFailure> {
+    {
         // Warnings are judged after the call (see `benign`), not stopped on: libjpeg also
         // warns about harmless metadata, such as an ICC profile after the frame header.
         set(handle, tj::TJPARAM_TJPARAM_STOPONWARNING, 0)?;
@@ -169,16 +260,80 @@ fn decode_on_thread_handle(
             tj::TJPF_TJPF_CMYK => 4,
             _ => 3,
         };
-        let pitch = c_int::try_from(w * channels)
-            .map_err(|_| DecodeFailure::Corrupt("frame row too wide".into()))?;
-        debug_assert_eq!(out.len(), w * h * channels);
-        // SAFETY: out holds exactly h rows of `pitch` bytes (checked by the callers), which is
-        // what tj3Decompress8 writes for a w x h frame in `format`.
-        let rc = unsafe {
-            tj::tj3Decompress8(handle, jpeg.as_ptr(), len, out.as_mut_ptr(), pitch, format)
+        let factor = scaling_factor(eighths);
+        // SAFETY: a live handle with the header read; the factor is one TurboJPEG lists.
+        check(handle, unsafe { tj::tj3SetScalingFactor(handle, factor) })?;
+        let scaled = |d: usize| (d * factor.num as usize).div_ceil(factor.denom as usize);
+        let (sw, sh) = (scaled(w), scaled(h));
+        let whole = Region {
+            x: 0,
+            y: 0,
+            w: sw,
+            h: sh,
         };
-        check(handle, rc)
-    })
+        // SAFETY: reading a parameter of a live handle.
+        let subsamp = unsafe { tj::tj3Get(handle, tj::TJPARAM_TJPARAM_SUBSAMP as c_int) };
+        let inside =
+            region.w > 0 && region.h > 0 && region.x + region.w <= sw && region.y + region.h <= sh;
+        let region = if subsamp == tj::TJSAMP_TJSAMP_UNKNOWN || !inside {
+            whole
+        } else {
+            region
+        };
+        let tjregion = |r: Region| -> Result<tj::tjregion, DecodeFailure> {
+            let c = |v: usize| {
+                c_int::try_from(v).map_err(|_| DecodeFailure::Corrupt("frame too large".into()))
+            };
+            Ok(if r == whole {
+                tj::tjregion {
+                    x: 0,
+                    y: 0,
+                    w: 0,
+                    h: 0,
+                }
+            } else {
+                tj::tjregion {
+                    x: c(r.x)?,
+                    y: c(r.y)?,
+                    w: c(r.w)?,
+                    h: c(r.h)?,
+                }
+            })
+        };
+        // SAFETY: as above; the region lies inside the scaled frame (checked just before).
+        check(handle, unsafe {
+            tj::tj3SetCroppingRegion(handle, tjregion(region)?)
+        })?;
+        let pitch = c_int::try_from(region.w * channels)
+            .map_err(|_| DecodeFailure::Corrupt("frame row too wide".into()))?;
+        let Some(buf) = out.get(region.w * region.h * channels) else {
+            return Err(DecodeFailure::Corrupt(format!(
+                "the output buffer does not hold a {}x{} frame",
+                region.w, region.h
+            )));
+        };
+        // SAFETY: buf holds exactly region.h rows of `pitch` bytes, which is what
+        // tj3Decompress8 writes for that region in `format`.
+        let rc = unsafe {
+            tj::tj3Decompress8(handle, jpeg.as_ptr(), len, buf.as_mut_ptr(), pitch, format)
+        };
+        let result = check(handle, rc);
+        // Back to whole frames at full size for the next call on this handle.
+        // SAFETY: a live handle; these are the default settings.
+        unsafe {
+            tj::tj3SetCroppingRegion(
+                handle,
+                tj::tjregion {
+                    x: 0,
+                    y: 0,
+                    w: 0,
+                    h: 0,
+                },
+            );
+            tj::tj3SetScalingFactor(handle, tj::tjscalingfactor { num: 1, denom: 1 });
+        }
+        result.map(|()| region)
+    }
 }
 
 /// TurboJPEG returns -1 for warnings as well as errors (with STOPONWARNING off the call has

@@ -317,7 +317,7 @@ impl Chunk {
         threads: usize,
     ) -> PyResult<Bound<'py, PyAny>> {
         let cs = decode::colorspace(colorspace)?;
-        let plan = decode::plan(py, self, video, frames, cs, Layout::PerFrame)?;
+        let plan = decode::plan(py, self, video, frames, cs, Layout::PerFrame, None)?;
         if let Some((h, w, c)) = plan.shape {
             let dims = [plan.jobs.len(), h, w, c];
             return Ok(decode::into_one(py, &plan.jobs, &dims, None, check, threads)?.into_any());
@@ -332,7 +332,10 @@ impl Chunk {
 
     /// Decodes frames into one `(T, H, W, C)` array, or into `out` (same shape, C-contiguous
     /// uint8) without an extra copy. All frames must have the same size.
-    #[pyo3(signature = (video, frames=None, check=true, colorspace=None, out=None, threads=0))]
+    #[pyo3(signature = (
+        video, frames=None, check=true, colorspace=None, out=None, threads=0, crop=None,
+        size=None, flip=false, dct_scaling=true
+    ))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python signature
     fn read<'py>(
         &self,
@@ -343,9 +346,22 @@ impl Chunk {
         colorspace: Option<&str>,
         out: Option<Bound<'py, PyAny>>,
         threads: usize,
+        crop: Option<decode::CropArg>,
+        size: Option<(usize, usize)>,
+        flip: bool,
+        dct_scaling: bool,
     ) -> PyResult<Bound<'py, PyArray4<u8>>> {
         let cs = decode::colorspace(colorspace)?;
-        let plan = decode::plan(py, self, video, frames, cs, Layout::Stacked)?;
+        let reframe = decode::reframe(crop, size, flip, dct_scaling);
+        let plan = decode::plan(
+            py,
+            self,
+            video,
+            frames,
+            cs,
+            Layout::Stacked,
+            reframe.as_ref(),
+        )?;
         let (h, w, c) = plan.shape.unwrap_or_default();
         let dims = [plan.jobs.len(), h, w, c];
         let arr = decode::into_one(py, &plan.jobs, &dims, out, check, threads)?;

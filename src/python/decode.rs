@@ -13,7 +13,7 @@ use pyo3::types::PyList;
 use super::arrays;
 use super::chunk::Chunk;
 use crate::batch::{self, FrameJob};
-use crate::jpeg::Colorspace;
+use crate::jpeg::{Colorspace, CropBox, Reframe};
 
 pub fn colorspace(name: Option<&str>) -> PyResult<Colorspace> {
     match name.map(|s| s.to_ascii_uppercase()).as_deref() {
@@ -44,8 +44,35 @@ pub struct Plan<'a> {
     pub shape: Option<(usize, usize, usize)>,
 }
 
+/// A crop box `(top, left, height, width)` and output size `(height, width)` as Python gives
+/// them.
+pub type CropArg = (f64, f64, f64, f64);
+
+/// The fused crop/resize/flip of a read, or None when nothing of it is asked for.
+pub fn reframe(
+    crop: Option<CropArg>,
+    size: Option<(usize, usize)>,
+    flip: bool,
+    dct_scaling: bool,
+) -> Option<Reframe> {
+    if crop.is_none() && size.is_none() && !flip {
+        return None;
+    }
+    Some(Reframe {
+        crop: crop.map(|(top, left, height, width)| CropBox {
+            top,
+            left,
+            height,
+            width,
+        }),
+        size,
+        flip,
+        dct_scaling,
+    })
+}
+
 /// Checks the video position, selects the frames (`None`: all) and works out every frame's
-/// output shape for `layout`.
+/// output shape for `layout` (and `reframe`).
 pub fn plan<'a>(
     py: Python<'_>,
     chunk: &'a Chunk,
@@ -53,13 +80,15 @@ pub fn plan<'a>(
     frames: Option<Vec<i64>>,
     cs: Colorspace,
     layout: Layout,
+    reframe: Option<&Reframe>,
 ) -> PyResult<Plan<'a>> {
     chunk.check(video)?;
     let frames = chunk.selection(video, frames);
     let reader = chunk.reader();
     // Legacy chunks read frame headers here, which for remote data is network I/O: never
     // with the GIL held.
-    let jobs = py.detach(|| batch::plan(reader, video, &frames, cs, layout == Layout::Stacked))?;
+    let stacked = layout == Layout::Stacked;
+    let jobs = py.detach(|| batch::plan(reader, video, &frames, cs, stacked, reframe))?;
     let shape = match (layout, batch::uniform(&jobs), jobs.first()) {
         (_, Some(shape), _) => Some(shape),
         (Layout::PerFrame, None, _) => None,
@@ -135,8 +164,14 @@ pub fn into_each<'py>(
 /// Decodes many videos in one parallel pass: `items` are `(chunk, video, frames or None)`.
 /// Returns one `(N, T, H, W, C)` array when every video has the same frame count and size,
 /// else a list of `(T, H, W, C)` arrays. Frames inside one video must share a size.
+/// `crops` (one box or None per item), `size` and `flips` (one per item) fuse a crop,
+/// resize and flip into the decode.
 #[pyfunction]
-#[pyo3(signature = (items, check=true, colorspace=None, threads=0, out=None))]
+#[pyo3(signature = (
+    items, check=true, colorspace=None, threads=0, out=None, crops=None, size=None, flips=None,
+    dct_scaling=true
+))]
+#[allow(clippy::too_many_arguments)] // mirrors the Python signature
 pub fn read_batch<'py>(
     py: Python<'py>,
     items: Vec<(Bound<'py, Chunk>, usize, Option<Vec<i64>>)>,
@@ -144,12 +179,40 @@ pub fn read_batch<'py>(
     colorspace: Option<&str>,
     threads: usize,
     out: Option<Bound<'py, PyAny>>,
+    crops: Option<Vec<Option<CropArg>>>,
+    size: Option<(usize, usize)>,
+    flips: Option<Vec<bool>>,
+    dct_scaling: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cs = self::colorspace(colorspace)?;
+    for (what, n) in [
+        ("crops", crops.as_ref().map(Vec::len)),
+        ("flips", flips.as_ref().map(Vec::len)),
+    ] {
+        if n.is_some_and(|n| n != items.len()) {
+            return Err(PyValueError::new_err(format!(
+                "{what} must have one entry per video ({} videos, {} {what})",
+                items.len(),
+                n.unwrap_or(0)
+            )));
+        }
+    }
     let plans = items
         .iter()
-        .map(|(chunk, video, frames)| {
-            plan(py, chunk.get(), *video, frames.clone(), cs, Layout::Stacked)
+        .enumerate()
+        .map(|(i, (chunk, video, frames))| {
+            let crop = crops.as_ref().and_then(|c| c[i]);
+            let flip = flips.as_ref().is_some_and(|f| f[i]);
+            let r = reframe(crop, size, flip, dct_scaling);
+            plan(
+                py,
+                chunk.get(),
+                *video,
+                frames.clone(),
+                cs,
+                Layout::Stacked,
+                r.as_ref(),
+            )
         })
         .collect::<PyResult<Vec<_>>>()?;
     let same = plans

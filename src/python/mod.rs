@@ -28,6 +28,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jpeg::jpeg_info, m)?)?;
     m.add_function(wrap_pyfunction!(directory::is_remote_url, m)?)?;
     m.add_function(wrap_pyfunction!(resize::resize_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(resize::reframe_frames, m)?)?;
     m.add_function(wrap_pyfunction!(resize::encode_frames, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::pooled_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::release_pooled_buffers, m)?)?;

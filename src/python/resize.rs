@@ -60,11 +60,55 @@ pub fn resize_frames<'py>(
     Ok(out)
 }
 
+/// Crops, resizes and flips decoded frames as a fused read would (`crop`: `(top, left, height,
+/// width)`, None for whole frames; `size`: `(height, width)`, None for the crop's size);
+/// returns `(H, W, C)` arrays (gray frames keep their rank).
+#[pyfunction]
+#[pyo3(signature = (frames, crop=None, size=None, flip=false))]
+pub fn reframe_frames<'py>(
+    py: Python<'py>,
+    frames: Vec<PyReadonlyArrayDyn<'py, u8>>,
+    crop: Option<super::decode::CropArg>,
+    size: Option<(usize, usize)>,
+    flip: bool,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let px = pixels(&frames)?;
+    let spec = super::decode::reframe(crop, size, flip, true).unwrap_or(crate::jpeg::Reframe {
+        crop: None,
+        size: None,
+        flip: false,
+        dct_scaling: true,
+    });
+    let mut out = Vec::with_capacity(px.len());
+    for (i, (p, src)) in px.iter().zip(&frames).enumerate() {
+        let (oh, ow) = spec
+            .output(p.height, p.width)
+            .map_err(|m| PyValueError::new_err(format!("frame {i}: {m}")))?;
+        let mut data = vec![0u8; oh * ow * p.channels];
+        py.detach(|| {
+            crate::jpeg::reframe_pixels(p.data, (p.height, p.width, p.channels), &spec, &mut data)
+        })
+        .map_err(|m| PyValueError::new_err(format!("frame {i}: {m}")))?;
+        let arr = numpy::ndarray::Array3::from_shape_vec((oh, ow, p.channels), data)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let arr = PyArray3::from_owned_array(py, arr);
+        out.push(if src.ndim() == 2 {
+            arr.reshape([oh, ow])?.into_any()
+        } else {
+            arr.into_any()
+        });
+    }
+    Ok(out)
+}
+
 /// Resizes (shorter side to `size`, if given) and encodes every frame as JPEG with
 /// libjpeg-turbo; `subsampling` is `"4:2:0"`, `"4:2:2"`, `"4:4:4"` or `"4:4:0"` (gray frames
-/// have none). Only in builds with libjpeg-turbo (`JPEG_BACKEND == "libjpeg-turbo"`).
+/// have none); `restart_rows` puts a restart marker after every MCU row. Only in builds with
+/// libjpeg-turbo (`JPEG_BACKEND == "libjpeg-turbo"`).
 #[pyfunction]
-#[pyo3(signature = (frames, quality=90, subsampling="4:2:0", size=None, threads=1))]
+#[pyo3(signature = (
+    frames, quality=90, subsampling="4:2:0", size=None, threads=1, restart_rows=false
+))]
 pub fn encode_frames<'py>(
     py: Python<'py>,
     frames: Vec<PyReadonlyArrayDyn<'py, u8>>,
@@ -72,6 +116,7 @@ pub fn encode_frames<'py>(
     subsampling: &str,
     size: Option<usize>,
     threads: usize,
+    restart_rows: bool,
 ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
     #[cfg(feature = "turbo")]
     {
@@ -84,6 +129,7 @@ pub fn encode_frames<'py>(
         let settings = EncodeSettings {
             quality,
             subsampling,
+            restart_rows,
         };
         let px = pixels(&frames)?;
         let runner = pool::runner(threads)?;
@@ -92,7 +138,15 @@ pub fn encode_frames<'py>(
     }
     #[cfg(not(feature = "turbo"))]
     {
-        let _ = (py, frames, quality, subsampling, size, threads);
+        let _ = (
+            py,
+            frames,
+            quality,
+            subsampling,
+            size,
+            threads,
+            restart_rows,
+        );
         Err(pyo3::exceptions::PyRuntimeError::new_err(
             "this build of gulpio-rs has no libjpeg-turbo encoder (JPEG_BACKEND is zune-jpeg)",
         ))

@@ -198,6 +198,9 @@ def build_parser(cls, spec: str) -> argparse.ArgumentParser:
     g.add_argument("--subsampling", default="4:2:0",
                    choices=["4:2:0", "4:2:2", "4:4:4", "4:4:0"],
                    help="chroma subsampling (default: 4:2:0; gulpio2 wrote 4:4:4)")  # fmt: skip
+    g.add_argument("--restart-rows", dest="restart_rows", action="store_true",
+                   help="a restart marker after every MCU row of the encoded frames, so "
+                   "cropped reads decode only the rows they need (+0.1%% bytes)")  # fmt: skip
     g.add_argument("--strict", action="store_true", help="stop at the first bad video")
     g.add_argument("--shard-index", type=int, default=0, help="this shard (default: 0)")
     g.add_argument("--num-shards", type=int, default=1, help="shards in the job (default: 1)")
@@ -292,6 +295,7 @@ def _run(cls, args: argparse.Namespace) -> int:
         num_workers=args.num_workers,
         quality=args.quality,
         subsampling=args.subsampling,
+        restart_rows=args.restart_rows,
         strict=args.strict,
         shard_index=args.shard_index,
         num_shards=args.num_shards,
@@ -310,6 +314,7 @@ def ingest_with(
     num_workers: int | None = None,
     quality: int = 90,
     subsampling: str = "4:2:0",
+    restart_rows: bool = False,
     strict: bool = False,
     shard_index: int = 0,
     num_shards: int = 1,
@@ -352,6 +357,7 @@ def ingest_with(
             num_workers or _usable_cores(),
             quality=quality,
             subsampling=subsampling,
+            restart_rows=restart_rows,
             strict=strict,
             shard_index=shard_index,
             num_shards=num_shards,

@@ -203,6 +203,10 @@ class GulpIngestor:
 
     - ``quality`` / ``subsampling``: how arrays are encoded (default q90 4:2:0; gulpio2 wrote
       4:4:4, about 15% larger and 25% slower to read). JPEG inputs are stored unchanged.
+    - ``restart_rows=True``: a restart marker after every MCU row of the encoded frames
+      (+0.1% bytes), so that cropped reads (``read(..., crop=)``, the PyTorch datasets'
+      ``crop=``) skip the rows above the crop; whole-frame decodes get 4-10% slower. Off by
+      default, which keeps the bytes gulpio2 writes (docs/FUSED.md).
     - Failures (adapter errors, no frames, undecodable frames, ids already present) skip the
       video and appear in the returned :class:`IngestReport`; ``strict=True`` stops instead,
       and publishes nothing of the chunk in progress.
@@ -232,6 +236,7 @@ class GulpIngestor:
         *,
         quality: int = 90,
         subsampling: str = "4:2:0",
+        restart_rows: bool = False,
         strict: bool = False,
         shard_index: int = 0,
         num_shards: int = 1,
@@ -261,7 +266,7 @@ class GulpIngestor:
             # A Ray task asks for one CPU per encode thread; one thread keeps tasks small.
             cores = 1 if executor == "ray" else _usable_cores() // self.num_workers
             threads = max(1, cores)
-        self.options = EncodeOptions(int(quality), subsampling, int(threads))
+        self.options = EncodeOptions(int(quality), subsampling, int(threads), bool(restart_rows))
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
         self.storage_options = storage_options
         self.staging_dir = staging_dir
@@ -294,11 +299,14 @@ class GulpIngestor:
             "videos_per_chunk": self.videos_per_chunk,
             "num_shards": self.num_shards,
         }
+        # restart_rows only when on, so plans of runs from before the option still match.
+        extra = {"restart_rows": True} if self.options.restart_rows else {}
         settings = run_settings(
             self.adapter,
             videos_per_chunk=self.videos_per_chunk,
             quality=self.options.quality,
             subsampling=self.options.subsampling,
+            **extra,
         )
         check_settings(folder, key, settings)
         plan = _plan(folder, key, len(slices), settings)

@@ -318,6 +318,7 @@ def write_gulp(
     videos_per_chunk: int = 100,
     quality: int = 90,
     subsampling: str = "4:2:0",
+    restart_rows: bool = False,
     frame_size: int | None = None,
     strict: bool = False,
     threads: int = 1,
@@ -330,8 +331,9 @@ def write_gulp(
     Each row is one video: ``id`` (str), ``frames`` (a ``(T, H, W, C)`` or ``(T, H, W)``
     uint8 array, or a list of JPEG ``bytes`` / uint8 arrays) and its metadata: a ``meta``
     column (a dict, or a JSON string, kept exactly) or else every other column.
-    ``quality``/``subsampling`` as :class:`~gulpio_rs.GulpIngestor`; ``frame_size`` resizes
-    so the shorter side has that many pixels. The dataset's order fixes the chunks (this
+    ``quality``/``subsampling``/``restart_rows`` as :class:`~gulpio_rs.GulpIngestor`;
+    ``frame_size`` resizes so the shorter side has that many pixels. The dataset's order fixes
+    the chunks (this
     turns on ``preserve_order`` for ``ds``): row ``i`` goes to chunk
     ``first + i // videos_per_chunk``, so the output is byte-identical to ``GulpIngestor``
     over the same rows, whatever the cluster.
@@ -364,7 +366,7 @@ def write_gulp(
     per_chunk = int(videos_per_chunk)
     if per_chunk < 1:
         raise ValueError(f"videos_per_chunk must be >= 1, not {videos_per_chunk}")
-    encode_options = EncodeOptions(int(quality), subsampling, int(threads))
+    encode_options = EncodeOptions(int(quality), subsampling, int(threads), bool(restart_rows))
     size = int(frame_size) if frame_size is not None and frame_size > 0 else None
 
     # Pass 1: the ordered ids, and every reason to refuse the input.

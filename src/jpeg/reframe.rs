@@ -1,0 +1,349 @@
+//! Decoding only what is kept: a crop of a frame, resized, in one pass per frame.
+//!
+//! Training never uses a stored frame as it is: it takes a crop and resizes it. Done after a
+//! full decode, that is three passes over every pixel (decode, crop, resize) and decoding
+//! pixels that are thrown away. Here, per frame:
+//!
+//! 1. the smallest DCT scale `M/8` that still leaves at least the output size: libjpeg-turbo
+//!    then computes only the low frequencies of each 8x8 block (the "free" downscale);
+//! 2. only the crop's rows and columns are decoded: rows below it are not touched, rows above
+//!    it only entropy-decoded (Huffman decoding cannot start mid-scan), columns outside it
+//!    skip the IDCT, upsampling and colour conversion; with restart markers at every MCU row
+//!    (what gulpio-rs writes, the positions in the index) the rows above it are skipped too
+//!    ([`super::restart`]);
+//! 3. an antialiased bilinear resize (fast_image_resize's convolution, Pillow's `BILINEAR`
+//!    filter whose support widens when reducing) from the decoded region straight into the
+//!    caller's output slot, then the optional left-right flip.
+//!
+//! The zune-jpeg build does the same with a full decode of the rows kept (restart cut
+//! included) instead of 1 and 2.
+
+use std::cell::RefCell;
+
+use super::{restart, Colorspace, DecodeFailure, Frame};
+
+/// A crop box in a stored frame's pixels; fractional values are allowed (the resize samples
+/// between pixels), as when a crop was chosen on a resized view of the frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CropBox {
+    pub top: f64,
+    pub left: f64,
+    pub height: f64,
+    pub width: f64,
+}
+
+/// What to make of each frame: `crop` (None: the whole frame) resized to `size` (`(height,
+/// width)`; None: the crop's own size, rounded), mirrored left-right when `flip`.
+/// `dct_scaling: false` keeps every decode at full scale (slower, closest to "full decode,
+/// crop, resize").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reframe {
+    pub crop: Option<CropBox>,
+    pub size: Option<(usize, usize)>,
+    pub flip: bool,
+    pub dct_scaling: bool,
+}
+
+impl Reframe {
+    /// The crop applied to a `height` x `width` frame.
+    pub fn crop_of(&self, height: usize, width: usize) -> CropBox {
+        self.crop.unwrap_or(CropBox {
+            top: 0.0,
+            left: 0.0,
+            height: height as f64,
+            width: width as f64,
+        })
+    }
+
+    /// `(height, width)` of the output for a `height` x `width` frame, or why the crop does
+    /// not fit that frame.
+    pub fn output(&self, height: usize, width: usize) -> Result<(usize, usize), String> {
+        let c = self.crop_of(height, width);
+        // A crop computed in floats may end a rounding error past the edge.
+        const SLACK: f64 = 1e-6;
+        let fits = [c.top, c.left, c.height, c.width]
+            .iter()
+            .all(|v| v.is_finite())
+            && c.top >= 0.0
+            && c.left >= 0.0
+            && c.height > 0.0
+            && c.width > 0.0
+            && c.top + c.height <= height as f64 + SLACK
+            && c.left + c.width <= width as f64 + SLACK;
+        if !fits {
+            return Err(format!(
+                "the crop (top {}, left {}, height {}, width {}) is not inside the {width}x{height} \
+                 frame",
+                c.top, c.left, c.height, c.width
+            ));
+        }
+        let (h, w) = self.size.unwrap_or((
+            (c.height.round() as usize).max(1),
+            (c.width.round() as usize).max(1),
+        ));
+        if h == 0 || w == 0 {
+            return Err(format!("the output size {w}x{h} is empty"));
+        }
+        super::check_frame_size(w, h)?;
+        Ok((h, w))
+    }
+}
+
+thread_local! {
+    // Per decode thread: the decoded region's pixels and the restart cut's bytes, reused
+    // from frame to frame.
+    static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Decodes `jpeg` through `spec` into `out`, which must hold exactly `spec.output(..)` x
+/// the output channels bytes. `restarts`: the frame's restart marker positions from the
+/// index, if it has usable ones.
+pub fn decode_reframed(
+    jpeg: &[u8],
+    want: Colorspace,
+    spec: &Reframe,
+    restarts: Option<&[u32]>,
+    out: &mut [u8],
+) -> Result<(), DecodeFailure> {
+    let frame = Frame::of(jpeg, want)?;
+    let (oh, ow) = spec.output(frame.height, frame.width).map_err(|m| {
+        DecodeFailure::Corrupt(format!("{m} (does the index describe another frame?)"))
+    })?;
+    if out.len() != oh * ow * frame.channels {
+        return Err(DecodeFailure::Corrupt(format!(
+            "output buffer of {} bytes for a {ow}x{oh} frame with {} channel(s)",
+            out.len(),
+            frame.channels
+        )));
+    }
+    let crop = spec.crop_of(frame.height, frame.width);
+    let eighths = dct_eighths(&frame, &crop, (oh, ow), spec.dct_scaling);
+    SCRATCH.with(|cell| {
+        let mut scratch = cell.borrow_mut();
+        let (pixels, cut) = &mut *scratch;
+        // Only the intervals holding the crop's rows, when the index knows the markers.
+        let rows =
+            crop.top.floor() as usize..((crop.top + crop.height).ceil() as usize).min(frame.height);
+        let cut_top = restarts.and_then(|markers| {
+            let layout = restart::layout(jpeg, &frame.info)?;
+            let mcu_rows = restart::mcu_rows_for(&frame.info, rows, eighths);
+            restart::cut(jpeg, &layout, markers, mcu_rows, cut)
+        });
+        let (src, src_frame, top) = match cut_top {
+            Some(top) => (&cut[..], Frame::of(cut, want)?, top),
+            None => (jpeg, frame, 0),
+        };
+        // The crop in the pixels of the (cut, scaled) image that is decoded.
+        let s = eighths as f64 / 8.0;
+        let (cx, cy) = (crop.left * s, (crop.top - top as f64) * s);
+        let (cw, ch) = (crop.width * s, crop.height * s);
+        let region = decode_region(src, &src_frame, eighths, (cx, cy, cw, ch), pixels)?;
+        let rel = (
+            (cx - region.x as f64).max(0.0),
+            (cy - region.y as f64).max(0.0),
+            cw.min(region.w as f64),
+            ch.min(region.h as f64),
+        );
+        finish(
+            &pixels[..region.w * region.h * frame.channels],
+            (region.h, region.w, frame.channels),
+            rel,
+            (oh, ow),
+            spec.flip,
+            out,
+        )
+        .map_err(DecodeFailure::Corrupt)
+    })
+}
+
+/// The crop, resize and flip of `spec` applied to decoded pixels `src` of `(height, width,
+/// channels)` (frames decoded by a user's decoder, say), into `out` of the output's size.
+pub fn reframe_pixels(
+    src: &[u8],
+    (h, w, c): (usize, usize, usize),
+    spec: &Reframe,
+    out: &mut [u8],
+) -> Result<(), String> {
+    let (oh, ow) = spec.output(h, w)?;
+    let crop = spec.crop_of(h, w);
+    let rel = (crop.left, crop.top, crop.width, crop.height);
+    finish(src, (h, w, c), rel, (oh, ow), spec.flip, out)
+}
+
+/// Resizes box `rel` (`left, top, width, height`) of `src` into `out`, then flips it.
+fn finish(
+    src: &[u8],
+    dims: (usize, usize, usize),
+    rel: (f64, f64, f64, f64),
+    (oh, ow): (usize, usize),
+    flip: bool,
+    out: &mut [u8],
+) -> Result<(), String> {
+    crate::resize::crop_resize_into(src, dims, rel, (oh, ow), out)?;
+    if flip {
+        flip_rows(out, ow, dims.2);
+    }
+    Ok(())
+}
+
+/// The DCT scale, in eighths: the smallest that leaves the crop at least the output's size in
+/// both directions (8 when scaling is off or not available).
+fn dct_eighths(frame: &Frame, crop: &CropBox, (oh, ow): (usize, usize), allowed: bool) -> usize {
+    if !allowed || super::BACKEND != super::Backend::Turbo || frame.info.components == 4 {
+        return 8;
+    }
+    (1..=8)
+        .find(|&m| {
+            let s = m as f64 / 8.0;
+            crop.width * s >= ow as f64 - 1e-6 && crop.height * s >= oh as f64 - 1e-6
+        })
+        .unwrap_or(8)
+}
+
+/// A decoded rectangle of the (scaled) frame, its pixels at the start of the scratch buffer.
+#[derive(Debug, Clone, Copy)]
+struct Decoded {
+    x: usize,
+    y: usize,
+    w: usize,
+    h: usize,
+}
+
+/// Decodes at least the rectangle `(x, y, w, h)` of `frame` scaled by `eighths / 8` into
+/// `pixels`, and says which rectangle it decoded.
+#[cfg(feature = "turbo")]
+fn decode_region(
+    jpeg: &[u8],
+    frame: &Frame,
+    eighths: usize,
+    (x, y, w, h): (f64, f64, f64, f64),
+    pixels: &mut Vec<u8>,
+) -> Result<Decoded, DecodeFailure> {
+    use super::turbo::{self, Region};
+    if frame.info.components == 4 {
+        // CMYK comes out of TurboJPEG only whole and unscaled (then converted here).
+        return decode_whole(jpeg, frame, pixels);
+    }
+    let scaled = |d: usize| (d * eighths).div_ceil(8);
+    let (sw, sh) = (scaled(frame.width), scaled(frame.height));
+    // The left edge must be on a (scaled) MCU boundary, and one MCU further left: chroma
+    // upsampling at the region's edge looks at the column beyond it, which a region starting
+    // at the crop would replicate instead (pixels would differ from a whole decode's). The
+    // same one MCU of margin on the right.
+    let mcu = (frame.info.mcu_size().0 * eighths / 8).max(1);
+    let x0 = (x.floor().max(0.0) as usize / mcu).saturating_sub(1) * mcu;
+    let y0 = y.floor().max(0.0) as usize;
+    let x1 = ((x + w).ceil() as usize + mcu).clamp(x0 + 1, sw);
+    let y1 = ((y + h).ceil() as usize).clamp(y0 + 1, sh);
+    let want = Region {
+        x: x0,
+        y: y0,
+        w: x1 - x0,
+        h: y1 - y0,
+    };
+    let got = turbo::decode_region(jpeg, frame, eighths, want, pixels)?;
+    Ok(Decoded {
+        x: got.x,
+        y: got.y,
+        w: got.w,
+        h: got.h,
+    })
+}
+
+#[cfg(not(feature = "turbo"))]
+fn decode_region(
+    jpeg: &[u8],
+    frame: &Frame,
+    _eighths: usize,
+    _rect: (f64, f64, f64, f64),
+    pixels: &mut Vec<u8>,
+) -> Result<Decoded, DecodeFailure> {
+    decode_whole(jpeg, frame, pixels)
+}
+
+/// The whole frame at full size, through the backend's ordinary decode.
+fn decode_whole(
+    jpeg: &[u8],
+    frame: &Frame,
+    pixels: &mut Vec<u8>,
+) -> Result<Decoded, DecodeFailure> {
+    pixels.resize(frame.len(), 0);
+    #[cfg(feature = "turbo")]
+    super::turbo::decode_into(jpeg, frame, pixels)?;
+    #[cfg(not(feature = "turbo"))]
+    super::zune::decode_into(jpeg, frame, pixels)?;
+    Ok(Decoded {
+        x: 0,
+        y: 0,
+        w: frame.width,
+        h: frame.height,
+    })
+}
+
+/// Mirrors every row of a `width`-pixel image left to right, in place.
+fn flip_rows(pixels: &mut [u8], width: usize, channels: usize) {
+    for row in pixels.chunks_exact_mut(width * channels) {
+        let (mut i, mut j) = (0, width.saturating_sub(1));
+        while i < j {
+            for c in 0..channels {
+                row.swap(i * channels + c, j * channels + c);
+            }
+            i += 1;
+            j -= 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_sizes_and_crops_that_do_not_fit() {
+        let r = Reframe {
+            crop: None,
+            size: Some((112, 100)),
+            flip: false,
+            dct_scaling: true,
+        };
+        assert_eq!(r.output(240, 320), Ok((112, 100)));
+        let crop = |top, left, height, width| Reframe {
+            crop: Some(CropBox {
+                top,
+                left,
+                height,
+                width,
+            }),
+            size: None,
+            flip: false,
+            dct_scaling: true,
+        };
+        assert_eq!(
+            crop(10.0, 20.0, 100.4, 50.6).output(240, 320),
+            Ok((100, 51))
+        );
+        assert_eq!(
+            crop(0.0, 0.0, 240.0, 320.0000001).output(240, 320),
+            Ok((240, 320))
+        );
+        assert!(crop(0.0, 0.0, 241.0, 10.0).output(240, 320).is_err());
+        assert!(crop(-1.0, 0.0, 10.0, 10.0).output(240, 320).is_err());
+        assert!(crop(0.0, 0.0, 0.0, 10.0).output(240, 320).is_err());
+        assert!(crop(0.0, f64::NAN, 10.0, 10.0).output(240, 320).is_err());
+        let empty = Reframe {
+            size: Some((0, 5)),
+            ..crop(0.0, 0.0, 5.0, 5.0)
+        };
+        assert!(empty.output(240, 320).is_err());
+    }
+
+    #[test]
+    fn flip_mirrors_each_row() {
+        let mut px = vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+        flip_rows(&mut px, 2, 3);
+        assert_eq!(px, [4, 5, 6, 1, 2, 3, 10, 11, 12, 7, 8, 9]);
+        let mut gray = vec![1, 2, 3];
+        flip_rows(&mut gray, 3, 1);
+        assert_eq!(gray, [3, 2, 1]);
+    }
+}
