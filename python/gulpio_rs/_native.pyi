@@ -106,6 +106,7 @@ def read_batch(
     size: tuple[int, int] | None = None,
     flips: list[bool] | None = None,
     dct_scaling: bool = True,
+    sizes: list[tuple[int, int] | None] | None = None,
 ) -> npt.NDArray[np.uint8] | list[npt.NDArray[np.uint8]]: ...
 def prefetch(items: list[tuple[Chunk, int, list[int] | None]]) -> None: ...
 def decode_jpeg(

@@ -368,13 +368,18 @@ class GulpDirectory:
         fresh pages on every batch.
 
         ``crop``, ``size``, ``flip`` and ``dct_scaling`` are as in :meth:`read`; ``crop`` is one
-        box for every video or a list with one box (or None) per video, ``flip`` one bool or a
-        list. With ``size``, videos of any frame sizes give one ``(N, T, height, width, C)``
-        array.
+        box for every video or a list with one box (or None) per video, ``size`` one size or a
+        list, ``flip`` one bool or a list. With one ``size``, videos of any frame sizes give one
+        ``(N, T, height, width, C)`` array.
         """
         items = self._items(ids, frames)
         colorspace = colorspace or self.colorspace
-        crops, size, flips = _per_video_crops(crop, len(items)), _out_size(size), None
+        crops, flips = _per_video_crops(crop, len(items)), None
+        sizes = _per_video_sizes(size, len(items))
+        if sizes is not None and len(set(sizes)) == 1:
+            size, sizes = sizes[0], None
+        else:
+            size = None
         if isinstance(flip, (list, tuple, np.ndarray)):
             flips = [bool(f) for f in flip]
         elif flip:
@@ -391,6 +396,7 @@ class GulpDirectory:
                     size=size,
                     flips=flips,
                     dct_scaling=dct_scaling,
+                    sizes=sizes,
                 )
             except UnsupportedJpegError:
                 if self.fallback_decoder is None:
@@ -401,7 +407,7 @@ class GulpDirectory:
             _reframed(
                 _stack(self._decode_slowly(c, v, s, colorspace), c.id(v)),
                 None if crops is None else crops[n],
-                size,
+                size if sizes is None else sizes[n],
                 False if flips is None else flips[n],
             )
             for n, (c, v, s) in enumerate(items)
@@ -625,6 +631,17 @@ def _per_video_crops(crop, n: int) -> list | None:
             f"crop must be one (top, left, height, width) box or a list of {n} (one per video)"
         )
     return [_crop_box(b, f"crop[{i}]") for i, b in enumerate(items)]
+
+
+def _per_video_sizes(size, n: int) -> list | None:
+    """One output size for every video, or a list of one (a pair, or None) per video."""
+    if size is None:
+        return None
+    if isinstance(size, list) and all(s is None or isinstance(s, (tuple, list)) for s in size):
+        if len(size) != n:
+            raise ValueError(f"size must be one (height, width) or a list of {n} (one per video)")
+        return [_out_size(s) for s in size]
+    return [_out_size(size)] * n
 
 
 def _out_size(size) -> tuple[int, int] | None:

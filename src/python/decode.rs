@@ -164,12 +164,12 @@ pub fn into_each<'py>(
 /// Decodes many videos in one parallel pass: `items` are `(chunk, video, frames or None)`.
 /// Returns one `(N, T, H, W, C)` array when every video has the same frame count and size,
 /// else a list of `(T, H, W, C)` arrays. Frames inside one video must share a size.
-/// `crops` (one box or None per item), `size` and `flips` (one per item) fuse a crop,
-/// resize and flip into the decode.
+/// `crops` (one box or None per item), `size` (or `sizes`, one per item) and `flips` (one per
+/// item) fuse a crop, resize and flip into the decode.
 #[pyfunction]
 #[pyo3(signature = (
     items, check=true, colorspace=None, threads=0, out=None, crops=None, size=None, flips=None,
-    dct_scaling=true
+    dct_scaling=true, sizes=None
 ))]
 #[allow(clippy::too_many_arguments)] // mirrors the Python signature
 pub fn read_batch<'py>(
@@ -183,11 +183,13 @@ pub fn read_batch<'py>(
     size: Option<(usize, usize)>,
     flips: Option<Vec<bool>>,
     dct_scaling: bool,
+    sizes: Option<Vec<Option<(usize, usize)>>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cs = self::colorspace(colorspace)?;
     for (what, n) in [
         ("crops", crops.as_ref().map(Vec::len)),
         ("flips", flips.as_ref().map(Vec::len)),
+        ("sizes", sizes.as_ref().map(Vec::len)),
     ] {
         if n.is_some_and(|n| n != items.len()) {
             return Err(PyValueError::new_err(format!(
@@ -203,6 +205,7 @@ pub fn read_batch<'py>(
         .map(|(i, (chunk, video, frames))| {
             let crop = crops.as_ref().and_then(|c| c[i]);
             let flip = flips.as_ref().is_some_and(|f| f[i]);
+            let size = sizes.as_ref().map_or(size, |s| s[i]);
             let r = reframe(crop, size, flip, dct_scaling);
             plan(
                 py,

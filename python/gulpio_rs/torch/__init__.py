@@ -16,6 +16,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
 
 from ._datasets import GulpImageDataset, GulpVideoDataset, gulp_collate
 from ._sampler import GulpDistributedSampler, shuffled_positions
+from ._geometry import sample_crop
 from ._sampling import sample_frame_indices
 
 __all__ = [
@@ -24,5 +25,6 @@ __all__ = [
     "gulp_collate",
     "GulpDistributedSampler",
     "sample_frame_indices",
+    "sample_crop",
     "shuffled_positions",
 ]

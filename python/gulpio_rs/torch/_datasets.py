@@ -12,8 +12,17 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, default_collate, get_worker_info
 
-from ..directory import GulpDirectory, _storage_options
+from .. import _native
+from ..directory import GulpDirectory, _out_size, _storage_options
 from ..errors import BrokenChunkWarning
+from ._geometry import (
+    CROP_MODES,
+    NeedsPaddingError,
+    plan_fused,
+    sample_crop,
+    sample_flip,
+    split_fusable,
+)
 from ._sampling import sample_frame_indices
 
 # Permutations from the decoder's (T, H, W, C) to each layout; all are views.
@@ -69,6 +78,11 @@ class _GulpDataset(Dataset):
         threads: int | None,
         storage_options: dict | None = None,
         io: str | None = None,
+        size=None,
+        crop: str | None = None,
+        scale=(0.08, 1.0),
+        ratio=(3.0 / 4.0, 4.0 / 3.0),
+        hflip: float = 0.0,
     ):
         if isinstance(path, GulpDirectory):
             storage_options = storage_options or path._storage_options
@@ -80,6 +94,20 @@ class _GulpDataset(Dataset):
             raise TypeError(f"target must be a meta key, a callable or None, not {target!r}")
         self.path = os.fspath(path)
         self.transform = transform
+        # The geometry fused into the decode: our own crop/size/hflip, else a leading run of
+        # torchvision geometric transforms (whose parameters torchvision draws, per clip).
+        self.size = _out_size(size)
+        if crop not in CROP_MODES:
+            raise ValueError(f"crop must be one of {CROP_MODES}, not {crop!r}")
+        if crop is not None and self.size is None:
+            raise ValueError(f"crop={crop!r} needs size= (the output (height, width))")
+        if not 0.0 <= float(hflip) <= 1.0:
+            raise ValueError(f"hflip must be a probability in [0, 1], not {hflip!r}")
+        self.crop, self.scale, self.ratio, self.hflip = crop, tuple(scale), tuple(ratio), hflip
+        # Checks scale and ratio once, here rather than in a worker.
+        sample_crop(None, 1, 1, scale=self.scale, ratio=self.ratio)
+        own = self.size is not None or float(hflip) > 0.0
+        self._fused, self._rest = ([], transform) if own else split_fusable(transform)
         self.target = target
         self.offset = offset
         self.seed = seed
@@ -194,12 +222,9 @@ class _GulpDataset(Dataset):
             # workers, and again after a resume.
             rng = np.random.default_rng([int(self.seed), self.epoch, index])
         else:
-            self._directory()  # resets the generator in a new process
-            if self._rng is None:
-                # torch seeds every worker differently (and reproducibly after
-                # torch.manual_seed), and afresh for each epoch's workers.
-                self._rng = np.random.default_rng(torch.initial_seed())
-            rng = self._rng
+            # torch seeds every worker differently (and reproducibly after torch.manual_seed),
+            # and afresh for each epoch's workers.
+            rng = self._generator(index, stream=0)
         return rng.random() if count is None else rng.random(count).tolist()
 
     # -- decoding ----------------------------------------------------------------------------
@@ -217,9 +242,11 @@ class _GulpDataset(Dataset):
             raise IndexError(f"index {index} out of range for a dataset of {n} items")
         return index % n
 
-    def _sample(self, clip: torch.Tensor, id_: str):
-        if self.transform is not None:
-            clip = self.transform(clip)
+    def _sample(self, clip: torch.Tensor, id_: str, rest):
+        """The item: ``rest`` (what the transform still has to do after the decode: all of it,
+        the part after a fused prefix, or None) applied, with its target."""
+        if rest is not None:
+            clip = rest(clip)
         if self.target is None:
             return clip
         return clip, self._target(id_)
@@ -228,10 +255,18 @@ class _GulpDataset(Dataset):
         index = self._normalize(index)
         id_ = self._id(index)
         frames = self._frames(index, id_)
+        geometry, rest = self._geometry(index, id_, frames)
+        crop, size, flip = geometry or (None, None, False)
         array = self._directory().read(
-            id_, frames, colorspace=self.colorspace, threads=self.threads
+            id_,
+            frames,
+            crop=crop,
+            size=size,
+            flip=flip,
+            colorspace=self.colorspace,
+            threads=self.threads,
         )
-        return self._sample(self._shape(torch.from_numpy(array)), id_)
+        return self._sample(self._shape(torch.from_numpy(array)), id_, rest)
 
     def __getitems__(self, indices: Sequence[int]) -> list:
         """Samples of a whole batch, decoded in one parallel call (the DataLoader calls this
@@ -241,18 +276,78 @@ class _GulpDataset(Dataset):
         indices = [self._normalize(i) for i in indices]
         ids = [self._id(i) for i in indices]
         frames = [self._frames_of(i, id_) for i, id_ in zip(indices, ids, strict=True)]
+        planned = [
+            self._geometry(i, id_, f) for i, id_, f in zip(indices, ids, frames, strict=True)
+        ]
         self._read_ahead(indices)
-        decoded = self._decode(ids, frames)
+        decoded = self._decode(ids, frames, [g for g, _ in planned])
         batch = _Batch()
         batch.has_target = self.target is not None
-        if isinstance(decoded, torch.Tensor) and self.transform is None:
+        if isinstance(decoded, torch.Tensor) and all(rest is None for _, rest in planned):
             batch.stacked = self._shape_batch(decoded)
         clips = [self._shape(c) for c in decoded]
-        batch.extend(self._sample(c, id_) for c, id_ in zip(clips, ids, strict=True))
+        for clip, id_, (_, rest) in zip(clips, ids, planned, strict=True):
+            batch.append(self._sample(clip, id_, rest))
         return batch
 
     def _shape_batch(self, batch: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
+
+    # -- geometry fused into the decode -------------------------------------------------------
+    def _geometry(self, index: int, id_: str, frames: list[int]):
+        """``((box, size, flip) or None, transform left to apply or None)`` for one clip.
+
+        Our own ``crop``/``size``/``hflip`` are drawn from the clip's generator (a pure
+        function of ``(seed, epoch, index)`` with an integer seed). A fused torchvision
+        prefix has its parameters drawn by torchvision itself from torch's RNG, per clip in
+        batch order; a clip it cannot fuse (a ``CenterCrop`` that would pad) is decoded whole
+        and gets the whole transform, from the RNG state it would have started from.
+        """
+        if self.size is None and float(self.hflip) == 0.0 and not self._fused:
+            return None, self._rest
+        height, width = self._frame_size(id_, frames)
+        if not self._fused:
+            rng = self._generator(index, stream=1)
+            box = sample_crop(
+                self.crop,
+                height,
+                width,
+                self.size,
+                scale=self.scale,
+                ratio=self.ratio,
+                rng=rng,
+            )
+            flip = sample_flip(float(self.hflip), rng) if float(self.hflip) > 0.0 else False
+            return (box, self.size, flip), self._rest
+        state = torch.get_rng_state()
+        try:
+            box, size, flip = plan_fused(self._fused, height, width)
+        except NeedsPaddingError:
+            torch.set_rng_state(state)
+            return None, self.transform
+        return (box, size, flip), self._rest
+
+    def _frame_size(self, id_: str, frames: list[int]) -> tuple[int, int]:
+        """``(height, width)`` of the clip's first frame: from the index, or the JPEG header
+        for chunks without one."""
+        gd = self._directory()
+        first = frames[0] if frames else 0
+        h, w, _ = gd.frame_shapes(id_)[first]
+        if h == 0 or w == 0:
+            info = _native.jpeg_info(bytes(gd.frame_bytes(id_, [first])[0]))
+            h, w = info.height, info.width
+        return int(h), int(w)
+
+    def _generator(self, index: int, stream: int) -> np.random.Generator:
+        """The clip's random generator: seeded by ``(seed, epoch, index, stream)`` with an
+        integer seed (streams keep the frame offsets and the crop independent), else this
+        process's generator."""
+        if self.seed is not None:
+            return np.random.default_rng([int(self.seed), self.epoch, index, stream])
+        self._directory()  # resets the generator in a new process
+        if self._rng is None:
+            self._rng = np.random.default_rng(torch.initial_seed())
+        return self._rng
 
     # -- read-ahead --------------------------------------------------------------------------
     def _follow_sampler(self, sampler) -> None:
@@ -312,16 +407,25 @@ class _GulpDataset(Dataset):
             frames.append(picked)
         gd.prefetch(ids, frames)
 
-    def _decode(self, ids: list[str], frames: list[list[int]]):
+    def _decode(self, ids: list[str], frames: list[list[int]], geometry: list | None = None):
         """One (N, T, H, W, C) tensor, or a list of (T, H, W, C) tensors when the videos'
-        shapes differ."""
+        shapes differ. ``geometry``: per clip, ``(box, size, flip)`` fused into the decode,
+        or None (the whole frames)."""
         gd = self._directory()
+        geometry = geometry or [None] * len(ids)
+        fused = {}
+        if any(g is not None for g in geometry):
+            fused = {
+                "crop": [g[0] if g else None for g in geometry],
+                "size": [g[1] if g else None for g in geometry],
+                "flip": [bool(g and g[2]) for g in geometry],
+            }
         out = None
         if get_worker_info() is not None:
             # In a worker, decode straight into shared memory: the batch then travels to the
             # main process as a handle, where a private array would be copied into shared
             # memory first.
-            shape = self._predicted_shape(gd, ids, frames)
+            shape = self._predicted_shape(gd, ids, frames, geometry)
             if shape is not None:
                 out = _shared_uint8(shape)
         threads = self.threads
@@ -332,6 +436,7 @@ class _GulpDataset(Dataset):
                 out=None if out is None else out.numpy(),
                 colorspace=self.colorspace,
                 threads=threads,
+                **fused,
             )
         except ValueError:
             if out is None:
@@ -339,17 +444,19 @@ class _GulpDataset(Dataset):
             # The index could not predict the shape (e.g. legacy chunks): let the engine
             # allocate.
             out = None
-            decoded = gd.read_batch(ids, frames, colorspace=self.colorspace, threads=threads)
+            decoded = gd.read_batch(
+                ids, frames, colorspace=self.colorspace, threads=threads, **fused
+            )
         if out is not None:
             return out
         if isinstance(decoded, np.ndarray):
             return torch.from_numpy(decoded)
         return [torch.from_numpy(a) for a in decoded]
 
-    def _predicted_shape(self, gd, ids, frames) -> tuple[int, ...] | None:
+    def _predicted_shape(self, gd, ids, frames, geometry) -> tuple[int, ...] | None:
         """The batch's (N, T, H, W, C) from the index, or None if it may not be uniform."""
         first = None
-        for id_, sel in zip(ids, frames, strict=True):
+        for id_, sel, geo in zip(ids, frames, geometry, strict=True):
             shapes = gd.frame_shapes(id_)
             picked = {shapes[k] for k in sel}
             if len(picked) != 1:
@@ -357,6 +464,8 @@ class _GulpDataset(Dataset):
             h, w, c = picked.pop()
             if h == 0 or w == 0:
                 return None
+            if geo is not None:
+                h, w = geo[1] if geo[1] is not None else (round(geo[0][2]), round(geo[0][3]))
             forced = (self.colorspace or "AUTO").upper()
             if forced == "AUTO":
                 c = 1 if c == 1 else 3
@@ -416,6 +525,19 @@ class GulpVideoDataset(_GulpDataset):
     ``storage_options`` (see :class:`~gulpio_rs.GulpDirectory`); every worker opens its own
     connections (nothing made before a fork is reused). ``io="pread"`` reads local files with
     positional reads instead of mmap (network file systems).
+
+    Crop and resize fused into the decode (docs/FUSED.md): ``size=(h, w)`` (or an int for a
+    square) makes every clip ``h`` x ``w``; ``crop`` picks, once per clip for all its frames,
+    the box that is resized: ``"random-resized"`` (torchvision's ``RandomResizedCrop``, with
+    ``scale`` and ``ratio``), ``"center"`` / ``"random"`` (a ``size`` box, as ``CenterCrop``
+    / ``RandomCrop``; the largest box of that shape when the frame is smaller), ``None`` (the
+    whole frame). ``hflip`` is the probability of mirroring a clip. The draws are a pure
+    function of ``(seed, epoch, index)`` with an integer ``seed``, so a resumed epoch sees the
+    same crops. Only the crop is decoded (at a reduced DCT scale when it is at least twice
+    ``size``) and resized in the same pass. Alternatively, a ``transform`` (a torchvision v2
+    ``Compose``) that starts with ``RandomResizedCrop``, ``Resize``, ``CenterCrop``,
+    ``RandomCrop`` (no padding) or ``RandomHorizontalFlip`` has that leading run fused the
+    same way, its parameters drawn by torchvision itself, and the rest applied per clip.
     """
 
     def __init__(
@@ -427,6 +549,11 @@ class GulpVideoDataset(_GulpDataset):
         num_segments: int | None = None,
         offset: str = "center",
         seed: int | None = None,
+        size=None,
+        crop: str | None = None,
+        scale=(0.08, 1.0),
+        ratio=(3.0 / 4.0, 4.0 / 3.0),
+        hflip: float = 0.0,
         layout: str = "TCHW",
         transform: Callable | None = None,
         target: str | Callable[[dict], Any] | None = "label",
@@ -457,6 +584,11 @@ class GulpVideoDataset(_GulpDataset):
             threads=threads,
             storage_options=storage_options,
             io=io,
+            size=size,
+            crop=crop,
+            scale=scale,
+            ratio=ratio,
+            hflip=hflip,
         )
 
     def _frames(self, index: int, id_: str) -> list[int]:
@@ -487,7 +619,9 @@ class GulpImageDataset(_GulpDataset):
 
     ``target``, ``transform``, ``ids``, ``colorspace``, ``threads`` and batching are as in
     :class:`GulpVideoDataset`; ``collate_fn=gulp_collate`` returns ``(N, C, H, W)`` batches
-    without a copy when all images of a batch have the same size.
+    without a copy when all images of a batch have the same size. ``size``, ``crop``,
+    ``scale``, ``ratio``, ``hflip`` and ``seed`` fuse a crop and resize into the decode as in
+    :class:`GulpVideoDataset` (as does a leading run of torchvision geometric transforms).
     """
 
     def __init__(
@@ -495,6 +629,12 @@ class GulpImageDataset(_GulpDataset):
         path,
         *,
         frame: int = 0,
+        seed: int | None = None,
+        size=None,
+        crop: str | None = None,
+        scale=(0.08, 1.0),
+        ratio=(3.0 / 4.0, 4.0 / 3.0),
+        hflip: float = 0.0,
         layout: str = "CHW",
         transform: Callable | None = None,
         target: str | Callable[[dict], Any] | None = "label",
@@ -515,12 +655,17 @@ class GulpImageDataset(_GulpDataset):
             target=target,
             ids=ids,
             offset="center",
-            seed=None,
+            seed=seed,
             colorspace=colorspace,
             check_data=check_data,
             threads=threads,
             storage_options=storage_options,
             io=io,
+            size=size,
+            crop=crop,
+            scale=scale,
+            ratio=ratio,
+            hflip=hflip,
         )
 
     def _frames(self, index: int, id_: str) -> list[int]:
