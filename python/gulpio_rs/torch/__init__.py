@@ -15,8 +15,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     ) from exc
 
 from ._datasets import GulpImageDataset, GulpVideoDataset, gulp_collate
-from ._sampler import GulpDistributedSampler, shuffled_positions
 from ._geometry import sample_crop
+from ._sampler import GulpDistributedSampler, shuffled_positions
 from ._sampling import sample_frame_indices
 
 __all__ = [
