@@ -117,3 +117,38 @@ def test_a_failed_decode_returns_nothing_and_keeps_the_pool_usable(tmp_path, gd)
         bad.read_batch(["a", "b"])
     assert e.value.video_id == "b" and e.value.frame == 40
     np.testing.assert_array_equal(bad.read_batch(["a", "c"]), expected(gd, ["a", "c"]))
+
+
+def test_a_list_of_videos_of_different_sizes_shares_one_reused_buffer(gd, tmp_path):
+    from conftest import synthetic_frame
+
+    # Two more videos of another frame size beside "a" and "b": read_batch gives a list.
+    small = [img_to_jpeg_bytes(synthetic_frame(H // 2, W // 2, seed=k)) for k in range(8)]
+    root = tmp_path / "mixed"
+    shutil.copytree(gd.output_dir, root)
+    chunk = GulpChunk(root / "data_1.gulp", root / "meta_1.gmeta")
+    with chunk.open("wb"):
+        chunk.append("s1", {}, small * (T // 8))
+        chunk.append("s2", {}, small[::-1] * (T // 8))
+    mixed = GulpDirectory(root)
+    ids = ["a", "s1", "b", "s2"]
+    want = [mixed.read(i) for i in ids]
+    got = mixed.read_batch(ids)
+    assert isinstance(got, list)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(a, b)
+    # One buffer behind all four: the arrays tile it, in order.
+    starts = [address(a) for a in got]
+    assert starts == sorted(starts) and starts[1] - starts[0] == got[0].nbytes
+    where = starts[0]
+    keep = got[2]
+    del got, a, b
+    gc.collect()
+    assert _native.pooled_bytes() == 0  # one array of the list is still in use
+    np.testing.assert_array_equal(keep, want[2])
+    del keep
+    gc.collect()
+    again = mixed.read_batch(ids[::-1])
+    assert address(again[0]) == where  # the freed buffer, reused
+    for a, b in zip(again, want[::-1], strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -145,13 +145,14 @@ pub fn into_each<'py>(
     check: bool,
     threads: usize,
 ) -> PyResult<Vec<Bound<'py, PyArray4<u8>>>> {
-    let arrays = groups
+    let shapes: Vec<[usize; 4]> = groups
         .iter()
         .map(|g| {
             let (h, w, c) = g.first().map_or((0, 0, 0), |j| j.shape);
-            arrays::uninit4(py, [g.len(), h, w, c])
+            [g.len(), h, w, c]
         })
-        .collect::<PyResult<Vec<_>>>()?;
+        .collect();
+    let arrays = arrays::uninit4_many(py, &shapes)?;
     let mut outs = Vec::new();
     for (arr, jobs) in arrays.iter().zip(groups) {
         outs.extend(split(slice(arr.to_dyn())?, jobs)?);
