@@ -12,8 +12,9 @@ use crate::pool::Runner;
 /// One problem found in a chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    /// `crc`, `truncated`, `decode`, `unsupported`, `data_crc`, `unpublished_tail` or `io`
-    /// (the data could not be read at all).
+    /// `crc`, `truncated`, `decode`, `unsupported`, `restarts` (the index's restart markers
+    /// are not the frame's), `data_crc`, `unpublished_tail` or `io` (the data could not be
+    /// read at all).
     pub kind: &'static str,
     pub video: Option<String>,
     pub frame: Option<usize>,
@@ -163,6 +164,25 @@ fn check_frame(
         Err(Error::Format { msg, .. }) => return Some(finding("truncated", msg)),
         Err(e) => return Some(finding("truncated", e.to_string())),
     };
+    // The index's restart markers must be this frame's (a crop's decode cuts at them; reads
+    // check them too and decode the whole frame when they do not fit, so this is an index
+    // problem, not damage to the pixels).
+    if let Some(markers) = reader.restarts(v, k) {
+        let found = jpeg::header::read_info(bytes)
+            .ok()
+            .and_then(|info| jpeg::restart::scan(bytes, &info))
+            .unwrap_or_default();
+        if found != markers {
+            return Some(finding(
+                "restarts",
+                format!(
+                    "the index records {} restart marker(s) the frame does not have where it                      says (it has {}): cropped reads decode this frame whole",
+                    markers.len(),
+                    found.len()
+                ),
+            ));
+        }
+    }
     if !decode {
         return None;
     }

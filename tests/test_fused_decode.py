@@ -27,12 +27,14 @@ Remote datasets are covered elsewhere (test_remote_*.py).
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import struct
 import subprocess
 import sys
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +74,10 @@ def encode(kind: str, restart: bool, height: int = H, width: int = W, n: int = 2
     frames = [synthetic_frame(height, width, gray=gray, seed=seed + k) for k in range(n)]
     sub = "4:2:0" if gray else kind
     return _native.encode_frames(frames, 90, sub, restart_rows=restart)
+
+
+def encode_444(frame: np.ndarray) -> list[bytes]:
+    return _native.encode_frames([frame], 95, "4:4:4")
 
 
 def vid(kind: str, restart: bool) -> str:
@@ -155,6 +161,18 @@ def edge_boxes(height: int, width: int) -> list[tuple[int, int, int, int]]:
     ]
 
 
+def edge_report(diff: np.ndarray) -> dict[str, int]:
+    """Largest value of a (T, H, W, C) difference on each edge (corners left out: they belong
+    to two edges) and inside."""
+    return {
+        "top": int(diff[:, 0, 2:-2].max()),
+        "bottom": int(diff[:, -1, 2:-2].max()),
+        "left": int(diff[:, 2:-2, 0].max()),
+        "right": int(diff[:, 2:-2, -1].max()),
+        "inside": int(diff[:, 1:-1, 1:-1].max()),
+    }
+
+
 def index_version(folder, number: int = 0) -> int:
     data = Path(folder, f"data_{number}.gidx").read_bytes()
     return struct.unpack_from("<I", data, 8)[0]
@@ -222,14 +240,6 @@ def gulpio_check(folder, *args) -> subprocess.CompletedProcess:
         text=True,
         timeout=120,
     )
-
-
-def read_warned(gd: GulpDirectory, id_, **kwargs):
-    """``gd.read`` and the warnings it emitted."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        frames = gd.read(id_, **kwargs)
-    return frames, [w for w in caught if issubclass(w.category, BrokenChunkWarning)]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -334,17 +344,7 @@ def test_pixels_outside_the_crop_do_not_change_a_resized_read(tmp_path, dct_scal
         got_a = gd.read("a", crop=box, size=size, dct_scaling=dct_scaling).astype(int)
         got_b = gd.read("b", crop=box, size=size, dct_scaling=dct_scaling).astype(int)
         diff = np.abs(got_a - got_b)
-        edges = {  # corners left out: they belong to two edges
-            "top": diff[:, 0, 2:-2].max(),
-            "bottom": diff[:, -1, 2:-2].max(),
-            "left": diff[:, 2:-2, 0].max(),
-            "right": diff[:, 2:-2, -1].max(),
-        }
-        assert max(edges.values()) == 0, f"size {size}: outside pixels leak in at {edges}"
-
-
-def encode_444(frame: np.ndarray) -> list[bytes]:
-    return _native.encode_frames([frame], 95, "4:4:4")
+        assert diff.max() == 0, f"size {size}: outside pixels leak in: {edge_report(diff)}"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -545,7 +545,8 @@ def test_user_decoder_reads_match_builtin_reads(dataset):
     for size in [(35, 45), (112, 140), (50, 50)]:
         mine = user.read("bbb", crop=box, size=size, dct_scaling=False).astype(int)
         theirs = builtin.read("bbb", crop=box, size=size, dct_scaling=False).astype(int)
-        assert np.abs(mine - theirs).max() <= 2, f"size {size}"
+        diff = np.abs(mine - theirs)
+        assert diff.max() <= 2, f"size {size}: max difference {edge_report(diff)}"
     got = user.read_batch(["bbb", "small"], 0, crop=[box, None], size=(35, 45), flip=[True, False])
     assert got.shape == (2, 1, 35, 45, 3)
 
@@ -657,16 +658,34 @@ def test_per_video_lists_of_the_wrong_length(gd):
         gd.read_batch(["bbb", "small"], crop=[(0, 0, 4, 4), (1, 2, 3)])
 
 
-def test_valid_float_crops_ending_on_a_pixel_boundary(gd):
-    """Crops inside the frame whose end is a whole pixel only up to float rounding."""
-    assert gd.read("small", crop=(22.2, 0, 9.8, 64), size=(8, 8)).shape == (2, 8, 8, 3)
-    # Inside the 1e-6 slack the reader allows, at both edges.
-    assert gd.read("small", crop=(1e-7, 1e-7, 96, 128), size=(48, 64)).shape == (2, 48, 64, 3)
-    # RandomResizedCrop-style boxes in the bottom-right corner: (H - h, W - w, h, w).
+@pytest.mark.parametrize("decoder", [None, pil_decode], ids=["builtin", "jpeg_decoder"])
+@pytest.mark.parametrize(
+    "id_,box,size",
+    [
+        ("4:2:0-plain", (22.2, 0, 9.8, 64), (8, 8)),  # ends on row 32 up to float rounding
+        (
+            "small",
+            (12.310185577570442, 7.03039753633492, 75.68981442242956, 63.96960246366508),
+            (18, 17),
+        ),
+        ("small", (1e-7, 1e-7, 96, 128), (48, 64)),  # inside the 1e-6 slack the reader allows
+    ],
+)
+def test_valid_float_crops_ending_on_a_pixel_boundary(dataset, id_, box, size, decoder):
+    """Crops inside the frame (as the reader itself judges) whose end is a whole pixel only up
+    to float rounding read like any other."""
+    gd = GulpDirectory(dataset, jpeg_decoder=decoder)
+    frames = gd.num_frames(id_)
+    assert gd.read(id_, crop=box, size=size).shape == (frames, *size, 3)
+
+
+def test_random_resized_crop_boxes_in_the_corner(gd):
+    """RandomResizedCrop-style boxes computed in floats in the bottom-right corner."""
     for f in np.linspace(0.3, 0.99, 70):
         h, w = 96 * f, 128 * f
-        got = gd.read("small", crop=(96 - h, 128 - w, h, w), size=(24, 24))
-        assert got.shape == (2, 24, 24, 3), f
+        for id_ in ("small", "g"):
+            got = gd.read(id_, crop=(96 - h, 128 - w, h, w), size=(24, 24))
+            assert got.shape[:3] == (2, 24, 24), (id_, f)
 
 
 def test_random_crops_either_read_or_raise_value_error(gd):
@@ -800,7 +819,8 @@ def test_a_flipped_bit_in_the_restart_table_is_detected(tmp_path, spot):
     exact, and ``gulpio check`` reports it."""
     videos = {"a": encode("4:2:0", True, 96, 128, n=3), "bb": encode("4:2:2", True, 96, 128)}
     write_chunk(tmp_path, 0, videos)
-    full = GulpDirectory(tmp_path).read("a")
+    before = GulpDirectory(tmp_path)
+    full, other = before.read("a"), before.read("bb")
     gidx_path = tmp_path / "data_0.gidx"
     gidx = bytearray(gidx_path.read_bytes())
     spots = _damage_spots(bytes(gidx))
@@ -815,7 +835,7 @@ def test_a_flipped_bit_in_the_restart_table_is_detected(tmp_path, spot):
     messages = [str(w.message) for w in caught if issubclass(w.category, BrokenChunkWarning)]
     assert any("data_0.gidx" in m for m in messages), messages
     assert np.array_equal(got, full[:, 40:70, 8:58])
-    assert np.array_equal(gd.read("bb"), GulpDirectory(tmp_path).read("bb"))
+    assert np.array_equal(gd.read("bb", crop=(8, 8, 40, 40)), other[:, 8:48, 8:48])
     result = gulpio_check(tmp_path)
     assert result.returncode == 1
     assert "data_0.gidx" in result.stdout + result.stderr
@@ -966,3 +986,31 @@ def test_ingestor_default_writes_no_markers(tmp_path):
     gd = GulpDirectory(tmp_path)
     assert all(not scan_markers(bytes(v)) for v in gd.frame_bytes("v0"))
     assert EncodeOptions(restart_rows=True).restart_rows and not EncodeOptions().restart_rows
+
+
+def test_markers_the_frame_does_not_have_are_not_used_and_check_reports_them(tmp_path):
+    """An index with valid CRCs whose markers are not the frame's (a writer bug, or an index
+    written for other bytes): cropped reads check the positions and decode the frame whole
+    (pixels stay exact), and ``gulpio check`` names the frames."""
+    write_chunk(tmp_path, 0, {"a": encode("4:2:0", True, 96, 128, n=2)})
+    full = GulpDirectory(tmp_path).read("a")
+    gidx = bytearray((tmp_path / "data_0.gidx").read_bytes())
+    lay = restart_layout(bytes(gidx))
+    for i in range(lay["markers"]):  # every marker one byte later, CRCs recomputed
+        at = lay["markers_at"] + 4 * i
+        struct.pack_into("<I", gidx, at, struct.unpack_from("<I", gidx, at)[0] + 1)
+    table = bytes(gidx[lay["starts_at"] :])
+    struct.pack_into("<I", gidx, 96, zlib.crc32(table))
+    struct.pack_into("<I", gidx, 124, zlib.crc32(bytes(gidx[:124])))
+    (tmp_path / "data_0.gidx").write_bytes(bytes(gidx))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BrokenChunkWarning)  # the index itself is intact
+        gd = GulpDirectory(tmp_path)
+        assert np.array_equal(gd.read("a", crop=(40, 8, 30, 50)), full[:, 40:70, 8:58])
+    result = gulpio_check(tmp_path, "--json")
+    assert result.returncode == 1
+    problems = json.loads(result.stdout)["problems"]
+    assert {(p["kind"], p["video_id"], p["frame"]) for p in problems} == {
+        ("restarts", "a", 0),
+        ("restarts", "a", 1),
+    }

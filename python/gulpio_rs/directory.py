@@ -298,7 +298,7 @@ class GulpDirectory:
                 if self.fallback_decoder is None:
                     raise
         stacked = _stack(self._decode_slowly(chunk, video, selection, colorspace), _id_str(id_))
-        stacked = _reframed(stacked, crop, size, flip)
+        stacked = _reframed(stacked, crop, size, flip, chunk, video)
         if out is not None:
             if out.shape != stacked.shape or out.dtype != np.uint8:
                 raise ValueError(f"out has shape {out.shape}, the frames need {stacked.shape}")
@@ -409,6 +409,8 @@ class GulpDirectory:
                 None if crops is None else crops[n],
                 size if sizes is None else sizes[n],
                 False if flips is None else flips[n],
+                c,
+                v,
             )
             for n, (c, v, s) in enumerate(items)
         ]
@@ -605,6 +607,8 @@ def _crop_box(box, what: str) -> tuple[float, float, float, float] | None:
     """``(top, left, height, width)`` as floats, or None."""
     if box is None:
         return None
+    if isinstance(box, (str, bytes)):
+        raise TypeError(f"{what} must be (top, left, height, width) or None, not {box!r}")
     try:
         values = tuple(float(v) for v in box)
     except TypeError:
@@ -649,21 +653,31 @@ def _out_size(size) -> tuple[int, int] | None:
     if size is None:
         return None
     if isinstance(size, (int, np.integer)) and not isinstance(size, bool):
-        size = (int(size), int(size))
+        size = (size, size)
     try:
-        h, w = (int(v) for v in size)
+        h, w = size
+        if any(isinstance(v, bool) or int(v) != v for v in (h, w)):
+            raise ValueError
+        h, w = int(h), int(w)
     except (TypeError, ValueError):
-        raise ValueError(f"size must be (height, width) or an int, not {size!r}") from None
+        raise ValueError(
+            f"size must be (height, width) of integers, or an int, not {size!r}"
+        ) from None
     if h <= 0 or w <= 0:
         raise ValueError(f"size must be positive, not {size!r}")
     return h, w
 
 
-def _reframed(stacked: np.ndarray, crop, size, flip: bool) -> np.ndarray:
-    """The fused read's crop, resize and flip applied to frames decoded by another decoder."""
+def _reframed(stacked: np.ndarray, crop, size, flip: bool, chunk, video: int) -> np.ndarray:
+    """The fused read's crop, resize and flip applied to frames decoded by another decoder;
+    a crop that does not fit is a ValueError naming the file, video and frame, as from the
+    built-in decoder."""
     if crop is None and size is None and not flip:
         return stacked
-    frames = _native.reframe_frames(list(stacked), crop, size, flip)
+    try:
+        frames = _native.reframe_frames(list(stacked), crop, size, flip)
+    except ValueError as e:
+        raise ValueError(f"{chunk.data_path}: video {chunk.id(video)!r} {e}") from None
     return np.ascontiguousarray(np.stack(frames)) if frames else stacked
 
 

@@ -138,12 +138,7 @@ pub fn decode_reframed(
         let (cx, cy) = (crop.left * s, (crop.top - top as f64) * s);
         let (cw, ch) = (crop.width * s, crop.height * s);
         let region = decode_region(src, &src_frame, eighths, (cx, cy, cw, ch), pixels)?;
-        let rel = (
-            (cx - region.x as f64).max(0.0),
-            (cy - region.y as f64).max(0.0),
-            cw.min(region.w as f64),
-            ch.min(region.h as f64),
-        );
+        let rel = (cx - region.x as f64, cy - region.y as f64, cw, ch);
         finish(
             &pixels[..region.w * region.h * frame.channels],
             (region.h, region.w, frame.channels),
@@ -170,18 +165,54 @@ pub fn reframe_pixels(
     finish(src, (h, w, c), rel, (oh, ow), spec.flip, out)
 }
 
-/// Resizes box `rel` (`left, top, width, height`) of `src` into `out`, then flips it.
+thread_local! {
+    // The pixels a crop touches, copied out of a larger decoded region (see `finish`).
+    static TOUCHED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Resizes box `rel` (`left, top, width, height`) of the image `src` of `(height, width,
+/// channels)` into `out`, then flips it. The resize sees only the pixels the box touches,
+/// as if the crop had been cut out first ("crop, then resize", as torchvision's
+/// `resized_crop` and Pillow do): the filter's support near the box's edges is clamped there,
+/// never reaching into the decoded margin around it, so the result depends on the crop's
+/// pixels alone, whatever was decoded around them.
 fn finish(
     src: &[u8],
-    dims: (usize, usize, usize),
-    rel: (f64, f64, f64, f64),
+    (h, w, c): (usize, usize, usize),
+    (left, top, width, height): (f64, f64, f64, f64),
     (oh, ow): (usize, usize),
     flip: bool,
     out: &mut [u8],
 ) -> Result<(), String> {
-    crate::resize::crop_resize_into(src, dims, rel, (oh, ow), out)?;
+    // Float rounding may put the box a hair outside the image: clamp it in.
+    let (left, top) = (left.clamp(0.0, w as f64), top.clamp(0.0, h as f64));
+    let width = width.min(w as f64 - left);
+    let height = height.min(h as f64 - top);
+    let x0 = (left.floor() as usize).min(w - 1);
+    let y0 = (top.floor() as usize).min(h - 1);
+    let x1 = ((left + width).ceil() as usize).clamp(x0 + 1, w);
+    let y1 = ((top + height).ceil() as usize).clamp(y0 + 1, h);
+    let whole = (x0, y0, x1, y1) == (0, 0, w, h);
+    let exact = [left, top, width, height]
+        .iter()
+        .all(|v| (v - v.round()).abs() < 1e-9)
+        && (height.round() as usize, width.round() as usize) == (oh, ow);
+    if whole || exact {
+        // A plain crop is copied as it is; a box over the whole image needs no cut.
+        crate::resize::crop_resize_into(src, (h, w, c), (left, top, width, height), (oh, ow), out)?;
+    } else {
+        TOUCHED.with(|cell| -> Result<(), String> {
+            let mut touched = cell.borrow_mut();
+            touched.clear();
+            for y in y0..y1 {
+                touched.extend_from_slice(&src[(y * w + x0) * c..(y * w + x1) * c]);
+            }
+            let rel = (left - x0 as f64, top - y0 as f64, width, height);
+            crate::resize::crop_resize_into(&touched, (y1 - y0, x1 - x0, c), rel, (oh, ow), out)
+        })?;
+    }
     if flip {
-        flip_rows(out, ow, dims.2);
+        flip_rows(out, ow, c);
     }
     Ok(())
 }

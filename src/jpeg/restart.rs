@@ -119,16 +119,24 @@ pub fn scan(jpeg: &[u8], info: &JpegInfo) -> Option<Vec<u32>> {
 
 /// The MCU rows a decode of pixel rows `rows` needs, for a frame with `info`'s sampling
 /// decoded at `eighths / 8` scale. Beside the rows' own MCU rows: with chroma subsampled
-/// vertically and no DCT scaling, libjpeg's "fancy" upsampling computes a row from the
-/// nearest two chroma rows, so a row at an MCU row's edge also needs the neighbouring MCU
-/// row's chroma (scaled decodes make chroma full-size in the IDCT instead: nothing to
-/// borrow). Exact, not a margin for safety: tests compare with whole-frame decodes.
+/// vertically, libjpeg's "fancy" upsampling computes a row from the nearest two chroma rows,
+/// so a row at an MCU row's edge also needs the neighbouring MCU row's chroma. The exception
+/// is a DCT-scaled decode in which libjpeg makes chroma full-size in the IDCT instead (its
+/// `jpeg_core_output_dimensions`: both factors 2 and the doubled scaled block at most 8
+/// pixels), which leaves nothing to upsample. Exact, not a margin for safety: the tests
+/// compare with whole-frame decodes at every scale and subsampling.
 pub fn mcu_rows_for(info: &JpegInfo, rows: Range<usize>, eighths: usize) -> Range<usize> {
     let (_, mh) = info.mcu_size();
     let (start, end) = (rows.start, rows.end.max(rows.start + 1));
+    let chroma_full_size = info.h_max == 2 && info.v_max == 2 && 2 * eighths <= 8;
     // Fancy upsampling exists for a vertical factor of 2 only (others replicate rows).
-    if eighths < 8 || info.v_max != 2 || info.components == 1 {
+    if chroma_full_size || info.v_max != 2 || info.components == 1 {
         return start / mh..end.div_ceil(mh);
+    }
+    if eighths < 8 {
+        // Upsampled at a reduced scale: the context is in scaled rows, whose parity does not
+        // follow the full-size rows'; a whole MCU row each side always holds it.
+        return (start / mh).saturating_sub(1)..end.div_ceil(mh) + 1;
     }
     // Luma row 2i is made from chroma rows i and i - 1, row 2i + 1 from i and i + 1.
     let first_chroma = if start % 2 == 0 {
@@ -165,6 +173,15 @@ pub fn cut(
     let (mh, per) = (layout.mcu_height, layout.rows_per_interval);
     let (first, end) = (first_mcu / per, end_mcu.div_ceil(per));
     if first == 0 && end == intervals {
+        return None;
+    }
+    // The index's positions must be this frame's markers: a table that does not fit (an
+    // index written for other bytes) means decoding the whole frame, never a wrong cut.
+    let is_marker = |&m: &u32| {
+        let m = m as usize;
+        jpeg.get(m) == Some(&0xFF) && jpeg.get(m + 1).is_some_and(|b| (0xD0..=0xD7).contains(b))
+    };
+    if !markers.iter().all(is_marker) {
         return None;
     }
     let eoi = jpeg.windows(2).rposition(|w| w == [0xFF, 0xD9])?;
@@ -279,6 +296,8 @@ mod tests {
         assert_eq!(read_info(&out).unwrap().height, 16);
         // Markers that do not belong to this frame are refused.
         assert!(cut(&jpeg, &l, &m[1..], 1..5, &mut out).is_none());
+        let shifted: Vec<u32> = m.iter().map(|p| p + 1).collect();
+        assert!(cut(&jpeg, &l, &shifted, 1..5, &mut out).is_none());
     }
 
     #[test]
@@ -292,8 +311,12 @@ mod tests {
         assert_eq!(mcu_rows_for(&info, 17..31, 8), 1..2);
         assert_eq!(mcu_rows_for(&info, 17..32, 8), 1..3);
         assert_eq!(mcu_rows_for(&info, 0..96, 8), 0..7);
-        // Scaled decodes, and no vertical subsampling: just the rows' own MCU rows.
+        // 4:2:0 at 1/2 scale or less (chroma made full-size by the IDCT), and no vertical
+        // subsampling: just the rows' own MCU rows. At 3/4 the chroma is upsampled.
         assert_eq!(mcu_rows_for(&info, 16..32, 4), 1..2);
+        assert_eq!(mcu_rows_for(&info, 20..28, 6), 0..3);
+        info.h_max = 1; // 4:4:0: no scale makes its chroma full-size
+        assert_eq!(mcu_rows_for(&info, 20..28, 4), 0..3);
         info.v_max = 1; // 8-row MCUs
         assert_eq!(mcu_rows_for(&info, 16..32, 8), 2..4);
     }

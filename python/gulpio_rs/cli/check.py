@@ -96,12 +96,14 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
 
 
 def _line(p: dict) -> str:
-    where = p["path"]
+    where, message = p["path"], p["message"]
+    # Messages from the core may start with the file already.
+    message = message.removeprefix(f"{where}: ")
     if p["video_id"] is not None:
         where += f": video {p['video_id']!r}"
     if p["frame"] is not None:
         where += f" frame {p['frame']}"
-    return f"{where}: {p['message']}"
+    return f"{where}: {message}"
 
 
 def run(args: argparse.Namespace) -> int:
