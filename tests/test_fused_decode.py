@@ -43,6 +43,7 @@ from conftest import synthetic_frame
 from data_fixtures import JPEG_CORPUS, NO_CORPUS, ItemsAdapter, bbb_frame_paths
 from PIL import Image
 
+import gulpio_rs
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor, _native
 from gulpio_rs._frames import EncodeOptions
 from gulpio_rs.errors import BrokenChunkWarning
@@ -51,7 +52,10 @@ torch = pytest.importorskip("torch")
 
 REPO = Path(__file__).resolve().parents[1]
 H, W = 200, 264  # 12.5 MCU rows of 16 pixels, 16.5 MCU columns: partial MCUs at both edges
-KINDS = ["4:2:0", "4:2:2", "4:4:4", "4:4:0", "gray"]
+#: The libjpeg-turbo build encodes (and writes restart markers) in Rust; the zune-jpeg build
+#: has no encoder of its own, so the tests encode with Pillow there, which has no 4:4:0.
+RUST_ENCODER = gulpio_rs.JPEG_BACKEND == "libjpeg-turbo"
+KINDS = ["4:2:0", "4:2:2", "4:4:4", "gray"] + (["4:4:0"] if RUST_ENCODER else [])
 PSNR_DCT, PSNR_FULL = 30.0, 40.0
 
 
@@ -73,11 +77,19 @@ def encode(kind: str, restart: bool, height: int = H, width: int = W, n: int = 2
     gray = kind == "gray"
     frames = [synthetic_frame(height, width, gray=gray, seed=seed + k) for k in range(n)]
     sub = "4:2:0" if gray else kind
-    return _native.encode_frames(frames, 90, sub, restart_rows=restart)
+    if RUST_ENCODER:
+        return _native.encode_frames(frames, 90, sub, restart_rows=restart)
+    # Pillow's libjpeg-turbo: the same kind of frames, a marker after every MCU row.
+    options = {"restart_marker_rows": 1} if restart else {}
+    if not gray:
+        options["subsampling"] = sub
+    return [pil_jpeg(f, **options) for f in frames]
 
 
 def encode_444(frame: np.ndarray) -> list[bytes]:
-    return _native.encode_frames([frame], 95, "4:4:4")
+    if RUST_ENCODER:
+        return _native.encode_frames([frame], 95, "4:4:4")
+    return [pil_jpeg(frame, quality=95, subsampling="4:4:4")]
 
 
 def vid(kind: str, restart: bool) -> str:
@@ -86,7 +98,7 @@ def vid(kind: str, restart: bool) -> str:
 
 def pil_jpeg(arr: np.ndarray, **options) -> bytes:
     buf = io.BytesIO()
-    Image.fromarray(arr).save(buf, "JPEG", quality=90, **options)
+    Image.fromarray(arr).save(buf, "JPEG", **{"quality": 90, **options})
     return buf.getvalue()
 
 
@@ -378,15 +390,23 @@ def test_bbb_crops_equal_full_decode_then_crop(gd):
 @pytest.mark.parametrize("kind", KINDS)
 def test_scaled_crop_equals_crop_of_a_scaled_whole_decode(gd, kind, restart, scale):
     """A box whose coordinates are multiples of ``scale``, read at ``1/scale`` (the DCT scale
-    then leaves exactly the output), equals that box of the whole frame read at ``1/scale``."""
+    then leaves exactly the output), equals that box of the whole frame read at ``1/scale``.
+    The zune-jpeg build has no DCT scaling: there a reduced read is exactly the resize of the
+    crop of a full decode (the same resampler)."""
     id_ = vid(kind, restart)
     whole = gd.read(id_, size=(H // scale, W // scale))
+    full = gd.read(id_)
     rng = np.random.default_rng(100 + KINDS.index(kind))
     for _ in range(40):
         top, left, h, w = random_box(rng, H - H % scale, W - W % scale, step=scale)
-        got = gd.read(id_, crop=(top, left, h, w), size=(h // scale, w // scale))
-        t, lf, hh, ww = top // scale, left // scale, h // scale, w // scale
-        want = whole[:, t : t + hh, lf : lf + ww]
+        size = (h // scale, w // scale)
+        got = gd.read(id_, crop=(top, left, h, w), size=size)
+        if RUST_ENCODER:
+            t, lf, hh, ww = top // scale, left // scale, h // scale, w // scale
+            want = whole[:, t : t + hh, lf : lf + ww]
+        else:
+            frames = _native.reframe_frames(list(full), (top, left, h, w), size)
+            want = np.stack([f if f.ndim == 3 else f[:, :, None] for f in frames])
         assert np.array_equal(got, want), f"{id_} at 1/{scale}: crop {(top, left, h, w)}"
 
 
@@ -536,17 +556,18 @@ def test_user_decoder_reads_match_builtin_reads(dataset):
     gives the same fused reads: exactly for plain crops and flips, within rounding (2 levels)
     for resized crops."""
     builtin, user = GulpDirectory(dataset), GulpDirectory(dataset, jpeg_decoder=pil_decode)
-    assert np.array_equal(user.read("bbb"), builtin.read("bbb"))
+    # zune-jpeg's pixels are not libjpeg-turbo's (Pillow's) to the bit: a few levels apart.
+    slack = 0 if RUST_ENCODER else 8
+    assert np.abs(user.read("bbb").astype(int) - builtin.read("bbb")).max() <= slack
     box = (9, 13, 70, 90)
     for kwargs in [{}, {"flip": True}]:
-        assert np.array_equal(
-            user.read("bbb", crop=box, **kwargs), builtin.read("bbb", crop=box, **kwargs)
-        )
+        mine = user.read("bbb", crop=box, **kwargs).astype(int)
+        assert np.abs(mine - builtin.read("bbb", crop=box, **kwargs)).max() <= slack
     for size in [(35, 45), (112, 140), (50, 50)]:
         mine = user.read("bbb", crop=box, size=size, dct_scaling=False).astype(int)
         theirs = builtin.read("bbb", crop=box, size=size, dct_scaling=False).astype(int)
         diff = np.abs(mine - theirs)
-        assert diff.max() <= 2, f"size {size}: max difference {edge_report(diff)}"
+        assert diff.max() <= 2 + slack, f"size {size}: max difference {edge_report(diff)}"
     got = user.read_batch(["bbb", "small"], 0, crop=[box, None], size=(35, 45), flip=[True, False])
     assert got.shape == (2, 1, 35, 45, 3)
 
@@ -764,8 +785,12 @@ def test_restart_frames_decode_identically_in_other_readers(gd):
             pil = np.asarray(Image.open(io.BytesIO(jpeg)))
             space = "GRAY" if kind == "gray" else "RGB"
             sj = simplejpeg.decode_jpeg(jpeg, colorspace=space, fastdct=False, fastupsample=False)
-            assert np.array_equal(pil.reshape(ours[k].shape), ours[k]), id_
-            assert np.array_equal(sj.reshape(ours[k].shape), ours[k]), id_
+            if RUST_ENCODER:  # the same libjpeg-turbo: the same pixels
+                assert np.array_equal(pil.reshape(ours[k].shape), ours[k]), id_
+                assert np.array_equal(sj.reshape(ours[k].shape), ours[k]), id_
+            else:  # zune-jpeg: within its usual difference from libjpeg-turbo
+                assert psnr(pil.reshape(ours[k].shape), ours[k]) > 40, id_
+                assert psnr(sj.reshape(ours[k].shape), ours[k]) > 40, id_
 
 
 def test_gulpio2_reads_a_restart_dataset(dataset):
@@ -964,6 +989,11 @@ def _items():
 @pytest.mark.parametrize("workers", [1, 2])
 def test_ingestor_restart_rows_end_to_end(tmp_path, workers):
     out = tmp_path / "out"
+    if not RUST_ENCODER:
+        # The zune-jpeg build cannot write markers, and says so rather than ignore the option.
+        with pytest.raises(ValueError, match="restart_rows needs the libjpeg-turbo build"):
+            GulpIngestor(ItemsAdapter(_items()), out, 3, workers, restart_rows=True)
+        return
     report = GulpIngestor(
         ItemsAdapter(_items()), out, 3, workers, restart_rows=True, progress=False
     )()
@@ -989,7 +1019,9 @@ def test_ingestor_default_writes_no_markers(tmp_path):
     assert index_version(tmp_path) == 1
     gd = GulpDirectory(tmp_path)
     assert all(not scan_markers(bytes(v)) for v in gd.frame_bytes("v0"))
-    assert EncodeOptions(restart_rows=True).restart_rows and not EncodeOptions().restart_rows
+    assert not EncodeOptions().restart_rows
+    if RUST_ENCODER:
+        assert EncodeOptions(restart_rows=True).restart_rows
 
 
 def test_markers_the_frame_does_not_have_are_not_used_and_check_reports_them(tmp_path):
