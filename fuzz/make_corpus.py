@@ -1,7 +1,8 @@
 """Regenerates the seed corpora in fuzz/corpus/ (run with the package installed):
-small real chunks written by gulpio_rs (indexed, legacy, appended to, with a tail), their
-.gidx and .gmeta files, hand-written .gmeta edge cases, and small JPEGs of every coding
-process the decoder meets (plus a few from shared/data/jpeg-conformance when present)."""
+small real chunks written by gulpio_rs (indexed, legacy, appended to, with a tail, with
+restart markers: a version 2 index), their .gidx and .gmeta files, hand-written .gmeta edge
+cases, small JPEGs of every coding process the decoder meets (plus a few from
+shared/data/jpeg-conformance when present), and crops of JPEGs for the reframe target."""
 
 from __future__ import annotations
 
@@ -95,7 +96,31 @@ def write_chunks(root: Path) -> dict[str, tuple[bytes, bytes | None, bytes]]:
     chunks["legacy"] = files(1, keep_index=False)
     meta, index, data = files(0)
     chunks["tail"] = (meta, index, data + b"\xff\xd8half a frame")
+
+    # Frames with a restart marker every MCU row: a version 2 index with a restart table.
+    c = GulpChunk(root / "data_2.gulp", root / "meta_2.gmeta")
+    with c.open("wb"):
+        c.append("r", {}, [jpeg(image(40, 24, s), restart_marker_rows=1) for s in range(2)])
+        c.append("plain", {}, frames[:1])
+    chunks["restart-rows"] = files(2)
     return chunks
+
+
+def reframe_inputs() -> dict[str, bytes]:
+    """Seeds of the reframe target: 8 parameter bytes (see fuzz_targets/reframe.rs), then a
+    JPEG; crops with and without a size, flips, DCT scaling and each kind of marker list."""
+    restart = jpeg(image(48, 40, 5), restart_marker_rows=1)
+    restart_444 = jpeg(image(40, 48, 6), subsampling=0, restart_marker_rows=1)
+    plain = jpeg(image(32, 40, 7))
+    gray = jpeg(image(40, 24, 8), "L", restart_marker_rows=1)
+    return {
+        "restart-own-markers.bin": bytes([60, 30, 120, 200, 0b01101, 40, 40, 0]) + restart,
+        "restart-crop-only.bin": bytes([100, 10, 90, 250, 0b01000, 0, 0, 1]) + restart_444,
+        "restart-shifted.bin": bytes([50, 50, 128, 128, 0b10011, 3, 20, 0]) + restart,
+        "restart-made-up.bin": bytes([10, 10, 200, 200, 0b11001, 9, 40, 2]) + gray,
+        "plain-scaled.bin": bytes([0, 0, 255, 255, 0b00101, 8, 10, 0]) + plain,
+        "plain-flip.bin": bytes([40, 90, 100, 100, 0b00011, 60, 30, 1]) + plain,
+    }
 
 
 GMETA_CASES = {
@@ -113,8 +138,10 @@ GMETA_CASES = {
 
 
 def main() -> None:
-    for target in ("index", "gmeta", "chunk", "jpeg"):
+    for target in ("index", "gmeta", "chunk", "jpeg", "reframe"):
         (CORPUS / target).mkdir(parents=True, exist_ok=True)
+    for name, data in reframe_inputs().items():
+        (CORPUS / "reframe" / name).write_bytes(data)
     with tempfile.TemporaryDirectory() as tmp:
         chunks = write_chunks(Path(tmp))
     for name, (meta, index, data) in chunks.items():

@@ -73,8 +73,12 @@ fn check(data: &[u8]) {
                 f
             })
             .collect();
+        let restarts: Vec<Vec<u32>> = (0..v.frame_count as usize)
+            .map(|k| idx.restarts(v.frame_start as usize + k).unwrap_or_default())
+            .collect();
+        let restarts: Vec<&[u32]> = restarts.iter().map(Vec::as_slice).collect();
         builder
-            .push_video(idx.id(i), idx.meta(i), &frames)
+            .push_video_with_restarts(idx.id(i), idx.meta(i), &frames, &restarts)
             .expect("a verified index re-encodes");
     }
     let again = builder.encode(h.gulp_len, h.gulp_crc, h.gmeta_len, h.gmeta_crc);

@@ -8,25 +8,8 @@
 
 use gulpio_rs::jpeg::header::read_info;
 use gulpio_rs::jpeg::{decode_into, output_shape, Colorspace, MAX_FRAME_PIXELS};
+use gulpio_rs_fuzz::let_zune_panics_unwind;
 use libfuzzer_sys::fuzz_target;
-
-/// libfuzzer-sys aborts on every panic, even one the code under test catches. Our zune-jpeg
-/// backend catches zune-jpeg's own panics on damaged data (`jpeg::zune`), so those may unwind;
-/// any other panic still aborts and is reported as a crash.
-fn let_zune_panics_unwind() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let libfuzzer_hook = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let in_zune = info
-                .location()
-                .is_some_and(|l| l.file().contains("zune-jpeg") || l.file().contains("zune-core"));
-            if !in_zune {
-                libfuzzer_hook(info);
-            }
-        }));
-    });
-}
 
 fuzz_target!(|data: &[u8]| {
     let_zune_panics_unwind();

@@ -49,6 +49,12 @@ pub fn fix_index_crcs(b: &mut [u8]) {
         put_u32(b, 76, i);
         put_u32(b, 80, f);
         put_u32(b, 84, m);
+        // Version 2: the restart table, from the padding after the meta blob to the end.
+        let table_at = end + (8 - end % 8) % 8;
+        if u32::from_le_bytes(b[8..12].try_into().unwrap()) >= 2 && table_at <= b.len() {
+            let t = crc32fast::hash(&b[table_at..]);
+            put_u32(b, 96, t);
+        }
     }
     let h = crc32fast::hash(&b[..124]);
     put_u32(b, 124, h);
@@ -123,4 +129,22 @@ mod tests {
         assert_eq!(split_chunk_input(&join_chunk_input(&legacy)), legacy);
         assert_eq!(split_chunk_input(&[]), ChunkFiles::default());
     }
+}
+
+/// libfuzzer-sys aborts on every panic, even one the code under test catches. Our zune-jpeg
+/// backend catches zune-jpeg's own panics on damaged data (`jpeg::zune`), so those may unwind;
+/// any other panic still aborts and is reported as a crash.
+pub fn let_zune_panics_unwind() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let libfuzzer_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let in_zune = info
+                .location()
+                .is_some_and(|l| l.file().contains("zune-jpeg") || l.file().contains("zune-core"));
+            if !in_zune {
+                libfuzzer_hook(info);
+            }
+        }));
+    });
 }

@@ -251,6 +251,11 @@ pub fn decode_header(b: &[u8]) -> Result<Header, String> {
             h.restarts_len
         ));
     }
+    if version >= 2 && h.restarts_len == 0 {
+        // Writers use version 1 then: one index per content, so a version 2 without markers
+        // is not something a writer made.
+        return Err("a version 2 index without restart markers".into());
+    }
     if h.video_count > MAX_VIDEOS {
         return Err(format!(
             "video count {} exceeds the limit {MAX_VIDEOS}",

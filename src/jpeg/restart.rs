@@ -177,11 +177,15 @@ pub fn cut(
     }
     // The index's positions must be this frame's markers: a table that does not fit (an
     // index written for other bytes) means decoding the whole frame, never a wrong cut.
+    // Inside the scan, in order: there, `FF D0`..`FF D7` can only be restart markers (data
+    // bytes `FF` are followed by `00`), so such a list is the frame's own.
     let is_marker = |&m: &u32| {
         let m = m as usize;
-        jpeg.get(m) == Some(&0xFF) && jpeg.get(m + 1).is_some_and(|b| (0xD0..=0xD7).contains(b))
+        m >= layout.data_at
+            && jpeg.get(m) == Some(&0xFF)
+            && jpeg.get(m + 1).is_some_and(|b| (0xD0..=0xD7).contains(b))
     };
-    if !markers.iter().all(is_marker) {
+    if !markers.iter().all(is_marker) || !markers.windows(2).all(|w| w[0] < w[1]) {
         return None;
     }
     let eoi = jpeg.windows(2).rposition(|w| w == [0xFF, 0xD9])?;
@@ -298,6 +302,9 @@ mod tests {
         assert!(cut(&jpeg, &l, &m[1..], 1..5, &mut out).is_none());
         let shifted: Vec<u32> = m.iter().map(|p| p + 1).collect();
         assert!(cut(&jpeg, &l, &shifted, 1..5, &mut out).is_none());
+        let mut swapped = m.clone();
+        swapped.swap(0, 1);
+        assert!(cut(&jpeg, &l, &swapped, 1..5, &mut out).is_none());
     }
 
     #[test]
