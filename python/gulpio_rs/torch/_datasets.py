@@ -23,6 +23,7 @@ from ._geometry import (
     sample_flip,
     split_fusable,
 )
+from ._readahead import coming_batch
 from ._sampling import sample_frame_indices
 
 # Permutations from the decoder's (T, H, W, C) to each layout; all are views.
@@ -360,41 +361,25 @@ class _GulpDataset(Dataset):
         return planned if planned is not None else self._frames(index, id_)
 
     def _read_ahead(self, indices: list[int]) -> None:
-        """Prefetches the batch this process reads next, when the sampler's order says which:
-        DataLoader workers get batches in turn, so after samples ``k..k+b`` of the epoch a
-        worker's next batch starts at ``k + workers * b`` (the main process's at ``k + b``).
-        A worker of a persistent DataLoader keeps its first epoch's copy of the sampler, so
-        the epoch is found from the batch itself (this one or the next)."""
+        """Prefetches the batch this process reads next, when the sampler's order says which
+        (:func:`coming_batch`), drawing its frames now so the read asks for exactly those."""
         sampler = self._order
         if sampler is None or not indices:
             return
         gd = self._directory()
         if not gd.is_remote:
             return
-        guesses = [self._ahead_epoch, sampler.epoch]
         epochs = []
-        for e in guesses:
+        for e in (self._ahead_epoch, sampler.epoch):
             for x in () if e is None else (e, e + 1):
                 if x not in epochs:
                     epochs.append(x)
-        found = sampler.locate(indices, epochs)
+        info = get_worker_info()
+        workers, me = (1, 0) if info is None else (max(1, int(info.num_workers)), int(info.id))
+        found = coming_batch(sampler, indices, epochs, workers, me)
         if found is None:
             return
-        epoch, k = found
-        self._ahead_epoch = epoch
-        info = get_worker_info()
-        workers = 1 if info is None else max(1, int(info.num_workers))
-        start = k + workers * len(indices)
-        coming = sampler._indices(epoch, start, start + len(indices)).tolist()
-        if not coming:
-            # This was the process's last batch of the epoch. Its next is the first it gets of
-            # the next epoch (each epoch deals batches out from worker 0 again), in the order
-            # of the epoch after this one, as set_epoch() is called before every epoch.
-            me = 0 if info is None else int(info.id)
-            start = me * len(indices)
-            coming = sampler._indices(epoch + 1, start, start + len(indices)).tolist()
-        if not coming:
-            return
+        self._ahead_epoch, coming = found
         if len(self._planned) > 4 * len(indices):
             self._planned.clear()  # guesses that were never read
         ids, frames = [], []
