@@ -300,3 +300,32 @@ def test_find_state_in_a_nested_loader_state():
     nested = {"a": 1, "_snapshot": {"main": [{"x": None}, {"sampler_state": state}]}}
     assert GulpDistributedSampler.find_state(nested) == state
     assert GulpDistributedSampler.find_state({"a": [1, 2]}) is None
+
+
+def test_coming_batch_follows_the_dataloaders_dealing_order():
+    from torch.utils.data import BatchSampler
+
+    from gulpio_rs.torch._readahead import coming_batch
+
+    s = GulpDistributedSampler(50, 1, 0, seed=2)
+    for workers in (1, 2, 3):
+        for epoch in (4, 5):
+            s.set_epoch(epoch)
+            batches = [list(b) for b in BatchSampler(s, 4, drop_last=False)]
+            nxt = {}
+            for w in range(workers):
+                dealt = batches[w::workers]  # what worker w gets, in order
+                for a, b in zip(dealt, dealt[1:], strict=False):
+                    nxt[tuple(a)] = b
+            for i, batch in enumerate(batches):
+                w = i % workers
+                got = coming_batch(s, batch, [epoch, epoch + 1], workers, w, batch_size=4)
+                assert got is not None and got[0] == epoch
+                if tuple(batch) in nxt:
+                    assert got[1] == nxt[tuple(batch)]
+                else:  # its last batch of the epoch: the next epoch's first for this worker
+                    s.set_epoch(epoch + 1)
+                    first = [list(b) for b in BatchSampler(s, 4, drop_last=False)][w]
+                    s.set_epoch(epoch)
+                    assert got[1] == first
+    assert coming_batch(s, [49, 49, 49], [0], 1, 0) is None

@@ -139,6 +139,7 @@ class _GulpDataset(Dataset):
         # Read-ahead state: the epoch the last batch was found in, and the frames already
         # drawn for prefetched samples (so the read asks for exactly what was fetched).
         self._ahead_epoch = None
+        self._batch_size = 0
         self._planned = {}
 
     # -- per-process state -------------------------------------------------------------------
@@ -171,6 +172,7 @@ class _GulpDataset(Dataset):
         state = self.__dict__.copy()
         for key in ("_pid", "_gd", "_ids", "_labels", "_rng", "_ahead_epoch"):
             state[key] = None
+        state["_batch_size"] = 0
         state["_ids"] = self._given_ids
         state["_planned"] = {}
         return state
@@ -376,7 +378,8 @@ class _GulpDataset(Dataset):
                     epochs.append(x)
         info = get_worker_info()
         workers, me = (1, 0) if info is None else (max(1, int(info.num_workers)), int(info.id))
-        found = coming_batch(sampler, indices, epochs, workers, me)
+        self._batch_size = max(self._batch_size, len(indices))
+        found = coming_batch(sampler, indices, epochs, workers, me, self._batch_size)
         if found is None:
             return
         self._ahead_epoch, coming = found

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 
 def coming_batch(
-    sampler, indices: list[int], epochs: list[int], workers: int, worker_id: int
+    sampler,
+    indices: list[int],
+    epochs: list[int],
+    workers: int,
+    worker_id: int,
+    batch_size: int | None = None,
 ) -> tuple[int, list[int]] | None:
     """``(epoch, coming)``: the epoch ``indices`` were found in, and the indices of the batch
     the process that got them gets next; None when the order does not say.
@@ -17,7 +22,8 @@ def coming_batch(
     batches to workers in turn, so after samples ``k..k+b`` of the epoch a worker's next batch
     starts at ``k + workers * b``. After its last batch of an epoch, a worker's next is the
     first it gets of the next epoch (each epoch deals from worker 0 again), in the next epoch's
-    order (``set_epoch`` is called before every epoch).
+    order (``set_epoch`` is called before every epoch). ``batch_size``: the loader's (the
+    epoch's last batch may be shorter than the next epoch's first); default ``len(indices)``.
     """
     found = sampler.locate(indices, epochs)
     if found is None:
@@ -27,6 +33,7 @@ def coming_batch(
     start = k + workers * b
     coming = sampler._indices(epoch, start, start + b).tolist()
     if not coming:
-        start = worker_id * b
-        coming = sampler._indices(epoch + 1, start, start + b).tolist()
+        full = max(b, batch_size or 0)
+        start = worker_id * full
+        coming = sampler._indices(epoch + 1, start, start + full).tolist()
     return (epoch, coming) if coming else None
