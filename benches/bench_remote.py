@@ -16,8 +16,10 @@ Measured:
    workers; clips/s from the server (through the proxy) and from the same files on local disk.
    Target: remote >= 0.8x local. Workers hide the latency by reading ahead: the sampler's
    order tells each worker its next batch, whose bytes it fetches while decoding the current
-   one. The same loader with ``shuffle=True`` (an order workers cannot know) and with a local
-   block cache are reported too.
+   one. The same loader in the DataLoader's default order (``shuffle=False``, no sampler: workers
+   see their batches are runs of consecutive samples and read the next run ahead), with
+   ``shuffle=True`` (an order workers cannot know: a waiting worker's cores decode for the
+   other) and with a local block cache are reported too.
 2. Requests and bytes: per 16-clip batch, requests sent and response bytes, against the frame
    bytes the clips need. Target: bytes <= 1.1x.
 3. Opening a 1,000-chunk, 100,000-video dataset over the server with the latency: seconds and
@@ -91,7 +93,8 @@ def upload(s3: S3Server, folder: Path, bucket: str, prefix: str) -> None:
 def loader_rate(path: str, ids: list[str], epochs: int, order: str = "sampler", **options) -> float:
     """Clips/s of a 2-worker DataLoader over ``path``, batches in a random order:
     ``order="sampler"`` draws them with GulpDistributedSampler (whose order lets workers read
-    ahead), ``"shuffle"`` with the DataLoader's own ``shuffle=True`` (no read-ahead)."""
+    ahead), ``"sequential"`` in the DataLoader's default order (no sampler, ``shuffle=False``),
+    ``"shuffle"`` with the DataLoader's own ``shuffle=True`` (no read-ahead)."""
     import torch
     from torch.utils.data import DataLoader
 
@@ -101,6 +104,9 @@ def loader_rate(path: str, ids: list[str], epochs: int, order: str = "sampler", 
     if order == "sampler":
         sampler = GulpDistributedSampler(ds, num_replicas=1, rank=0, seed=0)
         kw = {"sampler": sampler}
+    elif order == "sequential":
+        sampler = None
+        kw = {}
     else:
         sampler = None
         kw = {"shuffle": True, "generator": torch.Generator().manual_seed(0)}
@@ -195,11 +201,14 @@ def main() -> None:
         proxy.set_faults(latency_ms=args.latency_ms)
 
         # 1. DataLoader
-        names = ("local", "remote", "shuffled", "cached")
+        names = ("local", "remote", "sequential", "shuffled", "cached")
         rates: dict[str, list[float]] = {k: [] for k in names}
         for n in range(args.repeats):
             rates["local"].append(loader_rate(str(local), ids, args.epochs))
             rates["remote"].append(loader_rate(url, ids, args.epochs, storage_options=options))
+            rates["sequential"].append(
+                loader_rate(url, ids, args.epochs, order="sequential", storage_options=options)
+            )
             rates["shuffled"].append(
                 loader_rate(url, ids, args.epochs, order="shuffle", storage_options=options)
             )
@@ -219,6 +228,14 @@ def main() -> None:
                 f"{statistics.median(rates['remote']):,.0f}",
                 "clips/s",
                 f"{ratio('remote'):.2f}x local (target >= 0.8x)",
+            )
+        )
+        rows.append(
+            (
+                "same, the DataLoader's default order (shuffle=False, no sampler: read-ahead)",
+                f"{statistics.median(rates['sequential']):,.0f}",
+                "clips/s",
+                f"{ratio('sequential'):.2f}x local",
             )
         )
         rows.append(

@@ -247,6 +247,9 @@ def test_default_threads_share_the_cores_among_ranks_and_dataloader_workers(monk
     fake.utils = types.SimpleNamespace(data=types.SimpleNamespace(get_worker_info=lambda: worker))
     monkeypatch.setitem(sys.modules, "torch", fake)
     assert _threads() == 4  # 16 cores, 4 workers
+    # Reading from object storage, a worker also waits on round trips: the others may use
+    # its cores meanwhile, so its share is not divided among the workers.
+    assert _threads(remote=True) == 0
     worker.num_workers = 1
     assert _threads() == 0  # the only worker: every core
     worker.num_workers = 32
@@ -259,6 +262,7 @@ def test_default_threads_share_the_cores_among_ranks_and_dataloader_workers(monk
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     worker.num_workers = 4
     assert _threads() == 2
+    assert _threads(remote=True) == 8  # divided among the ranks only
     fake.utils.data.get_worker_info = lambda: None  # a rank's main process
     assert _threads() == 8
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "not a number")

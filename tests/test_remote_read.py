@@ -349,6 +349,71 @@ def test_dataloader_workers_read_from_the_server(dataset, s3_server, context):
         assert torch.equal(torch.as_tensor(a), torch.as_tensor(b))
 
 
+def test_a_forked_child_drops_what_it_inherited_without_hanging(dataset, s3_server):
+    """A child inherits the parent's clients, pooled connections and pending read-aheads but
+    not the I/O threads they belong to: dropping them there must not touch the parent's
+    runtime (a lock one of its threads held at the fork would hang the child forever). Forks
+    are made right after a read returns, when the parent's I/O threads are going idle (as a
+    DataLoader forks its workers after the dataset has been opened), many times, so that
+    some land inside such a moment."""
+    import os
+    import threading
+    import time
+
+    local_dir, url, ids = dataset
+    options = s3_server.storage_options()
+    want = GulpDirectory(str(local_dir)).read(ids[0])
+    busy = GulpDirectory(url, storage_options=options)
+    stop = threading.Event()
+
+    def churn():
+        while not stop.is_set():
+            busy.prefetch(ids)
+            busy.read_batch(ids[:2], frames=slice(0, 2))
+            time.sleep(0.001)  # let the fork in
+
+    worker = threading.Thread(target=churn, daemon=True)
+    worker.start()
+    children = []
+    try:
+        for n in range(40):
+            inherited = GulpDirectory(url, storage_options=options)
+            inherited.prefetch(ids[n % 2 :: 2])
+            inherited.read_batch(ids[:3], frames=slice(0, 1))
+            pid = os.fork()
+            if pid == 0:  # the child: drop everything inherited, then read afresh
+                code = 1
+                try:
+                    del inherited
+                    import gc
+
+                    gc.collect()
+                    fresh = GulpDirectory(url, storage_options=options)
+                    code = 0 if np.array_equal(fresh.read(ids[0]), want) else 3
+                finally:
+                    os._exit(code)
+            children.append(pid)
+            del inherited
+    finally:
+        stop.set()
+        worker.join()
+    deadline = time.monotonic() + 120
+    hung = []
+    for pid in children:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                assert os.waitstatus_to_exitcode(status) == 0
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                hung.append(pid)
+                break
+            time.sleep(0.05)
+    assert not hung, f"{len(hung)} of {len(children)} forked children hung"
+
+
 def test_pickled_directory_reopens_with_its_options(dataset, s3_server):
     _, url, ids = dataset
     remote = _open(url, s3_server)

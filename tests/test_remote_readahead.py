@@ -178,6 +178,112 @@ def test_the_dataset_fetches_the_next_batch_while_decoding_this_one(remote):
         assert all(clip.shape[0] == 3 for clip in got) and frames
 
 
+def _dataset_costs(remote):
+    """``(dataset, cost)``: a remote dataset (seeded frame offsets) and ``cost(indices, run)``,
+    the requests ``run()`` makes beyond those of reading ``indices`` with the frames the
+    dataset draws for them (0: the run read what it needed and fetched nothing more)."""
+    pytest.importorskip("torch")
+    from gulpio_rs.torch import GulpVideoDataset
+
+    _, url, options, ids, proxy = remote
+    ds = GulpVideoDataset(
+        url, frames=3, offset="random", seed=4, storage_options=options, target=None
+    )
+    control = GulpDirectory(url, storage_options=dict(options, readahead="0"))
+    # Both directories read everything once, so that what is counted below is frame bytes
+    # only (an index part fetched on first use is not).
+    control.read_batch(ids)
+    ds._directory().read_batch(ids)
+
+    def requests_for(indices) -> int:
+        before = _settled(proxy)
+        control.read_batch(
+            [ds._id(i) for i in indices], frames=[ds._frames(i, ds._id(i)) for i in indices]
+        )
+        return _settled(proxy) - before
+
+    return ds, requests_for, proxy
+
+
+def test_a_dataset_in_sequential_order_reads_ahead_without_a_sampler(remote):
+    # The DataLoader's default order (shuffle=False): batches are runs of consecutive indices.
+    ds, requests_for, proxy = _dataset_costs(remote)
+    batches = [list(range(k, min(len(ds), k + 4))) for k in range(0, len(ds), 4)]
+    ds.__getitems__(batches[0])  # chunks opened, batch 1 prefetched
+    for this, coming in zip(batches[1:], batches[2:] + [batches[0]], strict=True):
+        before = _settled(proxy)
+        ds.__getitems__(this)
+        # This batch came from the read-ahead; the requests made were the next batch's
+        # (after the last batch, the next epoch's first).
+        assert _settled(proxy) - before == requests_for(coming)
+
+
+def test_a_shuffled_order_fetches_nothing_ahead(remote):
+    ds, requests_for, proxy = _dataset_costs(remote)
+    rng = np.random.default_rng(3)
+    order = [int(i) for i in rng.permutation(len(ds))]
+    ds.__getitems__(order[:4])  # chunks opened
+    for k in range(4, len(order) - 1, 2):
+        batch = sorted(order[k : k + 2], reverse=True)  # never a consecutive run
+        before = _settled(proxy)
+        ds.__getitems__(batch)
+        assert _settled(proxy) - before == requests_for(batch)
+
+
+def test_single_samples_in_order_are_prefetched_once_the_order_is_seen(remote):
+    ds, requests_for, proxy = _dataset_costs(remote)
+    ds.__getitems__([0])
+    before = _settled(proxy)
+    ds.__getitems__([1])  # confirms the order: sample 2 is fetched ahead
+    assert _settled(proxy) - before == requests_for([1]) + requests_for([2])
+    before = _settled(proxy)
+    ds.__getitems__([2])
+    assert _settled(proxy) - before == requests_for([3])
+
+
+def test_consecutive_runs_in_another_order_stop_the_guessing(remote):
+    # A sampler shuffling blocks of consecutive samples: two wrong guesses, then no more.
+    ds, requests_for, proxy = _dataset_costs(remote)
+    ds.__getitems__([0, 1])  # guesses [2, 3]
+    ds.__getitems__([8, 9])  # wrong once; guesses [10, 11]
+    before = _settled(proxy)
+    ds.__getitems__([4, 5])  # wrong twice: [6, 7] is not fetched
+    assert _settled(proxy) - before == requests_for([4, 5])
+    before = _settled(proxy)
+    ds.__getitems__([6, 7])  # that guess came true: guessing resumes with [8, 9]
+    assert _settled(proxy) - before == requests_for([6, 7]) + requests_for([8, 9])
+
+
+def test_a_plain_dataloader_reads_remote_clips_ahead_like_local_ones(remote):
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    from gulpio_rs.torch import GulpVideoDataset, gulp_collate
+
+    local, url, options, ids, proxy = remote
+
+    def epochs(path, **kw):
+        ds = GulpVideoDataset(path, frames=4, offset="random", seed=5, target=None, **kw)
+        loader = DataLoader(
+            ds,
+            batch_size=3,
+            num_workers=2,
+            persistent_workers=True,
+            multiprocessing_context="fork",
+            collate_fn=gulp_collate,
+        )
+        out = []
+        for epoch in range(2):
+            ds.set_epoch(epoch)
+            out.append(torch.cat(list(loader)))
+        return out
+
+    got = epochs(url, storage_options=options)
+    want = epochs(str(local.output_dir))
+    for a, b in zip(got, want, strict=True):
+        assert torch.equal(a, b)
+
+
 @pytest.mark.parametrize("persistent", [False, True])
 def test_dataloader_workers_read_ahead_across_epochs(remote, persistent):
     torch = pytest.importorskip("torch")

@@ -329,3 +329,29 @@ def test_coming_batch_follows_the_dataloaders_dealing_order():
                     s.set_epoch(epoch)
                     assert got[1] == first
     assert coming_batch(s, [49, 49, 49], [0], 1, 0) is None
+
+
+def test_sequential_batch_follows_the_dataloaders_dealing_order():
+    from torch.utils.data import BatchSampler, SequentialSampler
+
+    from gulpio_rs.torch._readahead import sequential_batch
+
+    for n in (50, 48, 3):
+        order = SequentialSampler(range(n))
+        for workers in (1, 2, 3):
+            batches = [list(b) for b in BatchSampler(order, 4, drop_last=False)]
+            for i, batch in enumerate(batches):
+                w = i % workers
+                got = sequential_batch(batch, n, workers, w, batch_size=4)
+                dealt = batches[w::workers]
+                k = dealt.index(batch)
+                # The next batch this worker gets: later in the epoch, else its first of the
+                # next epoch (same order).
+                want = (
+                    dealt[k + 1] if k + 1 < len(dealt) else batches[w] if w < len(batches) else None
+                )
+                assert got == want, (n, workers, i)
+    # Not a run of consecutive indices: the order is not sequential.
+    assert sequential_batch([3, 5, 4], 50, 1, 0) is None
+    assert sequential_batch([5, 4], 50, 1, 0) is None
+    assert sequential_batch([], 50, 1, 0) is None

@@ -117,12 +117,18 @@ def _stack(frames: list, video_id: str) -> np.ndarray:
     return np.ascontiguousarray(np.stack(frames), dtype=np.uint8)
 
 
-def _threads(threads: int | None = None) -> int:
+def _threads(threads: int | None = None, remote: bool = False) -> int:
     """Decode threads: the argument, else ``GULPIO_NUM_THREADS``, else this process's share of
     the usable cores: all of them (``0``) in a lone process; under torchrun
     (``LOCAL_WORLD_SIZE``) divided among the node's ranks, and inside a PyTorch DataLoader
     worker also among the loader's workers (at least 1), so that ranks x workers x threads
-    stays at the core count instead of multiplying past it."""
+    stays at the core count instead of multiplying past it.
+
+    ``remote``: the read is from object storage, where each worker also waits for round
+    trips; its share is then not divided among the loader's workers, so that while one worker
+    waits for its bytes the others can decode on its cores (measured: a 2-worker loader on 2
+    cores reading in an order it cannot read ahead in, 20 ms per request, 0.63x -> 0.73x the
+    clips/s of local files; no change when the round trips are hidden by read-ahead)."""
     if threads is not None:
         if threads < 0:
             raise ValueError(f"threads must be >= 0, not {threads}")
@@ -135,7 +141,7 @@ def _threads(threads: int | None = None) -> int:
             raise ValueError(f"GULPIO_NUM_THREADS must be an integer, not {env!r}") from None
     sharers = _local_ranks()
     torch = sys.modules.get("torch")  # never import torch ourselves
-    if torch is not None:
+    if torch is not None and not remote:
         get_worker_info = getattr(getattr(torch.utils, "data", None), "get_worker_info", None)
         info = get_worker_info() if get_worker_info is not None else None
         if info is not None:

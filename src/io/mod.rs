@@ -7,6 +7,7 @@
 
 pub mod aws_profile;
 pub mod cache;
+pub mod fork;
 pub mod plan;
 pub mod remote;
 pub mod runtime;

@@ -23,7 +23,7 @@ from ._geometry import (
     sample_flip,
     split_fusable,
 )
-from ._readahead import coming_batch
+from ._readahead import coming_batch, sequential_batch
 from ._sampling import sample_frame_indices
 
 # Permutations from the decoder's (T, H, W, C) to each layout; all are views.
@@ -141,6 +141,10 @@ class _GulpDataset(Dataset):
         self._ahead_epoch = None
         self._batch_size = 0
         self._planned = {}
+        # Without a GulpDistributedSampler: the batch expected next if the order is
+        # sequential, and how many such guesses in a row were wrong.
+        self._expected = None
+        self._misses = 0
 
     # -- per-process state -------------------------------------------------------------------
     def _directory(self) -> GulpDirectory:
@@ -170,9 +174,10 @@ class _GulpDataset(Dataset):
     def __getstate__(self):
         # Pickles as path and options (a spawned worker reopens the directory itself).
         state = self.__dict__.copy()
-        for key in ("_pid", "_gd", "_ids", "_labels", "_rng", "_ahead_epoch"):
+        for key in ("_pid", "_gd", "_ids", "_labels", "_rng", "_ahead_epoch", "_expected"):
             state[key] = None
         state["_batch_size"] = 0
+        state["_misses"] = 0
         state["_ids"] = self._given_ids
         state["_planned"] = {}
         return state
@@ -274,8 +279,9 @@ class _GulpDataset(Dataset):
     def __getitems__(self, indices: Sequence[int]) -> list:
         """Samples of a whole batch, decoded in one parallel call (the DataLoader calls this
         with each batch's indices). For a remote dataset drawn by a
-        :class:`GulpDistributedSampler`, the bytes of the batch this process gets next are
-        fetched while this one decodes (see :meth:`GulpDirectory.prefetch`)."""
+        :class:`GulpDistributedSampler` or in sequential order, the bytes of the batch this
+        process gets next are fetched while this one decodes (see
+        :meth:`GulpDirectory.prefetch`)."""
         indices = [self._normalize(i) for i in indices]
         ids = [self._id(i) for i in indices]
         frames = [self._frames_of(i, id_) for i, id_ in zip(indices, ids, strict=True)]
@@ -363,26 +369,42 @@ class _GulpDataset(Dataset):
         return planned if planned is not None else self._frames(index, id_)
 
     def _read_ahead(self, indices: list[int]) -> None:
-        """Prefetches the batch this process reads next, when the sampler's order says which
-        (:func:`coming_batch`), drawing its frames now so the read asks for exactly those."""
-        sampler = self._order
-        if sampler is None or not indices:
+        """Prefetches the batch this process reads next when the order says which: a
+        :class:`GulpDistributedSampler`'s (:func:`coming_batch`), or, with any other sampler,
+        the DataLoader's default sequential order when the batches are runs of consecutive
+        indices (:func:`sequential_batch`). Its frames are drawn now so that the read asks
+        for exactly the bytes fetched."""
+        if not indices:
             return
         gd = self._directory()
         if not gd.is_remote:
             return
-        epochs = []
-        for e in (self._ahead_epoch, sampler.epoch):
-            for x in () if e is None else (e, e + 1):
-                if x not in epochs:
-                    epochs.append(x)
         info = get_worker_info()
         workers, me = (1, 0) if info is None else (max(1, int(info.num_workers)), int(info.id))
         self._batch_size = max(self._batch_size, len(indices))
-        found = coming_batch(sampler, indices, epochs, workers, me, self._batch_size)
-        if found is None:
-            return
-        self._ahead_epoch, coming = found
+        sampler = self._order
+        if sampler is not None:
+            epochs = []
+            for e in (self._ahead_epoch, sampler.epoch):
+                for x in () if e is None else (e, e + 1):
+                    if x not in epochs:
+                        epochs.append(x)
+            found = coming_batch(sampler, indices, epochs, workers, me, self._batch_size)
+            if found is None:
+                return
+            self._ahead_epoch, coming = found
+        else:
+            confirmed = self._expected == indices
+            if self._expected is not None:
+                self._misses = 0 if confirmed else self._misses + 1
+            coming = sequential_batch(indices, len(self), workers, me, self._batch_size)
+            self._expected = coming
+            # A single index is a run of one whatever the order: wait until the guess it
+            # gives has come true once (a shuffled order would waste every prefetch). Runs
+            # in another order (a sampler shuffling blocks of consecutive samples) stop the
+            # guessing after two wrong guesses in a row.
+            if coming is None or self._misses >= 2 or (len(indices) < 2 and not confirmed):
+                return
         if len(self._planned) > 4 * len(indices):
             self._planned.clear()  # guesses that were never read
         ids, frames = [], []
@@ -511,8 +533,13 @@ class GulpVideoDataset(_GulpDataset):
 
     ``path`` may be a dataset URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``) with
     ``storage_options`` (see :class:`~gulpio_rs.GulpDirectory`); every worker opens its own
-    connections (nothing made before a fork is reused). ``io="pread"`` reads local files with
-    positional reads instead of mmap (network file systems).
+    connections (nothing made before a fork is reused). A worker fetches the bytes of the
+    batch it gets next while it decodes the current one when the order says which batch that
+    is: a :class:`GulpDistributedSampler` made with the dataset, or the DataLoader's default
+    sequential order (no sampler, ``shuffle=False``). Remote reads are not divided among the
+    loader's workers by the default thread count (a worker waiting for its bytes leaves its
+    cores to the others). ``io="pread"`` reads local files with positional reads instead of
+    mmap (network file systems).
 
     Crop and resize fused into the decode (docs/FUSED.md): ``size=(h, w)`` (or an int for a
     square) makes every clip ``h`` x ``w``; ``crop`` picks, once per clip for all its frames,

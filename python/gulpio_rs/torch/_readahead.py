@@ -37,3 +37,32 @@ def coming_batch(
         start = worker_id * full
         coming = sampler._indices(epoch + 1, start, start + full).tolist()
     return (epoch, coming) if coming else None
+
+
+def sequential_batch(
+    indices: list[int],
+    length: int,
+    workers: int,
+    worker_id: int,
+    batch_size: int | None = None,
+) -> list[int] | None:
+    """The indices of the batch the process that got ``indices`` gets next when the loader
+    draws samples in order (``0, 1, ..., length - 1``: the DataLoader's default
+    ``SequentialSampler``, ``shuffle=False``); None when ``indices`` are not a run of
+    consecutive ascending indices, i.e. the order is something else.
+
+    Batches are dealt to workers in turn as for :func:`coming_batch`: after ``k..k+b`` a
+    worker's next batch starts at ``k + workers * b``; past the end, its first batch of the
+    next epoch (which starts at 0 again)."""
+    if not indices:
+        return None
+    k, b = indices[0], len(indices)
+    if any(i != k + n for n, i in enumerate(indices)):
+        return None
+    start = k + workers * b
+    if start < length:
+        return list(range(start, min(length, start + b)))
+    full = max(b, batch_size or 0)
+    start = worker_id * full
+    coming = list(range(start, min(length, start + full)))
+    return coming or None

@@ -23,6 +23,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreScheme, RetryConfig};
 use url::Url;
 
+use super::fork::ProcessLocal;
 use super::runtime;
 use crate::error::{Error, RemoteKind, Result};
 use options::{
@@ -69,8 +70,8 @@ pub struct RemoteStore {
     secrets: Vec<String>,
     credential_source: String,
     settings: RemoteSettings,
-    /// The client and the pid it was built in.
-    client: Mutex<Option<(u32, Arc<dyn ObjectStore>)>>,
+    /// The client, in the process it was built in.
+    client: Mutex<Option<ProcessLocal<Arc<dyn ObjectStore>>>>,
     /// The local block cache (`cache_dir`), if any.
     cache: Option<crate::io::cache::DiskCache>,
     /// `name -> (size, ETag or modification time)` from the last listing: the identity of an
@@ -267,7 +268,7 @@ impl RemoteStore {
             options: Vec::new(),
             secrets: Vec::new(),
             credential_source: "a client given by the caller".into(),
-            client: Mutex::new(Some((std::process::id(), client))),
+            client: Mutex::new(Some(ProcessLocal::new(client))),
             cache: None,
             versions: Mutex::new(Default::default()),
             readahead: readahead::ReadAhead::new(settings.readahead),
@@ -297,26 +298,25 @@ impl RemoteStore {
 
     /// The client of this process; rebuilt after a fork.
     fn client(&self) -> Result<Arc<dyn ObjectStore>> {
-        let pid = std::process::id();
         let mut guard = self
             .client
             .lock()
             .map_err(|_| Error::Internal("object store client lock poisoned".into()))?;
-        if let Some((p, c)) = guard.as_ref() {
-            if *p == pid {
+        if let Some(held) = guard.as_ref() {
+            if let Some(c) = held.get() {
                 return Ok(c.clone());
             }
             if self.scheme == ObjectStoreScheme::Memory {
                 // A caller-given client cannot be rebuilt; in-memory ones are fork-safe.
-                return Ok(c.clone());
+                if let Some(c) = held.get_inherited() {
+                    return Ok(c.clone());
+                }
             }
         }
-        if let Some(inherited) = guard.take() {
-            // Its pooled connections are the parent's sockets; never use or close them here.
-            std::mem::forget(inherited);
-        }
+        // An inherited client (its pooled connections are the parent's sockets) is replaced;
+        // ProcessLocal leaks it rather than closing them here.
         let client = self.build()?;
-        *guard = Some((pid, client.clone()));
+        *guard = Some(ProcessLocal::new(client.clone()));
         Ok(client)
     }
 

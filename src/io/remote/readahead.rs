@@ -17,6 +17,7 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use super::read::get_exact;
 use super::{runtime, RemoteStore};
 use crate::error::Result;
+use crate::io::fork::ProcessLocal;
 
 /// The bytes of one prefetched range, or None if fetching them failed.
 pub(super) type Pending = Shared<BoxFuture<'static, Option<Bytes>>>;
@@ -43,16 +44,16 @@ impl Entry {
 
 /// The pending read-aheads of one store, bounded in bytes and age.
 pub(super) struct ReadAhead {
-    /// `(pid, entries)`: entries are futures of this process's runtime; a forked child must
-    /// never wait on the parent's.
-    inner: Mutex<(u32, VecDeque<Entry>)>,
+    /// Entries are futures of this process's runtime: a forked child must never wait on (or
+    /// drop) the parent's.
+    inner: Mutex<ProcessLocal<VecDeque<Entry>>>,
     budget: u64,
 }
 
 impl ReadAhead {
     pub(super) fn new(budget: u64) -> Self {
         ReadAhead {
-            inner: Mutex::new((std::process::id(), VecDeque::new())),
+            inner: Mutex::new(ProcessLocal::new(VecDeque::new())),
             budget,
         }
     }
@@ -63,14 +64,12 @@ impl ReadAhead {
 
     fn with<T>(&self, f: impl FnOnce(&mut VecDeque<Entry>) -> T) -> Option<T> {
         let mut guard = self.inner.lock().ok()?;
-        let pid = std::process::id();
-        if guard.0 != pid {
-            // Inherited through fork: the tasks behind these futures do not run here.
-            let inherited = std::mem::take(&mut guard.1);
-            std::mem::forget(inherited);
-            guard.0 = pid;
+        if guard.get().is_none() {
+            // Inherited through fork: the tasks behind these futures do not run here
+            // (replacing them leaks them, see ProcessLocal).
+            *guard = ProcessLocal::new(VecDeque::new());
         }
-        let entries = &mut guard.1;
+        let entries = guard.get_mut()?;
         // Old entries go first, then the oldest until the rest fits the budget.
         let now = Instant::now();
         while entries
