@@ -137,7 +137,8 @@ class _GulpDataset(Dataset):
         self._labels = None
         self._rng = None
         # Read-ahead state: the epoch the last batch was found in, and the frames already
-        # drawn for prefetched samples (so the read asks for exactly what was fetched).
+        # drawn for prefetched samples, by (epoch, index) (so the read asks for exactly what
+        # was fetched, and a guess made before set_epoch is not read in the new epoch).
         self._ahead_epoch = None
         self._batch_size = 0
         self._planned = {}
@@ -365,7 +366,7 @@ class _GulpDataset(Dataset):
 
     def _frames_of(self, index: int, id_: str) -> list[int]:
         """The sample's frames: those drawn when it was prefetched, else drawn now."""
-        planned = self._planned.pop(index, None)
+        planned = self._planned.pop((self.epoch, index), None)
         return planned if planned is not None else self._frames(index, id_)
 
     def _read_ahead(self, indices: list[int]) -> None:
@@ -410,9 +411,9 @@ class _GulpDataset(Dataset):
         ids, frames = [], []
         for i in coming:
             id_ = self._id(i)
-            picked = self._planned.get(i)
+            picked = self._planned.get((self.epoch, i))
             if picked is None:
-                picked = self._planned[i] = self._frames(i, id_)
+                picked = self._planned[(self.epoch, i)] = self._frames(i, id_)
             ids.append(id_)
             frames.append(picked)
         gd.prefetch(ids, frames)
