@@ -4,7 +4,7 @@ docs/COMPATIBILITY.md for what differs on purpose).
 
 A facade: it only re-exports, and installs its ``img_to_jpeg_bytes`` as the encoder of
 ``GulpChunk.append``. No module of the package imports it (the package root does, to install
-the encoder); tests/test_import_graph.py checks both.
+the encoder); tests/package/test_import_graph.py checks both.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@
 //! The settings are what simplejpeg 1.9 (gulpio2's encoder) actually uses, found by comparing
 //! bytes at every quality: the fast integer forward DCT below quality 96 and the accurate one
 //! from 96 (its `fastdct` argument changes nothing), standard Huffman tables and a JFIF
-//! header. So the bytes equal gulpio2's from the same pixels (tests/test_encode.py,
-//! tests/test_compat_gulpio2.py).
+//! header. So the bytes equal gulpio2's from the same pixels (tests/ingest/test_encode.py,
+//! tests/compat/test_compat_gulpio2.py).
 
 use std::cell::RefCell;
 use std::ffi::{c_int, CStr};

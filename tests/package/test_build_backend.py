@@ -21,7 +21,7 @@ import pytest
 
 pytest.importorskip("maturin")
 
-BACKEND = Path(__file__).resolve().parents[1] / "build_backend" / "gulpio_rs_build.py"
+BACKEND = Path(__file__).resolve().parents[2] / "build_backend" / "gulpio_rs_build.py"
 if not BACKEND.exists():
     pytest.skip(
         "build_backend/ is not beside the tests (installed tests only)", allow_module_level=True

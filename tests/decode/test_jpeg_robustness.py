@@ -370,7 +370,8 @@ def decode_in_child(cases: list[Case], tmp_path: Path) -> list[dict]:
             capture_output=True,
             text=True,
             timeout=60 + CASE_TIMEOUT_S,
-            env={**os.environ, "RUST_BACKTRACE": "0"},
+            # The child runs this file as a script: it needs the shared helpers' folder too.
+            env={**os.environ, "RUST_BACKTRACE": "0", "PYTHONPATH": str(Path(__file__).parents[1])},
         )
         started = None
         for line in proc.stdout.splitlines():

@@ -50,7 +50,7 @@ from gulpio_rs.errors import BrokenChunkWarning
 
 torch = pytest.importorskip("torch")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 H, W = 200, 264  # 12.5 MCU rows of 16 pixels, 16.5 MCU columns: partial MCUs at both edges
 #: The libjpeg-turbo build encodes (and writes restart markers) in Rust; the zune-jpeg build
 #: has no encoder of its own, so the tests encode with Pillow there, which has no 4:4:0.

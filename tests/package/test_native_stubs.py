@@ -16,7 +16,7 @@ from gulpio_rs import _native
 
 STUB = Path(_native.__file__).with_name("_native.pyi")
 if not STUB.exists():  # an installed wheel may not ship the stub next to the module
-    STUB = Path(__file__).resolve().parents[1] / "python" / "gulpio_rs" / "_native.pyi"
+    STUB = Path(__file__).resolve().parents[2] / "python" / "gulpio_rs" / "_native.pyi"
 
 # Slots that exist on the class only from some Python version on (PEP 688 added ``__buffer__``
 # as a Python-level method in 3.12); on older ones the stub keeps them for type checkers.

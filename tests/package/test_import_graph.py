@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "python" / "gulpio_rs"
+PACKAGE = Path(__file__).resolve().parents[2] / "python" / "gulpio_rs"
 
 
 def module_files(root: Path = PACKAGE) -> dict[str, Path]:

@@ -30,7 +30,7 @@ from gulpio_rs.errors import BrokenChunkWarning, DecodeError
 from gulpio_rs.ingest import IngestError, IngestReport, IngestWarning
 
 H, W = 48, 64
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BBB = REPO / "python" / "gulpio_rs" / "data" / "bbb"
 CONFORMANCE = JPEG_CORPUS
 STATE = ".gulpio-ingest"
