@@ -1,10 +1,11 @@
 """The one fingerprint algorithm: a digest of an object's canonical form.
 
 Used by the built-in adapters' ``fingerprint()`` and by the ingestor for adapters without
-one, to recognise a restarted run. Sets and dicts are sorted, so the digest does not change
-with ``PYTHONHASHSEED`` between runs; and unlike a pickle it does not depend on object
-identity (equal strings that are one object in one run and two in the next pickle
-differently).
+one, to recognise a restarted run; :func:`settings_of` says which attributes of an adapter are
+settings (what is made of the input) rather than places (where the input and output are).
+Sets and dicts are sorted, so the digest does not change with ``PYTHONHASHSEED`` between runs;
+and unlike a pickle it does not depend on object identity (equal strings that are one object
+in one run and two in the next pickle differently).
 """
 
 from __future__ import annotations
@@ -83,3 +84,35 @@ def _canonical(obj, h, depth: int, seen: set) -> None:
             _canonical(state, h, depth + 1, seen)
         else:
             raise NoCanonicalForm(f"a {type(obj).__name__} attribute")
+
+
+#: Attributes that hold no setting: where the output goes, gulpio2's unused bursting folder.
+_NOT_SETTINGS = ("output_folder", "shm_dir_path")
+
+_SCALARS = (bool, int, float, str)
+
+
+def is_location(name: str) -> bool:
+    """Attributes that say where the input is (``folder``, ``json_file``, ``root_folder``,
+    ...), not what is made of it."""
+    return name in ("folder", "path", "root", "input") or name.endswith(
+        ("_folder", "_file", "_path", "_dir", "_root")
+    )
+
+
+def settings_of(adapter) -> dict:
+    """An adapter's settings: its public attributes that are numbers, strings or short lists
+    of them, except those naming a place (input and output folders and files)."""
+    out = {}
+    for name, value in vars(adapter).items():
+        if name.startswith("_") or name in _NOT_SETTINGS or is_location(name):
+            continue
+        if value is None or isinstance(value, _SCALARS):
+            out[name] = value
+        elif (
+            isinstance(value, (list, tuple))
+            and len(value) <= 16
+            and all(v is None or isinstance(v, _SCALARS) for v in value)
+        ):
+            out[name] = list(value)
+    return out

@@ -9,7 +9,8 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable
 
-from .._fingerprint import digest
+from .._fingerprint import digest, settings_of
+from .._reading import _id_str
 from ..errors import DuplicateIdError
 
 
@@ -35,15 +36,42 @@ class AbstractDatasetAdapter(ABC):
 class _BuiltinAdapter(AbstractDatasetAdapter):
     """What every built-in adapter adds to the gulpio2 contract."""
 
-    def fingerprint(self) -> str:
-        """A digest of everything the adapter yields from: the same for the same arguments
-        and input lists, different when they change.
+    def _records(self) -> list[dict]:
+        """The items in iteration order, as the dicts the adapter yields them from."""
+        return self.all_meta
 
-        The ingestor compares it to recognise a restarted run; the algorithm is
+    def item_ids(self) -> list[str]:
+        """The ids of the items in iteration order, known without producing any frame.
+
+        The ingestor uses them to skip the items a dataset already holds before decoding
+        them (rerun, extension with a superset of the input).
+        """
+        return [_id_str(r["id"]) for r in self._records()]
+
+    def fingerprint(self) -> str:
+        """A digest of what the adapter yields and how: its items (ids, labels and stored
+        metadata, in order) and its settings (frame size, frame rate, shuffle, ...), but not
+        where the input or the output is (a path spelled ``videos`` or ``videos/``, a moved or
+        copied folder): the same for the same data and settings, different when they change.
+
+        The ingestor compares it to recognise a restarted run. The algorithm is
         :func:`gulpio_rs._fingerprint.digest`, the one the ingestor applies to adapters
         without a ``fingerprint()``.
         """
-        return digest(self)
+        cls = type(self)
+        return digest(
+            {
+                "adapter": f"{cls.__module__}.{cls.__qualname__}",
+                "settings": settings_of(self),
+                "items": [
+                    {k: v for k, v in r.items() if k not in _RECORD_PATHS} for r in self._records()
+                ],
+            }
+        )
+
+
+#: Keys of item records that say where an item's file is, not what is stored.
+_RECORD_PATHS = ("path", "folder")
 
 
 def _check_unique_ids(ids: Iterable, source: str) -> None:
@@ -64,6 +92,19 @@ def _shuffled(items: list, shuffle: bool, seed) -> list:
 
 def _slice(slice_element, n: int) -> slice:
     return slice_element or slice(0, n)
+
+
+def _check_size(value, name: str):
+    """``value`` if it is a frame size: a number of pixels for the shorter side (>= 1), or -1
+    to keep the size; ValueError naming ``name`` otherwise (0 used to keep the size silently,
+    which a typo of a real size should not do)."""
+    size = int(value)  # a non-number fails here, early
+    if size != -1 and size < 1:
+        raise ValueError(
+            f"{name} must be a number of pixels for the shorter side (1 or more), or -1 to "
+            f"keep the frames' size; got {value!r}"
+        )
+    return value
 
 
 def _frame_rate(value) -> float | int | None:

@@ -28,6 +28,9 @@ class JpegFolderClipsAdapter(_BuiltinAdapter):
     def __len__(self) -> int:
         return len(self.entries)
 
+    def _records(self) -> list[dict]:
+        return self.entries
+
     def _frames_dir(self, entry) -> str:
         name = entry.get("folder") or "clip_" + str(entry["id"]).rsplit("_", 1)[-1]
         return os.path.join(self.folder, name)

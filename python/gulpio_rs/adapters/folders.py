@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from ..video import VIDEO_EXTENSIONS, read_video
-from .base import _BuiltinAdapter, _check_unique_ids, _frame_rate, _shuffled, _slice
+from .base import _BuiltinAdapter, _check_size, _check_unique_ids, _frame_rate, _shuffled, _slice
 from .files import (
     FRAME_EXTENSIONS,
     _describe_folder,
@@ -91,7 +91,7 @@ class ImageListAdapter(_BuiltinAdapter, _LabelFolderMixin):
         self.label2idx = self.create_label2idx_dict()
         self.shuffle = shuffle  # as given, like gulpio2
         self.img_size = img_size
-        int(img_size)  # fail early on a non-number
+        _check_size(img_size, "img_size")
         self.seed = seed
         self.all_meta = self.get_meta()
         _check_unique_ids((m["id"] for m in self.all_meta), os.fspath(input_file))
@@ -170,7 +170,7 @@ class ImageFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         self.folder = folder
         self.shuffle = shuffle  # as given, like gulpio2
         self.img_size = img_size
-        int(img_size)  # fail early on a non-number
+        _check_size(img_size, "img_size")
         self.seed = seed
         self.all_meta = self.get_meta()
         _check_unique_ids((m["id"] for m in self.all_meta), os.fspath(folder))
@@ -231,7 +231,7 @@ class VideoFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         self.folder = folder
         self.shuffle = shuffle  # as given, like gulpio2
         self.frame_size = frame_size
-        int(frame_size)  # fail early on a non-number
+        _check_size(frame_size, "frame_size")
         self.frame_rate = _frame_rate(frame_rate)
         self.max_frames = max_frames
         self.seed = seed
@@ -309,7 +309,7 @@ class FramesFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         self.file_extensions = file_extensions  # as given, like gulpio2
         self.shuffle = shuffle  # as given, like gulpio2
         self.frame_size = frame_size
-        int(frame_size)  # fail early on a non-number
+        _check_size(frame_size, "frame_size")
         self.seed = seed
         self.labels = self._detect_labels(labels)
         self.data = self.parse_folder(folder)

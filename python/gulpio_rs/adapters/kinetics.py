@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from ..video import VIDEO_EXTENSIONS, read_video
-from .base import _BuiltinAdapter, _check_unique_ids, _frame_rate, _shuffled, _slice
+from .base import _BuiltinAdapter, _check_size, _check_unique_ids, _frame_rate, _shuffled, _slice
 from .files import _files_under, _has_extension, _visible
 from .items import _video_item
 
@@ -27,7 +27,7 @@ class _JsonVideosAdapter(_BuiltinAdapter):
         self.json_file = json_file
         self.folder = folder
         self.frame_size = frame_size  # as given, like gulpio2
-        int(frame_size)  # fail early on a non-number
+        _check_size(frame_size, "frame_size")
         self.frame_rate = _frame_rate(frame_rate)
         self.max_frames = max_frames
         self.shm_dir_path = shm_dir_path
@@ -39,6 +39,9 @@ class _JsonVideosAdapter(_BuiltinAdapter):
 
     def _collect(self, json_storage: dict) -> None:
         raise NotImplementedError
+
+    def _records(self) -> list[dict]:
+        return self.vid_storage
 
     @staticmethod
     def read_json(json_file) -> dict:

@@ -8,7 +8,15 @@ import json
 import os
 
 from ..video import VIDEO_EXTENSIONS
-from .base import _BuiltinAdapter, _check_unique_ids, _error_item, _frame_rate, _shuffled, _slice
+from .base import (
+    _BuiltinAdapter,
+    _check_size,
+    _check_unique_ids,
+    _error_item,
+    _frame_rate,
+    _shuffled,
+    _slice,
+)
 from .files import _has_extension, _visible
 from .items import _frames_folder_item, _video_item
 from .labels import Custom20BNAdapterMixin
@@ -65,7 +73,7 @@ class _Custom20BNVideoAdapter(_BuiltinAdapter, Custom20BNAdapterMixin):
         self.labels2idx = self.create_label2idx_dict(self.label_name)
         self.folder = folder
         self.shuffle = bool(shuffle)
-        self.frame_size = int(frame_size)
+        self.frame_size = int(_check_size(frame_size, "frame_size"))
         self.frame_rate = _frame_rate(frame_rate)
         self.shm_dir_path = shm_dir_path
         self.max_frames = max_frames
@@ -279,7 +287,7 @@ class Custom20BNCsvJpegAdapter(_BuiltinAdapter, Custom20BNAdapterMixin):
         self.folder = folder
         self.shuffle = shuffle  # as given, like gulpio2
         self.frame_size = frame_size
-        int(frame_size)  # fail early on a non-number
+        _check_size(frame_size, "frame_size")
         self.shm_dir_path = shm_dir_path
         self.seed = seed
         self.all_meta = self.get_meta()

@@ -12,6 +12,7 @@ import ast
 import importlib
 import inspect
 import json
+import os
 import sys
 import textwrap
 import warnings
@@ -34,6 +35,8 @@ BUILTIN = {
 }
 
 EXIT_SKIPPED = 3
+#: 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C.
+EXIT_INTERRUPTED = 130
 
 #: Help of the built-in adapters' parameters (a user adapter's show their default only).
 PARAM_HELP = {
@@ -58,13 +61,17 @@ PARAM_HELP = {
 #: Accepted for gulpio2's command lines and ignored (videos are decoded in-process).
 HIDDEN = {"shm_dir_path"}
 
-EPILOG = """exit status: 0 all videos written, 3 finished but some videos were skipped (listed),
-1 stopped by an error (or by the first bad video with --strict), 2 bad arguments.
+EPILOG = """exit status: 0 all videos written (or already in the dataset), 3 finished but some
+videos were skipped (listed), 1 stopped by an error (or by the first bad video with --strict),
+2 bad arguments, 130 interrupted (Ctrl-C).
 
 Run the same command again after an interruption (Ctrl-C, kill, machine loss): finished chunks
-are kept and the rest is written. With --num-shards N, start N copies with --shard-index
-0..N-1 (a job array) on one shared output directory. With --ray, the chunks run as tasks
-of a Ray cluster instead of local processes (same output, byte for byte).
+are kept and the rest is written. Videos the output already holds (same id) are not decoded
+again, so a rerun over a folder with more videos adds only the new ones. With --num-shards N,
+start N copies with --shard-index 0..N-1 (a job array) on one shared output directory. With
+--ray, the chunks run as tasks of a Ray cluster instead of local processes (same output, byte
+for byte): the cluster at ADDRESS, else the running one (RAY_ADDRESS, `ray start --head`),
+else a local one started for this run.
 """
 
 
@@ -107,6 +114,24 @@ def _adapter_class(spec: str):
     return obj
 
 
+#: Parameters that are a frame size (pixels of the shorter side, or -1 to keep it).
+SIZES = ("frame_size", "img_size")
+
+
+def _size(text: str) -> int:
+    """An argparse type: a frame size, 1 or more pixels, or -1 (keep the size)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value != -1 and value < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of pixels for the shorter side (1 or more), or -1 to keep the "
+            f"frames' size; not {text!r}"
+        )
+    return value
+
+
 def _literal(text: str):
     """Python/JSON literals become values (``3``, ``[1, 2]``, ``None``); anything else stays a
     string, so paths need no quoting."""
@@ -146,6 +171,8 @@ def _add_param(group, param: inspect.Parameter) -> None:
             default=default,
             help=help_ or None,
         )
+    elif param.name in SIZES:
+        group.add_argument(*names, dest=param.name, type=_size, default=default, help=help_)
     elif isinstance(default, int):
         group.add_argument(*names, dest=param.name, type=int, default=default, help=help_)
     elif isinstance(default, float):
@@ -204,9 +231,10 @@ def build_parser(cls, spec: str) -> argparse.ArgumentParser:
     g.add_argument("--strict", action="store_true", help="stop at the first bad video")
     g.add_argument("--shard-index", type=int, default=0, help="this shard (default: 0)")
     g.add_argument("--num-shards", type=int, default=1, help="shards in the job (default: 1)")
-    g.add_argument("--ray", nargs="?", const="auto", default=None, metavar="ADDRESS",
+    g.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                    help="run the chunks as Ray tasks on the cluster at ADDRESS (default: the "
-                   "running one, `ray start --head`; needs gulpio-rs[ray])")  # fmt: skip
+                   "running one, else a local one started for this run; needs "
+                   "gulpio-rs[ray])")  # fmt: skip
     g.add_argument("--report", metavar="PATH", help="also write the report as JSON to PATH")
     g.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: when stderr is a terminal)")  # fmt: skip
@@ -275,6 +303,21 @@ def run_argv(argv: list[str]) -> int:
 
     try:
         return _run(cls, args)
+    except KeyboardInterrupt as e:
+        report = getattr(e, "report", None)
+        done = (
+            "before any chunk was written"
+            if report is None
+            else (
+                f"after {report.chunks_written} chunks"
+                + (f" ({report.chunks_resumed} done earlier)" if report.chunks_resumed else "")
+            )
+        )
+        print(
+            f"gulpio ingest: interrupted {done}; rerun the same command to resume",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     except (NothingToIngestError, SettingsChangedError) as e:
         print(f"gulpio ingest: error: {e}", file=sys.stderr)
         return 2
@@ -327,14 +370,30 @@ def ingest_with(
     from .. import _native
     from .._reading import _usable_cores
     from ..ingest import GulpIngestor, IngestWarning
-    from ..ingest.remote import staging_folder
+    from ..ingest.remote import fetch_sidecars, staging_folder, url_like
 
     kwargs = dict(kwargs)
+    remote = _native.is_remote_url(output_folder)
+    if remote:
+        staging = staging_folder(output_folder)
+        print(
+            f"staging chunks in {staging} before they are uploaded (removed once the upload "
+            "is complete; kept after a failure, for a rerun to resume)",
+            file=sys.stderr,
+        )
+    elif (url := url_like(output_folder)) is not None:
+        print(
+            f"gulpio ingest: warning: {output_folder!r} looks like a dataset URL with a typo "
+            f"(did you mean {url}?); writing to the local folder {os.path.abspath(output_folder)}",
+            file=sys.stderr,
+        )
     if any(p.name == "output_folder" for p in _parameters(cls)):
         # Adapters write label2idx.json into their output folder: for a dataset URL that is
-        # the local staging folder, uploaded with the chunks.
-        remote = _native.is_remote_url(output_folder)
-        kwargs["output_folder"] = staging_folder(output_folder) if remote else output_folder
+        # the local staging folder, uploaded with the chunks (and seeded from the dataset's
+        # own, so that an extension keeps the label indices).
+        if remote:
+            fetch_sidecars(output_folder, staging)
+        kwargs["output_folder"] = staging if remote else output_folder
     from ..ingest.report import NothingToIngestError
 
     with warnings.catch_warnings(record=True) as said:
@@ -350,6 +409,7 @@ def ingest_with(
     with warnings.catch_warnings():
         # The summary printed below lists every skipped video; no need to warn as well.
         warnings.simplefilter("ignore", IngestWarning)
+        warnings.filterwarnings("ignore", message=".*looks like a dataset URL")  # said above
         result = GulpIngestor(
             adapter,
             output_folder,
@@ -363,7 +423,7 @@ def ingest_with(
             num_shards=num_shards,
             progress=progress,
             executor="process" if ray is None else "ray",
-            ray_address=ray,
+            ray_address=ray or None,
         )()
     print(result.summary())
     if report:

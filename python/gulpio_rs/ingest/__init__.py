@@ -22,6 +22,7 @@ from .plan import calculate_chunk_slices
 from .report import (
     ChunkResult,
     IngestError,
+    IngestInterrupted,
     IngestReport,
     IngestWarning,
     NothingToIngestError,
@@ -36,6 +37,7 @@ __all__ = [
     "EncodeOptions",
     "GulpIngestor",
     "IngestError",
+    "IngestInterrupted",
     "NothingToIngestError",
     "SettingsChangedError",
     "IngestReport",
@@ -51,6 +53,7 @@ for _obj in (
     ChunkWriter,
     GulpIngestor,
     IngestError,
+    IngestInterrupted,
     IngestReport,
     IngestWarning,
     NothingToIngestError,

@@ -12,8 +12,9 @@ import warnings
 
 from .. import _native
 from .._atomic import write_json_atomically
-from .._fingerprint import NoCanonicalForm, digest
+from .._fingerprint import NoCanonicalForm, digest, is_location, settings_of
 from .._names import chunk_number, chunk_paths, temporary_of
+from .._reading import _id_str
 from ..errors import GulpError
 from .locks import STATE_DIR, RunLock, pid_alive
 from .report import ChunkResult, IngestError, IngestWarning, SettingsChangedError
@@ -29,12 +30,13 @@ def calculate_chunk_slices(items_per_chunk: int, num_items: int) -> list[slice]:
 
 
 def _fingerprint(adapter) -> str:
-    """Identifies the adapter's content, so a restart is recognised and a different dataset of
-    the same size is not mistaken for one.
+    """Identifies what the adapter yields, so a restart is recognised and a different dataset
+    of the same size is not mistaken for one.
 
     ``adapter.fingerprint()`` if it has one; else :func:`gulpio_rs._fingerprint.digest` of the
-    adapter (the algorithm the built-in adapters' ``fingerprint()`` uses too); else, for
-    attributes that have no canonical form, a fresh random value:
+    adapter's attributes (the algorithm the built-in adapters' ``fingerprint()`` uses too)
+    without ``output_folder`` and with the spelling of input paths normalised (``videos/`` is
+    ``videos``); else, for attributes that have no canonical form, a fresh random value:
     such an adapter is never taken for a restart (it extends the dataset instead) and a warning
     says so.
     """
@@ -42,7 +44,20 @@ def _fingerprint(adapter) -> str:
     if callable(fp):
         return str(fp())
     try:
-        return digest(adapter)
+        state = getattr(adapter, "__dict__", None)
+        if state is None:
+            return digest(adapter)
+        cls = type(adapter)
+        return digest(
+            {
+                "adapter": f"{cls.__module__}.{cls.__qualname__}",
+                "state": {
+                    name: _spelled(name, value)
+                    for name, value in state.items()
+                    if name not in ("output_folder", "shm_dir_path")
+                },
+            }
+        )
     except NoCanonicalForm as e:
         warnings.warn(
             f"cannot fingerprint {type(adapter).__qualname__} ({e}); an interrupted ingest "
@@ -54,73 +69,157 @@ def _fingerprint(adapter) -> str:
         return "unresumable-" + uuid.uuid4().hex
 
 
-_SCALARS = (bool, int, float, str)
+def _spelled(name: str, value):
+    """A location attribute's value with its spelling normalised (``videos/`` and ``videos``,
+    ``./a//b`` and ``a/b`` are one place)."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if is_location(name) and isinstance(value, str) and value:
+        return os.path.normpath(value)
+    return value
+
+
+def data_digest(adapter) -> str | None:
+    """Identifies the input without the settings: a digest of the item ids in order, for
+    adapters that know them (``item_ids()``); None for the others."""
+    ids = item_ids(adapter)
+    return None if ids is None else digest(ids)
+
+
+def item_ids(adapter) -> list[str] | None:
+    """``adapter.item_ids()`` as strings, or None when the adapter cannot tell its ids
+    without producing the items (its ``len`` must agree, or it is ignored)."""
+    fn = getattr(adapter, "item_ids", None)
+    if not callable(fn):
+        return None
+    ids = [_id_str(i) for i in fn()]
+    return ids if len(ids) == len(adapter) else None
 
 
 def run_settings(adapter, **options) -> dict:
-    """What a run's output depends on besides the input, as JSON: the adapter's simple
-    attributes (numbers, strings, short lists of them) and the ingest's ``options``. Stored
-    in the run's plan so that a rerun with other settings is caught before any work."""
-    attrs = {}
-    for name, value in vars(adapter).items():
-        if name.startswith("_") or name in ("output_folder", "shm_dir_path"):
-            continue
-        if isinstance(value, os.PathLike):
-            value = os.fspath(value)
-        if value is None or isinstance(value, _SCALARS):
-            attrs[name] = value
-        elif (
-            isinstance(value, (list, tuple))
-            and len(value) <= 16
-            and all(v is None or isinstance(v, _SCALARS) for v in value)
-        ):
-            attrs[name] = list(value)
-    return {"adapter": attrs, **options}
+    """What a run's output depends on besides the input, as JSON: the adapter's settings
+    (:func:`gulpio_rs.adapters.base.settings_of`: numbers, strings, short lists of them, not
+    where the input or output is) and the ingest's ``options``. Stored in the run's plan so
+    that a rerun with other settings is caught before any work. ``inputs`` keeps the input
+    locations (normalised), which identify the input of adapters that cannot list their ids."""
+    inputs = {
+        name: _spelled(name, value)
+        for name, value in vars(adapter).items()
+        if is_location(name) and name not in ("output_folder",) and not name.startswith("_")
+    }
+    inputs = {k: v for k, v in inputs.items() if v is None or isinstance(v, str)}
+    return {"adapter": settings_of(adapter), "inputs": inputs, **options}
 
 
-def _is_input(name: str) -> bool:
-    """Attributes that say where the input is (``folder``, ``json_file``, ``root_folder``,
-    ...): a run with the same ones reads the same data."""
-    return name in ("folder", "path", "root", "input") or name.endswith(
-        ("_folder", "_file", "_path", "_dir", "_root")
-    )
+#: How settings are named in messages: a user's words, not attribute names.
+SETTING_WORDS = {
+    "frame_size": "frame size",
+    "img_size": "image size",
+    "frame_rate": "frame rate",
+    "max_frames": "frames per video at most",
+    "videos_per_chunk": "videos per chunk",
+    "quality": "JPEG quality",
+    "subsampling": "chroma subsampling",
+    "restart_rows": "restart markers",
+    "shuffle": "shuffle",
+    "seed": "shuffle seed",
+    "file_extensions": "file extensions",
+    "label_name": "label field",
+    "labels": "class folders",
+    "phase": "phase",
+    "remove_duplicate_ids": "remove duplicate ids",
+}
+
+#: Settings a plan leaves out when they have their default (plans written before they
+#: existed say nothing about them).
+_UNSTATED = {"restart_rows": False}
 
 
-def check_settings(folder: str, key: dict, settings: dict) -> None:
+def _shown(value) -> str:
+    if value is None:
+        return "not set"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_shown(v) for v in value)
+    return str(value)
+
+
+def describe_changes(before: dict, settings: dict) -> list[str]:
+    """``["frame size: 256 -> 128", ...]`` for each setting of ``settings`` that differs
+    from the plan's ``before``."""
+    pairs = [(n, before.get("adapter", {}).get(n), v) for n, v in settings["adapter"].items()]
+    pairs += [
+        (n, before.get(n, _UNSTATED.get(n)), v)
+        for n, v in settings.items()
+        if n not in ("adapter", "inputs")
+    ]
+    pairs += [(n, _UNSTATED[n], settings[n]) for n in _UNSTATED if n not in settings]
+    return [
+        f"{SETTING_WORDS.get(n, n.replace('_', ' '))}: {_shown(a)} -> {_shown(b)}"
+        for n, a, b in pairs
+        if _comparable(a) != _comparable(b)
+    ]
+
+
+def _comparable(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _same_input(old: dict, key: dict, settings: dict, data: str | None) -> bool:
+    """Whether the plan ``old`` was made over the input this run reads: the same ids in the
+    same order when both know them, else the same input locations and item count."""
+    if data is not None and old.get("data") is not None:
+        return old["data"] == data
+    if old.get("items") != key["items"]:
+        return False
+    before = old["settings"]
+    was = before.get("inputs")
+    if was is None:  # a plan from before locations were kept apart from settings
+        was = {k: _spelled(k, v) for k, v in before.get("adapter", {}).items() if is_location(k)}
+    now = settings.get("inputs", {})
+    return bool(now) and all(was.get(k) == v for k, v in now.items())
+
+
+def check_settings(folder: str, key: dict, settings: dict, data: str | None = None) -> None:
     """Raises :class:`SettingsChangedError` when ``folder`` holds a run of the same adapter
-    class over the same input (same input attributes and item count) whose settings differ:
-    rerunning it would decode everything again only to skip every video as already present."""
+    class over the same input (see :func:`_same_input`) whose settings differ: rerunning it
+    would decode everything again only to skip every video as already present, or mix two
+    encodings in one dataset. The message names each setting that differs, in words."""
     for old in _plans(folder):
         before = old.get("settings")
         if not before or old.get("adapter") != key["adapter"]:
             continue
         same_run = all(old.get(k) == v for k, v in key.items())
-        if not same_run:
-            inputs = [k for k in settings["adapter"] if _is_input(k)]
-            if not inputs or old.get("items") != key["items"]:
-                continue
-            if any(before["adapter"].get(k) != settings["adapter"][k] for k in inputs):
-                continue
-        changed = [
-            (name, before["adapter"].get(name), value)
-            for name, value in settings["adapter"].items()
-            if before["adapter"].get(name) != value
-        ] + [
-            (name, before.get(name), value)
-            for name, value in settings.items()
-            if name != "adapter" and before.get(name) != value
-        ]
-        if not changed and same_run:
+        if not (same_run or _same_input(old, key, settings, data)):
             continue
+        changed = describe_changes(before, settings)
         if not changed:
-            changed = [("adapter content", "", "changed")]
-        what = "; ".join(f"{name}: {a!r} -> {b!r}" for name, a, b in changed)
+            continue  # the same settings: resumed, or a new run that skips what is stored
         raise SettingsChangedError(
             f"{folder} already holds a run of {key['adapter'].rsplit('.', 1)[-1]} over the same "
-            f"input with other settings ({what}). Rerun with that run's settings to resume or "
-            "finish it, or write into a new output directory (or delete this one) to gulp the "
-            "input again with the new settings."
+            f"input with other settings ({'; '.join(changed)}). Rerun with that run's settings "
+            "to resume or finish it, or write into a new output directory (or delete this one) "
+            "to gulp the input again with the new settings."
         )
+
+
+def stored_ids(folder: str) -> dict[str, tuple[int, str]]:
+    """Every id the dataset in ``folder`` holds -> (chunk number, data file name); empty for
+    a folder without chunks."""
+    from ..directory import GulpDirectory
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an empty or damaged folder: nothing stored there
+        gd = GulpDirectory(folder)
+    try:
+        out = {}
+        for pos, (number, data, *_rest) in enumerate(gd.chunk_table()):
+            for id_ in gd._chunk(pos).ids():
+                out[id_] = (number, os.path.basename(data))
+        return out
+    finally:
+        gd.close()
 
 
 def _chunk_numbers(folder: str) -> list[int]:
@@ -149,34 +248,56 @@ def _plans(folder: str) -> list[dict]:
 def _plan(
     folder: str,
     key: dict,
-    num_slices: int,
+    num_slices: int | None = None,
     settings: dict | None = None,
     taken: list[int] = (),
+    extra: dict | None = None,
 ) -> dict:
     """The run's plan: created by whichever shard gets there first, read by the others.
-    ``taken``: chunk numbers in use elsewhere (a remote dataset this folder stages for)."""
-    run_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    state = os.path.join(folder, STATE_DIR)
-    os.makedirs(state, exist_ok=True)
-    path = os.path.join(state, f"run-{run_id}.json")
+    ``taken``: chunk numbers in use elsewhere (a remote dataset this folder stages for).
+    ``extra``: more fields for a new plan (``todo``, ``num_slices``, ``data``, ...).
+    ``num_slices``, when given, must match the plan's."""
+    path = plan_path(folder, key)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with RunLock(folder):
         if not os.path.exists(path):
-            _create_plan(folder, path, run_id, key, num_slices, settings, taken)
+            fields = dict(extra or {})
+            if num_slices is not None:
+                fields["num_slices"] = num_slices
+            _create_plan(folder, path, key, fields, settings, taken)
     with open(path) as f:
         plan = json.load(f)
-    if plan.get("num_slices") != num_slices:
+    if num_slices is not None and plan.get("num_slices") != num_slices:
         raise IngestError(
             f"{path}: the plan is for {plan.get('num_slices')} chunks, not {num_slices}"
         )
     return plan
 
 
+def plan_path(folder: str, key: dict) -> str:
+    """Where the plan of the run ``key`` is (whether or not it exists yet)."""
+    run_id = _run_id(key)
+    return os.path.join(folder, STATE_DIR, f"run-{run_id}.json")
+
+
+def _run_id(key: dict) -> str:
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def existing_plan(folder: str, key: dict) -> dict | None:
+    """The plan of the run ``key`` if an earlier attempt (or another shard) made it."""
+    try:
+        with open(plan_path(folder, key)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
 def _create_plan(
     folder: str,
     path: str,
-    run_id: str,
     key: dict,
-    num_slices: int,
+    fields: dict,
     settings: dict | None,
     taken_elsewhere: list[int] = (),
 ) -> None:
@@ -184,16 +305,38 @@ def _create_plan(
     plans (and ``link`` keeps it exclusive where ``flock`` is not shared across machines)."""
     taken = _chunk_numbers(folder) + list(taken_elsewhere)
     for p in _plans(folder):
-        taken.append(p["first_chunk"] + p["num_slices"] - 1)
+        if p.get("num_slices"):
+            taken.append(p["first_chunk"] + p["num_slices"] - 1)
     plan = {
-        "run": run_id,
+        "run": _run_id(key),
         "first_chunk": max(taken) + 1 if taken else 0,
-        "num_slices": num_slices,
+        **fields,
         **key,
     }
     if settings is not None:
         plan["settings"] = settings
     write_json_atomically(path, plan, exclusive=True, indent=1, sort_keys=True)
+
+
+def to_ranges(positions: list[int]) -> list[list[int]]:
+    """``[[start, stop], ...]``: ``positions`` (ascending) as runs, compact in a plan file."""
+    runs: list[list[int]] = []
+    for p in positions:
+        if runs and runs[-1][1] == p:
+            runs[-1][1] = p + 1
+        else:
+            runs.append([p, p + 1])
+    return runs
+
+
+def from_ranges(runs) -> list[int]:
+    """The positions of :func:`to_ranges`' runs."""
+    return [p for start, stop in runs for p in range(start, stop)]
+
+
+def as_slices(positions: list[int]) -> list[slice]:
+    """Ascending ``positions`` as the fewest slices (what ``iter_data`` takes)."""
+    return [slice(start, stop) for start, stop in to_ranges(positions)]
 
 
 def _chunk_done(folder: str, number: int) -> ChunkResult | None:
@@ -219,6 +362,10 @@ def _chunk_done(folder: str, number: int) -> ChunkResult | None:
     if problem or not native.indexed:
         return None  # published but not indexed: a crash inside the publication
     videos = len(native.ids())
+    if r is not None and r.videos > videos:
+        # The chunk lost videos since it was written (`gulpio repair --apply` rewrote it
+        # without its damaged ones): write it again, so the dataset gets them back.
+        return None
     if r is None or r.videos != videos:
         # No record (older writer) or one from another attempt: count from the chunk itself.
         r = ChunkResult(chunk=number, videos=videos)

@@ -3,7 +3,8 @@ a staging folder on this machine (with its restart and failure semantics), and e
 publishes is uploaded while the next ones are encoded, data and index first and the ``.gmeta``
 last (the commit point, docs/FORMAT.md §4a). A rerun after a crash resumes the local part
 from the staging folder and skips chunks whose ``.gmeta`` is already uploaded with the same
-bytes."""
+bytes. After a complete upload the staging folder is removed: a later run learns what the
+remote dataset holds from the remote itself."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import copy
 import hashlib
 import os
 import queue
+import re
 import threading
 import warnings
 
@@ -21,6 +23,16 @@ from .report import IngestError, IngestReport
 #: Files beside the chunks that are uploaded too (written by the adapters into the staging
 #: folder when the command line runs them).
 SIDECARS = ("label2idx.json",)
+
+
+_URL_TYPO = re.compile(r"(?i)^(s3|gs|gcs|az|abfss?|azure|https?)(?::/?|//)(?!/)(.+)$")
+
+
+def url_like(path) -> str | None:
+    """The dataset URL a local path was probably meant to be (``s3//bucket/x``, ``s3:/bucket/x``
+    and ``s3:bucket/x`` all mean ``s3://bucket/x``), or None for an ordinary path."""
+    m = _URL_TYPO.match(os.fsdecode(path))
+    return f"{m.group(1).lower()}://{m.group(2)}" if m else None
 
 
 def staging_folder(url: str, given: str | None = None) -> str:
@@ -37,10 +49,15 @@ def staging_folder(url: str, given: str | None = None) -> str:
 
 
 def ingest_remote(ingestor, url: str) -> IngestReport:
-    """Runs ``ingestor`` into the staging folder, then uploads its chunks to ``url``."""
+    """Runs ``ingestor`` into the staging folder, then uploads its chunks to ``url``; removes
+    the staging folder once everything is uploaded (it is kept after a failure or Ctrl-C, so
+    a rerun resumes from it)."""
     from ..directory import GulpDirectory
 
-    staging = staging_folder(url, getattr(ingestor, "staging_dir", None))
+    given = getattr(ingestor, "staging_dir", None)
+    staging = staging_folder(url, given)
+    # Ours to remove afterwards: the default folder, or a given one this call creates.
+    ours = given is None or not os.path.exists(staging)
     os.makedirs(staging, exist_ok=True)
     # The remote dataset is opened first: bad credentials or a missing bucket fail before any
     # video is decoded.
@@ -58,6 +75,10 @@ def ingest_remote(ingestor, url: str) -> IngestReport:
     local = copy.copy(ingestor)
     local.output_folder = staging
     local._report_class = _StreamingReport
+    # What the remote dataset holds: its ids are skipped before decoding and its chunk
+    # numbers are not reused, also once the staging folder of an earlier run is gone.
+    local._stored_elsewhere = remote_ids(remote)
+    local._taken_elsewhere = sorted({n for n, _ in local._stored_elsewhere.values()})
     try:
         report = local()
     finally:
@@ -67,7 +88,58 @@ def ingest_remote(ingestor, url: str) -> IngestReport:
     # Chunks the uploader did not get to (none unless an earlier attempt left some) and the
     # sidecar files.
     upload_staged(remote, staging, skip=uploader.uploaded)
+    remove_staging(staging, whole=ours)
     return report
+
+
+def remote_ids(remote) -> dict[str, tuple[int, str]]:
+    """Every id a remote dataset holds -> (chunk number, data file name)."""
+    out = {}
+    for pos, (number, data, *_rest) in enumerate(remote.chunk_table()):
+        for id_ in remote._chunk(pos).ids():
+            out[id_] = (number, data.rsplit("/", 1)[-1])
+    return out
+
+
+def remove_staging(staging: str, whole: bool) -> None:
+    """Removes the staging copy after a complete upload: the whole folder when it is ours,
+    else only what an ingest writes into it (chunks, temporaries, the run state, sidecars)."""
+    import shutil
+
+    from .._names import temporary_of
+    from .locks import STATE_DIR
+
+    if whole:
+        shutil.rmtree(staging, ignore_errors=True)
+        return
+    for name in os.listdir(staging):
+        path = os.path.join(staging, name)
+        if name == STATE_DIR and os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif chunk_number(name) is not None or temporary_of(name) or name in SIDECARS:
+            if os.path.isfile(path) or os.path.islink(path):
+                os.unlink(path)
+
+
+def fetch_sidecars(url: str, staging: str, storage_options=None) -> None:
+    """Copies the remote dataset's sidecar files (``label2idx.json``) into ``staging`` when
+    it has none, so that an adapter extending the dataset keeps its label indices."""
+    from ..directory import GulpDirectory
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BrokenChunkWarning)
+        warnings.simplefilter("ignore", EmptyDirectoryWarning)
+        remote = GulpDirectory(url, storage_options=storage_options)
+    handle = remote._handle()
+    for name in SIDECARS:
+        path = os.path.join(staging, name)
+        if os.path.exists(path):
+            continue
+        there = handle.read_file(name)
+        if there is not None:
+            os.makedirs(staging, exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(there)
 
 
 class _Uploader:
@@ -93,7 +165,8 @@ class _Uploader:
     def raise_if_failed(self) -> None:
         if self.error is not None:
             raise IngestError(
-                f"{self.remote.output_dir}: uploading a chunk failed: {self.error}"
+                f"{self.remote.output_dir}: uploading a chunk failed: {self.error} (the staged "
+                f"chunks stay in {self.staging}; rerun the same ingest to resume)"
             ) from self.error
 
     def _run(self) -> None:
@@ -151,4 +224,11 @@ def upload_staged(remote, staging: str, skip: set[int] = frozenset()) -> int:
     return uploaded
 
 
-__all__ = ["ingest_remote", "staging_folder", "upload_staged"]
+__all__ = [
+    "url_like",
+    "fetch_sidecars",
+    "ingest_remote",
+    "remove_staging",
+    "staging_folder",
+    "upload_staged",
+]

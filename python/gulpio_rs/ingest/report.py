@@ -24,6 +24,19 @@ class SettingsChangedError(IngestError):
     setting that differs and how to proceed."""
 
 
+class IngestInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) stopped :class:`GulpIngestor`: a ``KeyboardInterrupt`` raised once
+    the workers have stopped, with the :class:`IngestReport` of what was finished
+    (``report``). Nothing half-written is visible; rerunning the same ingest resumes."""
+
+    def __init__(self, report: IngestReport):
+        super().__init__(
+            f"ingest interrupted after {report.chunks_written} new chunks; rerun the same "
+            "ingest to resume"
+        )
+        self.report = report
+
+
 class IngestWarning(GulpWarning):
     """Some videos were skipped; the report lists them."""
 
@@ -38,6 +51,9 @@ class ChunkResult:
     bytes: int = 0
     failures: list[tuple[str, str]] = field(default_factory=list)
     resumed: bool = False
+    #: Videos of the slice not written because the dataset already holds their ids (in a
+    #: chunk outside this run): an extension or rerun over a superset, not a failure.
+    already_stored: int = 0
     #: False when every video of the chunk was skipped: nothing was published under its
     #: number (an empty chunk would only be noise for readers and tools).
     published: bool = True
@@ -58,12 +74,18 @@ class IngestReport:
     seconds: float = 0.0
     #: Frames written by this call (``frames`` also counts chunks finished earlier).
     frames_written: int = 0
+    #: Items of the adapter not written because the dataset already held their ids when
+    #: the run started or when their chunk was written (not failures: exit status 0).
+    already_stored: int = 0
+    #: How the run ended early, if it did (``"interrupted"``); ``None`` when it finished.
+    stopped: str | None = None
 
     def add(self, r: ChunkResult) -> None:
         self.videos += r.videos
         self.frames += r.frames
         self.bytes += r.bytes
         self.failures.extend(r.failures)
+        self.already_stored += r.already_stored
         if not r.published:
             return
         if r.resumed:
@@ -88,6 +110,11 @@ class IngestReport:
             f"{self.chunks_written} new chunks ({self.chunks_resumed} already done) "
             f"in {self.seconds:.1f} s{rate} -> {self.output_folder}"
         ]
+        if self.already_stored:
+            lines.append(
+                f"{self.already_stored:,} videos were already in the dataset and were not "
+                "written again"
+            )
         if self.failures:
             lines.append(f"{len(self.failures)} videos skipped:")
             lines += [f"  {id_}: {reason}" for id_, reason in self.failures]

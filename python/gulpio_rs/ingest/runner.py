@@ -12,55 +12,69 @@ from dataclasses import asdict
 
 from .. import _native
 from .._atomic import write_json_atomically
+from .._fingerprint import digest
 from .._frames import EncodeOptions, FrameEncoder
-from .._names import chunk_number, chunk_paths
+from .._names import chunk_paths
 from .._reading import _usable_cores
 from ..chunk import GulpChunk
-from ..directory import GulpDirectory
-from ..errors import GulpError
+from ..errors import GulpError, GulpWarning
 from .locks import STATE_DIR, RunLock
 from .plan import (
     _chunk_done,
     _fingerprint,
     _plan,
     _remove_dead_temporaries,
-    calculate_chunk_slices,
+    as_slices,
     check_settings,
+    existing_plan,
+    from_ranges,
+    item_ids,
+    plan_path,
     run_settings,
+    stored_ids,
+    to_ranges,
 )
-from .report import ChunkResult, IngestError, IngestReport, IngestWarning, NothingToIngestError
+from .remote import url_like
+from .report import (
+    ChunkResult,
+    IngestError,
+    IngestInterrupted,
+    IngestReport,
+    IngestWarning,
+    NothingToIngestError,
+)
 from .write import write_chunk
 
 
 class _Worker:
     """Per-process state: the adapter (unpickled once, not once per chunk), an encoder with
-    its threads, and the ids already in the dataset outside this run's chunks."""
+    its threads, and the ids already in the dataset outside this run's chunks (``stored``:
+    id -> data file name)."""
 
-    def __init__(self, adapter, folder, options, strict, run_range, events):
+    def __init__(self, adapter, folder, options, strict, run_range, stored, events):
         self.adapter = adapter
         self.folder = folder
         self.encoder = FrameEncoder(options)
         self.strict = strict
         self.run_range = run_range
+        self.stored = stored
         self.events = events
-        self._existing: dict[str, str] | None = None
+        self._ids: list[str] | None | bool = False
         self._published: dict[int, list[str]] = {}
 
     def existing(self, id_: str) -> str | None:
-        if self._existing is None:
-            self._existing = {}
-            first, end = self.run_range
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                gd = GulpDirectory(self.folder)
-                for chunk in gd.chunks():
-                    n = chunk_number(os.fsdecode(chunk.data_file_path), "data")
-                    if n is not None and first <= n < end:
-                        continue
-                    for k in chunk.keys():
-                        self._existing[k] = os.path.basename(chunk.data_file_path)
-                gd.close()
-        return self._existing.get(id_)
+        return self.stored.get(id_)
+
+    def _skip_stored(self, parts: list[slice]) -> tuple[list[slice], int]:
+        """``parts`` without the items whose ids the dataset already holds, decided from the
+        adapter's ``item_ids()`` before any frame is produced; and how many were left out."""
+        if self._ids is False:
+            self._ids = item_ids(self.adapter)
+        if self._ids is None or not self.stored:
+            return parts, 0
+        keep = [p for s in parts for p in range(s.start, s.stop) if self._ids[p] not in self.stored]
+        total = sum(s.stop - s.start for s in parts)
+        return as_slices(keep), total - len(keep)
 
     def _run_ids(self, number: int) -> dict[str, int]:
         """Ids of this run's other published chunks (cached: a published chunk of a run in
@@ -86,8 +100,10 @@ class _Worker:
                 out[id_] = n
         return out
 
-    def run(self, number: int, input_slice: slice) -> ChunkResult:
+    def run(self, number: int, input_slice: slice | list[slice]) -> ChunkResult:
         data, meta = chunk_paths(self.folder, number)
+        parts = input_slice if isinstance(input_slice, list) else [input_slice]
+        parts, already = self._skip_stored(parts)
         record = os.path.join(self.folder, STATE_DIR, f"chunk-{number}.json")
         events = self.events
         excluded: dict[str, str] = {}
@@ -95,9 +111,6 @@ class _Worker:
         def progress(videos: int, frames: int) -> None:
             if events is not None:
                 events.put((videos, frames))
-
-        def existing(id_: str) -> str | None:
-            return excluded.get(id_) or self.existing(id_)
 
         lock = RunLock(self.folder)
 
@@ -115,19 +128,23 @@ class _Worker:
             # published, and then it carries the failures the chunk itself cannot.
             write_json_atomically(record, asdict(result), indent=1, sort_keys=True)
 
+        if already:
+            progress(already, 0)
         while True:
             try:
                 result = write_chunk(
                     self.adapter,
                     GulpChunk(data, meta),
-                    input_slice,
+                    parts,
                     encoder=self.encoder,
                     number=number,
                     strict=self.strict,
-                    existing_ids=existing,
+                    existing_ids=self.existing,
+                    refused_ids=excluded.get,
                     progress=progress,
                     before_publish=before_publish,
                     publish_empty=False,
+                    already_stored=already,
                 )
                 if not result.published:
                     # Every video was skipped: nothing is published, and the record says the
@@ -156,6 +173,11 @@ _WORKER: _Worker | None = None
 
 def _init_worker(*args) -> None:
     global _WORKER
+    import signal
+
+    # Ctrl-C in a terminal reaches every process of the group: the parent stops the workers
+    # (and reports once); a worker must not print its own KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
     _WORKER = _Worker(*args)
 
@@ -290,8 +312,16 @@ class GulpIngestor:
             return ingest_remote(self, os.fsdecode(self.output_folder))
         t0 = time.perf_counter()
         folder = os.fsdecode(self.output_folder)
+        if not self._stored_elsewhere and (url := url_like(folder)) is not None:
+            warnings.warn(
+                f"{folder!r} looks like a dataset URL with a typo (did you mean {url}?); "
+                f"writing to the local folder {os.path.abspath(folder)}",
+                GulpWarning,
+                stacklevel=2,
+            )
         os.makedirs(folder, exist_ok=True)
-        slices = calculate_chunk_slices(self.videos_per_chunk, len(self.adapter))
+        ids = item_ids(self.adapter)
+        data = None if ids is None else digest(ids)
         key = {
             "adapter": f"{type(self.adapter).__module__}.{type(self.adapter).__qualname__}",
             "fingerprint": _fingerprint(self.adapter),
@@ -308,38 +338,82 @@ class GulpIngestor:
             subsampling=self.options.subsampling,
             **extra,
         )
-        check_settings(folder, key, settings)
-        plan = _plan(folder, key, len(slices), settings)
-        first = plan["first_chunk"]
-
+        check_settings(folder, key, settings, data)
+        stored = self._stored(folder)
         report = self._report_class(output_folder=folder)
+        plan = existing_plan(folder, key)
+        if plan is None:
+            # Ids the dataset already holds are left out of a new run before anything is
+            # decoded (an extension with a superset of the input, a rerun after the output was
+            # moved): the plan lists the positions to write, so every shard agrees on them.
+            todo = list(range(len(self.adapter)))
+            if ids is not None:
+                todo = [p for p, id_ in enumerate(ids) if id_ not in stored]
+            if not todo:
+                report.already_stored = len(self.adapter)
+                report.seconds = time.perf_counter() - t0
+                return report
+            plan = _plan(
+                folder,
+                key,
+                settings=settings,
+                taken=self._taken_elsewhere,
+                extra={
+                    "todo": to_ranges(todo),
+                    "num_slices": -(-len(todo) // self.videos_per_chunk),
+                    "already_stored": len(self.adapter) - len(todo),
+                    "data": data,
+                },
+            )
+        positions = from_ranges(plan["todo"]) if "todo" in plan else list(range(len(self.adapter)))
+        slices = [
+            as_slices(positions[i : i + self.videos_per_chunk])
+            for i in range(0, len(positions), self.videos_per_chunk)
+        ]
+        if plan.get("num_slices") != len(slices):
+            raise IngestError(
+                f"{plan_path(folder, key)}: the plan is for {plan.get('num_slices')} chunks, "
+                f"not {len(slices)}"
+            )
+        first = plan["first_chunk"]
+        end = first + len(slices)
+        report.already_stored = plan.get("already_stored", 0)
+        outside = {id_: name for id_, (n, name) in stored.items() if not first <= n < end}
+
         todo = []
-        for i, s in enumerate(slices):
+        for i, parts in enumerate(slices):
             if i % self.num_shards != self.shard_index:
                 continue
             done = _chunk_done(folder, first + i)
             if done is not None:
                 report.add(done)
             else:
-                todo.append((first + i, s))
+                todo.append((first + i, parts))
 
         _remove_dead_temporaries(folder, {n for n, _ in todo})
-        total = sum(s.stop - s.start for _, s in todo)
-        with _Progress(total, self.progress) as bar:
-            args = (self.adapter, folder, self.options, self.strict, (first, first + len(slices)))
-            if self.executor == "ray":
-                from ..ray._ingest import run_chunks
+        total = sum(s.stop - s.start for _, parts in todo for s in parts)
+        try:
+            with _Progress(total, self.progress) as bar:
+                args = (self.adapter, folder, self.options, self.strict, (first, end), outside)
+                if self.executor == "ray":
+                    from ..ray._ingest import run_chunks
 
-                run_chunks(_Worker, args, plan["run"], todo, report, bar, self.ray_address)
-            elif self.num_workers == 1:
-                worker = _Worker(*args, _Callback(bar.update))
-                try:
-                    for number, s in todo:
-                        report.add(worker.run(number, s))
-                finally:
-                    worker.encoder.close()
-            else:
-                self._run_pool(args, todo, report, bar)
+                    run_chunks(_Worker, args, plan["run"], todo, report, bar, self.ray_address)
+                elif self.num_workers == 1:
+                    worker = _Worker(*args, _Callback(bar.update))
+                    try:
+                        for number, parts in todo:
+                            report.add(worker.run(number, parts))
+                    finally:
+                        worker.encoder.close()
+                else:
+                    self._run_pool(args, todo, report, bar)
+        except KeyboardInterrupt:
+            # The workers are stopped (see _run_pool) and no chunk is half published: a rerun
+            # of the same ingest resumes. The report says how far this one got.
+            report.seconds = time.perf_counter() - t0
+            report.stopped = "interrupted"
+            raise IngestInterrupted(report) from None
         report.seconds = time.perf_counter() - t0
         if report.failures:
             warnings.warn(
@@ -351,6 +425,17 @@ class GulpIngestor:
             )
         return report
 
+    #: Chunk numbers in use outside the output folder (a remote dataset it stages for).
+    _taken_elsewhere: list[int] = []
+    #: Ids stored outside the output folder (id -> (chunk number, data file name)).
+    _stored_elsewhere: dict[str, tuple[int, str]] = {}
+
+    def _stored(self, folder: str) -> dict[str, tuple[int, str]]:
+        """Every id the dataset holds -> (chunk number, data file name)."""
+        out = dict(self._stored_elsewhere)
+        out.update(stored_ids(folder))
+        return out
+
     def _run_pool(self, args, todo, report: IngestReport, bar) -> None:
         import multiprocessing
 
@@ -358,24 +443,49 @@ class GulpIngestor:
         # Progress events cost a pipe write per video (3% of a worker's time, profiled): only
         # when a bar shows them.
         events = ctx.Queue() if bar.bar is not None else None
-        with ProcessPoolExecutor(
+        ex = ProcessPoolExecutor(
             max_workers=self.num_workers,
             mp_context=ctx,
             initializer=_init_worker,
             initargs=(*args, events),
-        ) as ex:
+        )
+        pending = set()
+        try:
             pending = {ex.submit(_run_in_worker, n, s) for n, s in todo}
-            try:
-                while pending:
-                    done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                    _drain(events, bar)
-                    for fut in done:
-                        report.add(fut.result())
+            while pending:
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 _drain(events, bar)
-            except BaseException:
-                for fut in pending:
-                    fut.cancel()
-                raise
+                for fut in done:
+                    report.add(fut.result())
+            _drain(events, bar)
+        except BaseException:
+            for fut in pending:
+                fut.cancel()
+            # A worker must not go on writing once this call has given up (Ctrl-C, an error
+            # in another chunk): stop them now. A chunk in progress is left as temporaries,
+            # which no reader trusts and the next run removes; a finished one is published
+            # whole (the writer's renames), so nothing half-written is ever visible.
+            _stop_workers(ex)
+            raise
+        finally:
+            ex.shutdown(wait=True, cancel_futures=True)
+            if events is not None:
+                events.close()
+                events.cancel_join_thread()
+
+
+def _stop_workers(ex: ProcessPoolExecutor) -> None:
+    """Terminates the pool's worker processes and waits for them (they ignore SIGINT, see
+    :func:`_init_worker`, so a Ctrl-C reaches only this process's handling)."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(5)
+        if p.is_alive():
+            p.kill()
+            p.join()
 
 
 class _Callback:

@@ -36,26 +36,32 @@ class _Discard(Exception):
 def write_chunk(
     adapter,
     output_chunk: GulpChunk,
-    input_slice: slice,
+    input_slice: slice | list[slice],
     *,
     encoder: FrameEncoder,
     number: int = -1,
     strict: bool = False,
     existing_ids: Callable[[str], str | None] | None = None,
+    refused_ids: Callable[[str], str | None] | None = None,
     progress: Callable[[int, int], None] | None = None,
     before_publish: Callable[[ChunkResult, set[str]], None] | None = None,
     publish_empty: bool = True,
+    already_stored: int = 0,
 ) -> ChunkResult:
-    """Writes the videos of ``adapter.iter_data(input_slice)`` into ``output_chunk`` and
-    publishes it atomically. A video that cannot be written (an adapter ``'error'``, no frames,
-    a frame that does not decode, a duplicate id) is skipped and reported, or raises
-    :class:`IngestError` under ``strict``, in which case nothing of the chunk is published.
+    """Writes the videos of ``adapter.iter_data(input_slice)`` (of each slice in turn, for a
+    list) into ``output_chunk`` and publishes it atomically. A video that cannot be written (an
+    adapter ``'error'``, no frames, a frame that does not decode, a duplicate id) is skipped
+    and reported, or raises :class:`IngestError` under ``strict``, in which case nothing of the
+    chunk is published. A video whose id ``existing_ids`` knows is already stored: skipped and
+    counted (``already_stored``), not a failure; one ``refused_ids`` gives a reason for is
+    skipped as a failure with that reason.
     ``before_publish(result, ids)`` runs after the last append, before publication; if it
     raises, nothing is published. With ``publish_empty=False`` a chunk whose videos were all
     skipped is not published at all (``result.published`` is False); gulpio2's
-    ``ChunkWriter`` keeps its behaviour and publishes it.
+    ``ChunkWriter`` keeps its behaviour and publishes it. ``already_stored``: items of the
+    slice the caller left out because the dataset holds them (counted in the result).
     """
-    result = ChunkResult(chunk=number)
+    result = ChunkResult(chunk=number, already_stored=already_stored)
     seen: set[str] = set()
     own_append = type(output_chunk).append is GulpChunk.append
     # With more than one encoder thread, one video is encoded (on those threads, without the
@@ -94,17 +100,22 @@ def write_chunk(
     try:
         with output_chunk.open("wb"), ThreadPoolExecutor(1, "gulpio-ingest") as ahead:
             # (The executor starts no thread until the first submit.)
-            for video in adapter.iter_data(input_slice):
+            for video in _videos(adapter, input_slice):
                 id_ = _id_str(video.get("id"))
                 if pending is not None and pending[1] == id_:
                     settle()  # whether this id is a duplicate depends on how that one ends
                 failure = None
+                if existing_ids is not None and existing_ids(id_) is not None:
+                    result.already_stored += 1
+                    if progress is not None:
+                        progress(1, 0)
+                    continue
                 if video.get("error"):
                     failure = str(video["error"])
+                elif refused_ids is not None and (reason := refused_ids(id_)) is not None:
+                    failure = reason
                 elif id_ in seen:
                     failure = "duplicate id in this chunk"
-                elif existing_ids is not None and (where := existing_ids(id_)) is not None:
-                    failure = f"id already in the dataset ({where})"
                 elif video.get("frames") is None or len(video["frames"]) == 0:
                     failure = "no frames"
                 if failure is not None:
@@ -130,6 +141,14 @@ def write_chunk(
     except _Discard:
         pass
     return result
+
+
+def _videos(adapter, input_slice):
+    if isinstance(input_slice, list):
+        for part in input_slice:
+            yield from adapter.iter_data(part)
+    else:
+        yield from adapter.iter_data(input_slice)
 
 
 class ChunkWriter:
