@@ -18,6 +18,14 @@ TARGETS=("$@")
 # toolchain accepts them with RUSTC_BOOTSTRAP=1, so no nightly toolchain is needed.
 export RUSTC_BOOTSTRAP=1
 
+# libfuzzer-sys compiles libFuzzer's C++ sources: without a C++ compiler the build fails deep
+# in a build script, so say it first.
+if ! command -v "${CXX:-c++}" >/dev/null && ! command -v g++ >/dev/null \
+    && ! command -v clang++ >/dev/null; then
+    echo "fuzz/smoke.sh: cargo-fuzz needs a C++ compiler (g++ or clang++; apt-get install g++)" >&2
+    exit 1
+fi
+
 if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "== installing cargo-fuzz"
     cargo install cargo-fuzz --locked --quiet

@@ -41,10 +41,11 @@ def _decoder_note(because: str | None = None) -> str | None:
     why = f" ({because})" if because else ""
     return (
         f"this gulpio-rs build decodes JPEG with zune-jpeg{why}, about 20% slower than "
-        "libjpeg-turbo. For libjpeg-turbo install the release wheel (.ci/build-wheel makes it), "
-        "or install nasm (e.g. apt-get install nasm) and reinstall from the source checkout: "
-        "pip install --force-reinstall --no-deps . (GULPIO_JPEG_BACKEND=zune keeps zune-jpeg "
-        "and this quiet)"
+        "libjpeg-turbo. For libjpeg-turbo, install a gulpio-rs release wheel (pip install "
+        "gulpio_rs-*.whl), or install nasm (apt-get install nasm) and reinstall from the "
+        "source checkout: pip install --force-reinstall --no-deps . (said once per "
+        "installation; `gulpio demo` repeats it; GULPIO_JPEG_BACKEND=zune at install time "
+        "keeps zune-jpeg and this quiet)"
     )
 
 
@@ -61,7 +62,33 @@ def _zune_fallback_reason() -> str | None:
     return info.get("zune_jpeg_because") if isinstance(info, dict) else None
 
 
-if (_because := _zune_fallback_reason()) is not None:
+def _first_notice(because: str, folder: str | None = None) -> bool:
+    """True the first time this installation tells about its zune-jpeg fallback: a marker
+    file beside the package's modules records it (per installation, not per import: the
+    warning on every command was noise). False when the marker exists or cannot be written
+    (a read-only installation: `gulpio demo` still says it)."""
+    import os
+
+    path = os.path.join(folder or os.path.dirname(__file__), "_zune_notice")
+    stamp = f"{__version__}: {because}\n"
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f.read() == stamp:
+                return False
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError):
+        return False
+    try:
+        # Another build's marker (a reinstall leaves files pip did not install) is replaced.
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(stamp)
+    except OSError:
+        return False
+    return True
+
+
+if (_because := _zune_fallback_reason()) is not None and _first_notice(_because):
     import warnings
 
     warnings.warn(_decoder_note(_because), GulpWarning, stacklevel=1)

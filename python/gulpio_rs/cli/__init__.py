@@ -2,7 +2,7 @@
 and ``run(args) -> int``.
 
 Expected problems (missing directory, not a gulp directory, damaged data) are one line on
-stderr and exit code 1, never a traceback.
+stderr and exit code 1, never a traceback; Ctrl-C is one line and exit code 130.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
+    except KeyboardInterrupt:
+        print(f"gulpio {args.command}: interrupted", file=sys.stderr)
+        return ingest.EXIT_INTERRUPTED
     except demo.DemoOutputError as e:
         print(f"gulpio {args.command}: error: {e}", file=sys.stderr)
         return 2

@@ -31,6 +31,11 @@ def open_directory(directory: str, *, quiet: bool = False):
     from ..directory import GulpDirectory
 
     if not is_url(directory) and not os.path.isdir(directory):
+        if os.path.isfile(directory):
+            raise GulpError(
+                f"{directory}: is a file; give the dataset's folder (the one holding the "
+                f"data_*.gulp and meta_*.gmeta files): {os.path.dirname(directory) or '.'}"
+            )
         raise GulpError(f"{directory}: no such directory")
     with warnings.catch_warnings():
         if quiet:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import time
 from importlib import resources
@@ -22,6 +23,8 @@ EPILOG = """examples:
 #: rerun may replace it, and nothing else is ever deleted).
 DEFAULT_OUTPUT = "gulpio-demo"
 MARKER = ".gulpio-demo"
+#: The marker's line for a folder the demo created (and so may suggest removing whole).
+CREATED = "folder created by gulpio demo"
 
 
 def add_parser(sub) -> None:
@@ -50,17 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if not os.path.exists(clips_json):
         raise GulpError(f"the built-in sample is missing from the installation: {clips_json}")
     out = args.output or DEFAULT_OUTPUT
-    if args.output is None and os.path.isdir(out):
-        if not os.path.exists(os.path.join(out, MARKER)):
-            raise DemoOutputError(
-                f"./{out} exists and is not a demo output; move it away or pass --output DIR"
-            )
-        shutil.rmtree(out)  # the previous demo's output, as the marker says
-    os.makedirs(out, exist_ok=True)
-    if any(n.endswith((".gulp", ".gmeta")) for n in os.listdir(out)):
-        raise GulpError(f"{out} already holds a gulp dataset; give an empty directory")
-    with open(os.path.join(out, MARKER), "w") as f:
-        f.write("written by `gulpio demo`; the next `gulpio demo` replaces this folder\n")
+    _prepare(out, given=args.output is not None)
     print(f"gulpio-rs {__version__} demo: Big Buck Bunny clips (CC BY 3.0, Blender Foundation)")
     print(f"  sample:  {sample}")
     print(f"  output:  {out}")
@@ -106,9 +99,50 @@ def run(args: argparse.Namespace) -> int:
     note = _decoder_note(_zune_fallback_reason())
     print(f"decoder: {JPEG_BACKEND}" + (f"; note: {note}" if note else ""))
     shown = os.path.abspath(out)
-    print(f"the dataset and contact sheet are in {shown}; remove them with: rm -rf {shown}")
+    print(f"the dataset and contact sheet are in {shown}; remove them with: {_removal(out)}")
     return 0
 
 
+def _prepare(out: str, given: bool) -> None:
+    """Makes ``out`` ready for the demo: created, or an empty folder, or the output of an
+    earlier demo (whose files are removed). Anything else is refused: the demo never writes
+    beside, or deletes, files it did not make. The marker file records whether the demo
+    created the folder (now or the earlier demo)."""
+    where = out if given else f"./{out}"
+    if os.path.isdir(out) and os.listdir(out):
+        marker = os.path.join(out, MARKER)
+        if not os.path.isfile(marker) or os.path.islink(marker):
+            raise DemoOutputError(
+                f"{where} is not empty and not a demo output (it has no {MARKER} file); give an "
+                "empty or new folder with --output DIR" + ("" if given else ", or move it away")
+            )
+        with open(marker) as f:
+            created = CREATED in f.read()
+        for name in os.listdir(out):  # an earlier demo's files, as the marker says
+            path = os.path.join(out, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+    else:
+        created = not os.path.exists(out)
+        os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, MARKER), "w") as f:
+        f.write("written by `gulpio demo`; the next `gulpio demo` replaces its files\n")
+        if created:
+            f.write(CREATED + "\n")
+
+
+def _removal(out: str) -> str:
+    """The command that removes what the demo made in ``out``, and nothing else: the folder
+    when the demo created it, else the files it wrote into the empty folder it was given."""
+    shown = os.path.abspath(out)
+    with open(os.path.join(out, MARKER)) as f:
+        if CREATED in f.read():
+            return f"rm -rf {shlex.quote(shown)}"
+    names = sorted(os.listdir(out))
+    return "rm -rf " + " ".join(shlex.quote(os.path.join(shown, n)) for n in names)
+
+
 class DemoOutputError(GulpError):
-    """The default output folder exists and is not the demo's (exit status 2)."""
+    """The output folder holds files that are not the demo's (exit status 2)."""

@@ -109,12 +109,28 @@ def select_frames(spec: slice | list[int] | None, num_frames: int, video_id: str
     return picks
 
 
+def _suggestions(wanted: str, ids) -> str:
+    """``"; did you mean 'a' or 'b'?"`` with the closest ids (difflib), or a count."""
+    import difflib
+
+    ids = [str(i) for i in ids]
+    close = difflib.get_close_matches(wanted, ids, n=3, cutoff=0.6)
+    if not close:
+        # Ids that contain it (a file name without its class prefix, say).
+        close = [i for i in ids if wanted in i][:3]
+    if close:
+        shown = ", ".join(repr(c) for c in close[:-1])
+        shown = f"{shown} or {close[-1]!r}" if shown else repr(close[-1])
+        return f"; did you mean {shown}?"
+    return f" (the dataset has {len(ids):,} videos; `gulpio ls DIR` lists their ids)"
+
+
 def run(args: argparse.Namespace) -> int:
     from ..contact_sheet import contact_sheet
 
     gd = open_directory(args.directory)
     if args.id not in gd:
-        raise GulpError(f"unknown video id {args.id!r}")
+        raise GulpError(f"unknown video id {args.id!r}{_suggestions(args.id, gd.keys())}")
     num_frames = gd.num_frames(args.id)
     if num_frames == 0:
         raise GulpError(f"video {args.id!r} has no frames")

@@ -20,11 +20,24 @@ def import_ray():
 
 
 def connect(address: str | None = None):
-    """``ray``, connected: to ``address`` when given (``"auto"``, ``"ray://..."``, host:port),
-    else to the cluster this process already uses or ``ray.init()`` finds/starts."""
+    """``ray``, connected: to ``address`` when given (``"auto"``: a running cluster,
+    ``"ray://..."``, host:port), else to the cluster this process already uses, the running
+    one ``ray.init()`` finds (``RAY_ADDRESS``, ``ray start --head`` on this machine), or a
+    local one it starts. A cluster that cannot be reached is a :class:`GulpError` that says
+    what to do, in gulpio's terms (Ray's own message names a ``--address`` flag gulpio does
+    not have)."""
     ray = import_ray()
     if not ray.is_initialized():
-        ray.init(address=address, log_to_driver=False)
+        try:
+            ray.init(address=address, log_to_driver=False)
+        except ConnectionError as e:
+            where = f"at {address!r}" if address not in (None, "auto") else "running"
+            raise GulpError(
+                f"no Ray cluster {where} could be reached ({str(e).splitlines()[0]}). Start "
+                "one with `ray start --head` and pass its address (gulpio ingest --ray "
+                "HOST:PORT, ray_address=), or give --ray without an address (ray_address=None)"
+                " to start a local cluster for this run"
+            ) from None
     return ray
 
 

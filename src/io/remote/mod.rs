@@ -421,8 +421,17 @@ impl RemoteStore {
     fn error(&self, name: &str, e: object_store::Error) -> Error {
         use object_store::Error as E;
         let url = self.url_of(name);
-        let status = http_status(&e);
+        let text = error_text(&e);
+        let status = http_status(&text);
         let (kind, msg) = match &e {
+            _ if is_missing_bucket(&text) => (
+                RemoteKind::NotFound,
+                format!(
+                    "bucket not found: {} (check its name, and the region or endpoint the \
+                     request went to)",
+                    self.bucket()
+                ),
+            ),
             E::NotFound { .. } => (RemoteKind::NotFound, "not found".to_owned()),
             _ if status == Some(404) => (RemoteKind::NotFound, format!("not found (404): {e}")),
             E::PermissionDenied { .. } | E::Unauthenticated { .. } => (
@@ -447,27 +456,81 @@ impl RemoteStore {
                 ),
             ),
         };
-        Error::Remote {
-            url,
-            kind,
-            msg: self.redact(&msg),
+        let mut msg = self.redact(&msg);
+        if self.credential_source.starts_with(NO_CREDENTIALS)
+            && (matches!(kind, RemoteKind::Denied) || mentions_credentials(&text))
+        {
+            msg = format!("{msg}; {}", missing_credentials_hint(&self.scheme));
         }
+        Error::Remote { url, kind, msg }
+    }
+
+    /// The bucket (or container) of the URL, for messages.
+    fn bucket(&self) -> String {
+        Url::parse(&self.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_else(|| self.url.clone())
     }
 }
 
-/// The HTTP status behind an `object_store` error, if any. The crate keeps its retry error
-/// type private, so the status is read from the error chain's text ("status code: 404").
-fn http_status(e: &object_store::Error) -> Option<u16> {
+/// How `credential_source` starts when no key was found anywhere (options, environment,
+/// profile): the client then asks web identity, the container or instance metadata.
+const NO_CREDENTIALS: &str = "no static credentials";
+
+/// What to set, when no credentials were found and a request was refused or the metadata
+/// service (the last resort) failed: its own error says nothing a user can act on.
+fn missing_credentials_hint(scheme: &ObjectStoreScheme) -> String {
+    let what = match scheme {
+        ObjectStoreScheme::AmazonS3 => {
+            "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (with AWS_ENDPOINT_URL for a \
+             server other than AWS, and AWS_REGION), or AWS_PROFILE for a profile in \
+             ~/.aws/credentials, or pass storage_options={\"aws_access_key_id\": ..., \
+             \"aws_secret_access_key\": ...}"
+        }
+        ObjectStoreScheme::GoogleCloudStorage => {
+            "set GOOGLE_APPLICATION_CREDENTIALS (a service account key file) or \
+             GOOGLE_SERVICE_ACCOUNT, or pass storage_options={\"google_service_account\": ...}"
+        }
+        ObjectStoreScheme::MicrosoftAzure => {
+            "set AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY (or \
+             AZURE_STORAGE_SAS_KEY), or pass storage_options={\"azure_storage_account_key\": ...}"
+        }
+        _ => "pass credentials in storage_options",
+    };
+    format!("no credentials were found: {what}")
+}
+
+/// The text of an error and all its sources, for classifying it (never shown as it is).
+fn error_text(e: &object_store::Error) -> String {
     let mut texts = vec![e.to_string()];
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {
         texts.push(s.to_string());
         source = s.source();
     }
-    texts.iter().find_map(|t| {
-        let i = t.find("status code: ")? + "status code: ".len();
-        t.get(i..i + 3)?.parse().ok()
-    })
+    texts.join("\n")
+}
+
+/// S3's `NoSuchBucket`, GCS's and Azure's words for a bucket or container that is not there.
+fn is_missing_bucket(text: &str) -> bool {
+    text.contains("NoSuchBucket")
+        || text.contains("ContainerNotFound")
+        || text.contains("The specified bucket does not exist")
+}
+
+/// Whether the failure was getting credentials (the instance metadata service, a token).
+fn mentions_credentials(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    lower.contains("metadata") || lower.contains("credential") || lower.contains("169.254.")
+}
+
+/// The HTTP status behind an `object_store` error, if any (from [`error_text`]). The crate
+/// keeps its retry error type private, so the status is read from the text ("status code:
+/// 404").
+fn http_status(text: &str) -> Option<u16> {
+    let i = text.find("status code: ")? + "status code: ".len();
+    text.get(i..i + 3)?.parse().ok()
 }
 
 #[cfg(test)]
