@@ -27,10 +27,14 @@ def test_demo_gulps_checks_reads_and_draws(tmp_path, capsys):
     assert sheet.width > 256 and sheet.height > 144
 
 
-def test_demo_refuses_a_directory_with_a_dataset(tmp_path, capsys):
-    assert main(["demo", "-o", str(tmp_path)]) == 0
-    assert main(["demo", "-o", str(tmp_path)]) == 1
-    assert "already holds a gulp dataset" in capsys.readouterr().err
+def test_demo_replaces_its_own_output_and_refuses_another_dataset(tmp_path, capsys):
+    assert main(["demo", "-o", str(tmp_path / "demo")]) == 0
+    assert main(["demo", "-o", str(tmp_path / "demo")]) == 0  # its own earlier output
+    os.remove(tmp_path / "demo" / ".gulpio-demo")  # now a dataset like any other
+    capsys.readouterr()
+    assert main(["demo", "-o", str(tmp_path / "demo")]) == 2
+    assert "not a demo output" in capsys.readouterr().err
+    assert len(GulpDirectory(tmp_path / "demo")) == 4
 
 
 def test_installed_command_runs(tmp_path):

@@ -82,8 +82,8 @@ def test_rerun_with_other_settings_is_caught_before_any_work(tmp_path, capsys):
     assert main(args + ["--img-size", "16"]) == 0
     assert "0 new chunks (3 already done)" in capsys.readouterr().out
     for changed, expect in (
-        (["--img-size", "12"], "img_size: 16 -> 12"),
-        (["--img-size", "16", "--quality", "80"], "quality: 90 -> 80"),
+        (["--img-size", "12"], "image size: 16 -> 12"),
+        (["--img-size", "16", "--quality", "80"], "JPEG quality: 90 -> 80"),
     ):
         assert main(args + changed) == 2
         err = capsys.readouterr().err
@@ -92,7 +92,7 @@ def test_rerun_with_other_settings_is_caught_before_any_work(tmp_path, capsys):
     # Another videos-per-chunk is another run over the same input: caught as well.
     other = ["ingest", "image-folder", str(src), str(out), "--videos-per-chunk", "4"]
     assert main(other + ["--img-size", "16"]) == 2
-    assert "videos_per_chunk: 2 -> 4" in capsys.readouterr().err
+    assert "videos per chunk: 2 -> 4" in capsys.readouterr().err
     # A different input extends the dataset as before.
     more = _image_folder(tmp_path / "more", classes=("owl",))
     assert main(["ingest", "image-folder", str(more), str(out), "--img-size", "16"]) == 0
@@ -102,7 +102,7 @@ def test_rerun_with_other_settings_is_caught_before_any_work(tmp_path, capsys):
 def test_api_raises_settings_changed_error(tmp_path):
     src = _image_folder(tmp_path / "imgs")
     GulpIngestor(ImageFolderAdapter(src, tmp_path / "out", img_size=16), tmp_path / "out", 4, 1)()
-    with pytest.raises(SettingsChangedError, match="img_size: 16 -> 20"):
+    with pytest.raises(SettingsChangedError, match="image size: 16 -> 20"):
         GulpIngestor(
             ImageFolderAdapter(src, tmp_path / "out", img_size=20), tmp_path / "out", 4, 1
         )()

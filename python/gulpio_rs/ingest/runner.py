@@ -449,7 +449,8 @@ class GulpIngestor:
             initializer=_init_worker,
             initargs=(*args, events),
         )
-        pending = set()
+        pending: set = set()
+        interrupted = False
         try:
             pending = {ex.submit(_run_in_worker, n, s) for n, s in todo}
             while pending:
@@ -458,17 +459,26 @@ class GulpIngestor:
                 for fut in done:
                     report.add(fut.result())
             _drain(events, bar)
+        except KeyboardInterrupt:
+            # Ctrl-C: a worker must not go on writing once this call has given up, so they
+            # are stopped now, not after their chunk. What a chunk in progress left are
+            # temporaries of dead processes, which no reader trusts: removed here (a rerun
+            # would). A finished chunk is published whole (the writer's renames), so
+            # nothing half-written is ever visible. (The pending futures are not cancelled:
+            # the pool fails them itself once its workers are gone, and Python 3.11's pool
+            # breaks on a future cancelled before that.)
+            interrupted = True
+            _stop_workers(ex)
+            _remove_dead_temporaries(args[1], {n for n, _ in todo})
+            raise
         except BaseException:
+            # Another chunk failed (strict, an adapter's exception): the chunks in progress
+            # end as they would (published, or aborted without a trace), the rest never start.
             for fut in pending:
                 fut.cancel()
-            # A worker must not go on writing once this call has given up (Ctrl-C, an error
-            # in another chunk): stop them now. A chunk in progress is left as temporaries,
-            # which no reader trusts and the next run removes; a finished one is published
-            # whole (the writer's renames), so nothing half-written is ever visible.
-            _stop_workers(ex)
             raise
         finally:
-            ex.shutdown(wait=True, cancel_futures=True)
+            ex.shutdown(wait=True, cancel_futures=not interrupted)
             if events is not None:
                 events.close()
                 events.cancel_join_thread()

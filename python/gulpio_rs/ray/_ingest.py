@@ -24,7 +24,7 @@ _WORKERS: dict[str, object] = {}
 MAX_RETRIES = 3
 
 
-def _write_one(worker_cls, args, token: str, number: int, input_slice: slice) -> ChunkResult:
+def _write_one(worker_cls, args, token: str, number: int, input_slice) -> ChunkResult:
     folder = args[1]
     done = _chunk_done(folder, number)
     if done is not None:
@@ -40,7 +40,7 @@ def _write_one(worker_cls, args, token: str, number: int, input_slice: slice) ->
 
 
 def run_chunks(worker_cls, args, run: str, todo, report: IngestReport, bar, address) -> None:
-    """Writes chunks ``todo`` (``(number, slice)`` pairs) as Ray tasks, adding each result to
+    """Writes chunks ``todo`` (``(number, slices)`` pairs) as Ray tasks, adding each result to
     ``report`` and the progress bar as it arrives."""
     ray = connect(address)
     options = args[2]
@@ -56,7 +56,7 @@ def run_chunks(worker_cls, args, run: str, todo, report: IngestReport, bar, addr
             for ref in done:
                 r = ray.get(ref)
                 report.add(r)
-                bar.update(r.videos + len(r.failures), r.frames)
+                bar.update(r.videos + len(r.failures) + r.already_stored, r.frames)
     except ray.exceptions.RayError as e:
         for ref in pending:
             ray.cancel(ref, force=True)

@@ -27,7 +27,8 @@ use super::fork::ProcessLocal;
 use super::runtime;
 use crate::error::{Error, RemoteKind, Result};
 use options::{
-    apply_aws_profile, credential_source, is_secret_key, parse_bytes, parse_seconds, SECRET_ENV,
+    apply_aws_profile, credential_source, is_secret_key, parse_bytes, parse_seconds,
+    NO_CREDENTIALS, SECRET_ENV,
 };
 
 pub use write::MULTIPART_PART;
@@ -474,10 +475,6 @@ impl RemoteStore {
     }
 }
 
-/// How `credential_source` starts when no key was found anywhere (options, environment,
-/// profile): the client then asks web identity, the container or instance metadata.
-const NO_CREDENTIALS: &str = "no static credentials";
-
 /// What to set, when no credentials were found and a request was refused or the metadata
 /// service (the last resort) failed: its own error says nothing a user can act on.
 fn missing_credentials_hint(scheme: &ObjectStoreScheme) -> String {
@@ -571,6 +568,27 @@ mod tests {
         let msg = err.to_string();
         assert!(!msg.contains("very-secret-value"), "{msg}");
         assert!(msg.contains("s3://bucket/prefix"), "{msg}");
+    }
+
+    #[test]
+    fn missing_buckets_and_credentials_in_words() {
+        assert!(is_missing_bucket(
+            "status code: 404 Not Found: <Error><Code>NoSuchBucket</Code></Error>"
+        ));
+        assert!(!is_missing_bucket("<Error><Code>NoSuchKey</Code></Error>"));
+        assert_eq!(
+            http_status("Server returned non-2xx status code: 403 Forbidden"),
+            Some(403)
+        );
+        assert!(mentions_credentials(
+            "Error getting credentials from instance metadata"
+        ));
+        let s3 = missing_credentials_hint(&ObjectStoreScheme::AmazonS3);
+        for word in ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"] {
+            assert!(s3.contains(word), "{s3}");
+        }
+        let gcs = missing_credentials_hint(&ObjectStoreScheme::GoogleCloudStorage);
+        assert!(gcs.contains("GOOGLE_APPLICATION_CREDENTIALS"), "{gcs}");
     }
 
     #[test]

@@ -150,6 +150,10 @@ pub(super) fn parse_bytes(v: &str) -> Option<u64> {
     (n.is_finite() && n >= 0.0 && n < u64::MAX as f64).then_some(n as u64)
 }
 
+/// How [`credential_source`] starts when no key was found anywhere (options, environment,
+/// profile): the client then asks web identity, the container or instance metadata.
+pub(super) const NO_CREDENTIALS: &str = "no static credentials";
+
 /// Which credentials a store will use, for messages: the option or variable name, never its
 /// value.
 pub(super) fn credential_source(
@@ -177,7 +181,7 @@ pub(super) fn credential_source(
             } else if has_opt(&["aws_skip_signature", "skip_signature"]).is_some() {
                 "unsigned requests (skip_signature)".into()
             } else {
-                "no static credentials: web identity, container or instance metadata".into()
+                format!("{NO_CREDENTIALS}: web identity, container or instance metadata")
             }
         }
         ObjectStoreScheme::GoogleCloudStorage => {
@@ -196,7 +200,7 @@ pub(super) fn credential_source(
             ]) {
                 format!("environment variable {k}")
             } else {
-                "no static credentials: instance metadata".into()
+                format!("{NO_CREDENTIALS}: instance metadata")
             }
         }
         ObjectStoreScheme::MicrosoftAzure => {
@@ -218,7 +222,7 @@ pub(super) fn credential_source(
             ]) {
                 format!("environment variable {k}")
             } else {
-                "no static credentials: managed identity".into()
+                format!("{NO_CREDENTIALS}: managed identity")
             }
         }
         _ => "none (plain HTTP)".into(),
