@@ -153,6 +153,7 @@ def test_a_video_repair_dropped_comes_back_on_rerun(tmp_path, capsys):
     blob[offset + length // 2] ^= 0xFF
     data.write_bytes(bytes(blob))
     assert main(["repair", str(out), "--apply"]) == 0
+    assert "come back when the `gulpio ingest`" in capsys.readouterr().out
     assert victim not in GulpDirectory(str(out)).keys()
     capsys.readouterr()
     assert main(_ingest(src, out)) == 0

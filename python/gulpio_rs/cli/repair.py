@@ -227,4 +227,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     apply(args.directory, actions)
     print(f"done: {len(actions)} action(s); `gulpio check {args.directory}` should now pass")
+    if any(a["action"] in ("rewrite_chunk", "quarantine_file") for a in actions):
+        # docs/INGEST.md, "Restart": a chunk that lost videos is written again by a rerun.
+        print(
+            "videos left out come back when the `gulpio ingest` (or GulpIngestor) that wrote "
+            "this dataset is run again with the same input and settings"
+        )
     return 0
