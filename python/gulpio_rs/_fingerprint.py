@@ -87,7 +87,7 @@ def _canonical(obj, h, depth: int, seen: set) -> None:
 
 
 #: Attributes that hold no setting: where the output goes, gulpio2's unused bursting folder.
-_NOT_SETTINGS = ("output_folder", "shm_dir_path")
+NOT_SETTINGS = ("output_folder", "shm_dir_path")
 
 _SCALARS = (bool, int, float, str)
 
@@ -105,7 +105,7 @@ def settings_of(adapter) -> dict:
     of them, except those naming a place (input and output folders and files)."""
     out = {}
     for name, value in vars(adapter).items():
-        if name.startswith("_") or name in _NOT_SETTINGS or is_location(name):
+        if name.startswith("_") or name in NOT_SETTINGS or is_location(name):
             continue
         if value is None or isinstance(value, _SCALARS):
             out[name] = value

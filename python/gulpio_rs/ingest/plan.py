@@ -12,7 +12,7 @@ import warnings
 
 from .. import _native
 from .._atomic import write_json_atomically
-from .._fingerprint import NoCanonicalForm, digest, is_location, settings_of
+from .._fingerprint import NOT_SETTINGS, NoCanonicalForm, digest, is_location, settings_of
 from .._names import chunk_number, chunk_paths, temporary_of
 from .._reading import _id_str
 from ..errors import GulpError
@@ -54,7 +54,7 @@ def _fingerprint(adapter) -> str:
                 "state": {
                     name: _spelled(name, value)
                     for name, value in state.items()
-                    if name not in ("output_folder", "shm_dir_path")
+                    if name not in NOT_SETTINGS
                 },
             }
         )
@@ -79,13 +79,6 @@ def _spelled(name: str, value):
     return value
 
 
-def data_digest(adapter) -> str | None:
-    """Identifies the input without the settings: a digest of the item ids in order, for
-    adapters that know them (``item_ids()``); None for the others."""
-    ids = item_ids(adapter)
-    return None if ids is None else digest(ids)
-
-
 def item_ids(adapter) -> list[str] | None:
     """``adapter.item_ids()`` as strings, or None when the adapter cannot tell its ids
     without producing the items (its ``len`` must agree, or it is ignored)."""
@@ -98,7 +91,7 @@ def item_ids(adapter) -> list[str] | None:
 
 def run_settings(adapter, **options) -> dict:
     """What a run's output depends on besides the input, as JSON: the adapter's settings
-    (:func:`gulpio_rs.adapters.base.settings_of`: numbers, strings, short lists of them, not
+    (:func:`gulpio_rs._fingerprint.settings_of`: numbers, strings, short lists of them, not
     where the input or output is) and the ingest's ``options``. Stored in the run's plan so
     that a rerun with other settings is caught before any work. ``inputs`` keeps the input
     locations (normalised), which identify the input of adapters that cannot list their ids."""

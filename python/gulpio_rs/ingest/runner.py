@@ -233,7 +233,15 @@ class GulpIngestor:
       video and appear in the returned :class:`IngestReport`; ``strict=True`` stops instead,
       and publishes nothing of the chunk in progress.
     - Restart: running the same ingest again (same adapter content, ``videos_per_chunk`` and
-      ``num_shards``) finishes an interrupted run without redoing finished chunks.
+      ``num_shards``; wherever the input and output folders are, however their paths are
+      spelled) finishes an interrupted run without redoing finished chunks.
+    - Videos whose ids the dataset already holds are not written again, nor decoded when the
+      adapter has ``item_ids()`` (every built-in adapter): rerunning over a superset of the
+      input adds only the new videos. They are counted in ``report.already_stored``, not
+      failures.
+    - Ctrl-C (``KeyboardInterrupt``): the worker processes are stopped at once (nothing
+      half-written stays visible) and :class:`~gulpio_rs.ingest.IngestInterrupted`, a
+      ``KeyboardInterrupt`` with the report of what was finished, is raised.
     - ``shard_index`` / ``num_shards``: independent processes or machines gulp disjoint parts
       of one adapter into one shared directory.
     - ``progress``: a tqdm bar with videos/s, frames/s and an ETA (on by default when stderr is
@@ -242,7 +250,8 @@ class GulpIngestor:
       the environment or ``storage_options``): chunks are staged in ``staging_dir`` (default
       ``~/.cache/gulpio/staging/<hash of the URL>``, or under ``$GULPIO_STAGING_DIR``) and
       uploaded data first, ``.gmeta`` last; rerunning after a crash resumes from the staging
-      folder and skips chunks already uploaded.
+      folder and skips chunks already uploaded. The staging copy is removed once everything
+      is uploaded; ids the URL holds are skipped on later runs.
     - ``executor="ray"``: each chunk is a Ray task on the cluster at ``ray_address`` (default:
       the one ``ray.init()`` finds or starts), ``threads`` (default 1) CPUs each; the output
       is byte-identical to the process pool's (see docs/INGEST.md, "Ray"). Every node must see
