@@ -244,7 +244,7 @@ def test_resume_yields_exactly_the_rest(stop):
 
 def test_resume_is_dropped_for_another_epoch():
     s = GulpDistributedSampler(20, 1, 0)
-    s.load_state_dict({**s.state_dict(), "epoch": 2, "consumed": 5})
+    s.load_state_dict({**s.state_dict(consumed=5), "epoch": 2})
     s.set_epoch(3)
     assert len(list(s)) == 20
     assert s.state_dict()["consumed"] == 20
@@ -264,16 +264,17 @@ def test_consumed_overrides_the_samplers_own_count():
         s.state_dict(consumed=11)
 
 
-def test_resume_refuses_a_different_setup():
+def test_resume_refuses_a_different_order():
     state = GulpDistributedSampler(20, 2, 0, seed=1).state_dict()
     for other in (
         GulpDistributedSampler(21, 2, 0, seed=1),
-        GulpDistributedSampler(20, 4, 0, seed=1),
         GulpDistributedSampler(20, 2, 0, seed=2),
-        GulpDistributedSampler(20, 2, 0, seed=1, drop_last=True),
     ):
         with pytest.raises(ValueError, match="cannot resume"):
             other.load_state_dict(state)
+    # The world size and drop_last may change (elastic resume: test_torch_elastic.py).
+    GulpDistributedSampler(20, 4, 0, seed=1).load_state_dict(state)
+    GulpDistributedSampler(20, 2, 0, seed=1, drop_last=True).load_state_dict(state)
     with pytest.raises(ValueError):
         GulpDistributedSampler(20, 2, 0).load_state_dict({"epoch": 0})
 
@@ -281,7 +282,7 @@ def test_resume_refuses_a_different_setup():
 def test_resume_does_not_replay_the_epoch(monkeypatch):
     # O(1): only the remaining positions are ever computed.
     s = GulpDistributedSampler(10_000, 2, 0)
-    s.load_state_dict({**s.state_dict(), "consumed": 4_990})
+    s.load_state_dict(s.state_dict(consumed=4_990))
     computed = []
     real = shuffled_positions
 
