@@ -161,7 +161,7 @@ class GulpMixture(Dataset):
         sources = np.searchsorted(offsets, idx, side="right") - 1
         samples = np.zeros_like(idx)
         draws = np.zeros_like(idx)
-        for s in np.unique(sources).tolist():
+        for s in sorted(set(sources.tolist())):
             at = sources == s
             k = idx[at] - offsets[s]
             got, drawn = self._draw(s, k)
@@ -183,7 +183,7 @@ class GulpMixture(Dataset):
         t = self.epoch * self.counts[s] + k
         cycles = t // math.lcm(n, self.counts[s])
         out = np.empty_like(k)
-        for c in np.unique(cycles).tolist():
+        for c in sorted(set(cycles.tolist())):
             at = cycles == c
             out[at] = shuffled_positions(t[at] % n, n, key, c).astype(np.int64)
         return out, t // n
