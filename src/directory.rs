@@ -372,6 +372,32 @@ impl Directory {
         Some((c, g - self.chunks[c].first))
     }
 
+    /// Per video, from the binary indexes alone (no frame read, no `.gmeta` parsed): its frame
+    /// count and its first frame's `[height, width, channels]`, `[0, 0, 0]` when the video has
+    /// no frames or its chunk has no index (legacy chunks). `videos` are global positions (in
+    /// id order), `None` for every video. Opens each chunk's reader once, as a first read
+    /// would (one request per chunk for a remote dataset). What shape bucketing needs.
+    pub fn video_shapes(&self, videos: Option<&[usize]>) -> Result<(Vec<u32>, Vec<[u16; 3]>)> {
+        let n = videos.map_or(self.len(), <[usize]>::len);
+        let mut counts = Vec::with_capacity(n);
+        let mut shapes = Vec::with_capacity(n);
+        let mut readers: Vec<Option<Arc<ChunkReader>>> = vec![None; self.chunks.len()];
+        for k in 0..n {
+            let g = videos.map_or(k, |v| v[k]);
+            let (c, v) = self.location(g).ok_or_else(|| {
+                Error::InvalidArgument(format!("video position {g} out of range"))
+            })?;
+            let reader = match &readers[c] {
+                Some(r) => r,
+                None => readers[c].insert(self.reader(c)?),
+            };
+            let first = reader.frames(v).next().unwrap_or_default();
+            counts.push(reader.frame_count(v) as u32);
+            shapes.push([first.height, first.width, first.channels as u16]);
+        }
+        Ok((counts, shapes))
+    }
+
     /// The reader and local position of the video with this id.
     pub fn resolve(&self, id: &str) -> Result<(Arc<ChunkReader>, usize)> {
         let g = self

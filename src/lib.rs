@@ -9,6 +9,7 @@ pub mod error;
 pub mod format;
 pub mod io;
 pub mod jpeg;
+pub mod permute;
 pub mod pool;
 pub mod resize;
 pub mod verify;

@@ -1,7 +1,8 @@
-"""Writing a small JSON file so that readers see the old or the new content, never a part.
+"""Writing a small JSON or text file so that readers see the old or the new content, never a
+part.
 
-The one writer of ``label2idx.json``, the ingest plan and chunk records, and repair's
-``quarantine.json``.
+The one writer of ``label2idx.json``, the ingest plan and chunk records, repair's
+``quarantine.json`` and check's ``--bad-list``.
 """
 
 from __future__ import annotations
@@ -35,12 +36,22 @@ def write_json_atomically(path, obj, *, exclusive: bool = False, **dump_kwargs) 
     not exist yet (``link`` fails atomically if it does) and the return value says whether
     this call created it. Permissions follow the umask, as a plain ``open`` would.
     """
+    return _write_atomically(path, lambda f: json.dump(obj, f, **dump_kwargs), exclusive)
+
+
+def write_text_atomically(path, text: str) -> None:
+    """Writes ``text`` (UTF-8) to ``path`` as :func:`write_json_atomically` writes JSON: the
+    old content or the new, never a part; a symlink at ``path`` is replaced, not followed."""
+    _write_atomically(path, lambda f: f.write(text), False)
+
+
+def _write_atomically(path, write, exclusive: bool) -> bool:
     path = os.fspath(path)
     tmp = f"{path}.{uuid.uuid4().hex}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, **dump_kwargs)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         if exclusive:

@@ -82,6 +82,9 @@ class NativeDirectory:
     def chunk(self, pos: int) -> Chunk: ...
     def resolve(self, id: str) -> tuple[Chunk, int]: ...
     def problems(self) -> list[tuple[str, str, bool]]: ...
+    def video_shapes(
+        self, ids: list[str] | None = None
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint16]]: ...
 
 class NativeWriter:
     def __init__(self, data_path: str, meta_path: str, append: bool = False) -> None:
@@ -96,6 +99,12 @@ class NativeWriter:
     def __len__(self) -> int: ...
 
 def write_index(data_path: str, meta_path: str) -> int: ...
+def feistel(
+    positions: npt.NDArray[np.uint64], n: int, seed: int, epoch: int, inverse: bool = False
+) -> npt.NDArray[np.uint64]:
+    """Elements ``positions`` of the samplers' permutation of ``range(n)`` keyed by ``(seed,
+    epoch)`` (``inverse``: where each sits in it); see ``gulpio_rs.torch.shuffled_positions``."""
+
 def read_batch(
     items: list[tuple[Chunk, int, list[int] | None]],
     check: bool = True,

@@ -224,6 +224,17 @@ class GulpDirectory:
         chunk, video = self._resolve(_id_str(id_))
         return chunk.frame_shapes(video)
 
+    def video_shapes(self, ids=None) -> tuple[np.ndarray, np.ndarray]:
+        """``(frame_counts, shapes)`` of many videos at once, from the binary indexes alone (no
+        frame read, no ``.gmeta`` parsed): per video of ``ids`` (in that order; default every
+        video, in :meth:`keys` order) its frame count (``(N,)`` uint32) and its first frame's
+        ``(height, width, channels)`` (``(N, 3)`` uint16). Zeros where the index does not say:
+        videos without frames, and chunks without an index (written by gulpio/gulpio2; their
+        frame sizes are in the JPEG headers, see :meth:`frame_shapes`). Opens each chunk's
+        index once (one request per chunk of a remote dataset). ``KeyError`` for an unknown
+        id."""
+        return self._handle().video_shapes(None if ids is None else [_id_str(i) for i in ids])
+
     def meta(self, id_) -> dict:
         """A video's metadata (``meta_data[0]``), without reading frames."""
         chunk, video = self._resolve(_id_str(id_))
@@ -357,21 +368,49 @@ class GulpDirectory:
         colorspace: str | None = None,
         threads: int | None = None,
         dct_scaling: bool = True,
+        stack: bool | None = None,
     ):
         """Decode several videos in one parallel pass (the training-loop path).
 
-        ``frames`` applies to every video, or is a list with one selection per video. Returns
-        one ``(N, T, H, W, C)`` array when all videos give the same frame count and size, else
-        a list of ``(T, H, W, C)`` arrays. ``out=`` decodes into a ``(N, T, H, W, C)`` uint8
-        array of the caller's (shared memory, say). Without it, arrays of 16 MiB or more reuse
-        the memory of freed ones (at most two kept, for 30 s), so a loop does not pay for
-        fresh pages on every batch.
+        ``frames`` applies to every video, or is a list with one selection per video.
+
+        **The return type depends on the data** unless ``stack`` says: by default
+        (``stack=None``) one ``(N, T, H, W, C)`` array when all videos give the same frame
+        count, size and channels, else a *list* of ``(T, H, W, C)`` arrays (videos stored with
+        ``--frame-size``, which fixes the short side only, have different widths).
+        ``stack=True`` always returns one array and raises ``ValueError`` naming the videos
+        when they differ (pass ``size=`` to make them one size); ``stack=False`` always
+        returns a list (views of one array when they could be stacked).
+
+        ``out=`` decodes into a ``(N, T, H, W, C)`` uint8 array of the caller's (shared
+        memory, say). Without it, arrays of 16 MiB or more reuse the memory of freed ones (at
+        most two kept, for 30 s), so a loop does not pay for fresh pages on every batch.
 
         ``crop``, ``size``, ``flip`` and ``dct_scaling`` are as in :meth:`read`; ``crop`` is one
         box for every video or a list with one box (or None) per video, ``size`` one size or a
         list, ``flip`` one bool or a list. With one ``size``, videos of any frame sizes give one
         ``(N, T, height, width, C)`` array.
         """
+        if stack not in (None, True, False):
+            raise ValueError(f"stack must be None, True or False, not {stack!r}")
+        stack = None if stack is None else bool(stack)
+        ids = list(ids)
+        got = self._read_batch(ids, frames, crop, size, flip, out, colorspace, threads, dct_scaling)
+        if stack is False:
+            return list(got)
+        if stack and isinstance(got, list):
+            shapes = {}
+            for id_, array in zip(ids, got, strict=True):
+                shapes.setdefault(array.shape, _id_str(id_))
+            listed = ", ".join(f"{i!r} {shape}" for shape, i in list(shapes.items())[:4])
+            raise ValueError(
+                f"{self._path}: stack=True, but the videos decode to different shapes "
+                f"(T, H, W, C): {listed}; pass size=(h, w) to decode them at one size, the same "
+                "number of frames for each, or colorspace='RGB' for grayscale and colour videos"
+            )
+        return got
+
+    def _read_batch(self, ids, frames, crop, size, flip, out, colorspace, threads, dct_scaling):
         items = self._items(ids, frames)
         colorspace = colorspace or self.colorspace
         crops, flips = _per_video_crops(crop, len(items)), None

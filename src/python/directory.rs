@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::{PyIndexError, PyKeyError};
 use pyo3::prelude::*;
 
@@ -12,6 +13,9 @@ use super::errors::Class;
 use crate::directory::Directory;
 use crate::format::paths::ChunkPaths;
 use crate::io::{LocalIo, RemoteStore, Store};
+
+/// Per video: frame counts `(N,)` and first-frame `(height, width, channels)` `(N, 3)`.
+type VideoShapes<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray2<u16>>);
 
 #[pyclass(frozen, module = "gulpio_rs._native")]
 pub struct NativeDirectory {
@@ -131,6 +135,31 @@ impl NativeDirectory {
             .and_then(|g| self.inner.location(g))
             .ok_or_else(|| PyKeyError::new_err(id.to_owned()))?;
         Ok((self.chunk_obj(py, pos)?, video))
+    }
+
+    /// `(frame_counts, shapes)`: per video (those with `ids`, in that order, else every video
+    /// in `ids()` order), its frame count (uint32, `(N,)`) and first frame's `(height, width,
+    /// channels)` (uint16, `(N, 3)`; zeros when the index does not say: legacy chunks, videos
+    /// without frames), from the indexes alone. KeyError for an unknown id.
+    #[pyo3(signature = (ids=None))]
+    fn video_shapes<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Option<Vec<String>>,
+    ) -> PyResult<VideoShapes<'py>> {
+        let dir = &self.inner;
+        let positions = ids
+            .map(|ids| {
+                ids.into_iter()
+                    .map(|id| dir.lookup(&id).ok_or_else(|| PyKeyError::new_err(id)))
+                    .collect::<PyResult<Vec<usize>>>()
+            })
+            .transpose()?;
+        let (counts, shapes) = py.detach(|| dir.video_shapes(positions.as_deref()))?;
+        let n = counts.len();
+        let flat: Vec<u16> = shapes.into_iter().flatten().collect();
+        let shapes = PyArray1::from_vec(py, flat).reshape([n, 3])?;
+        Ok((PyArray1::from_vec(py, counts), shapes))
     }
 
     fn is_remote(&self) -> bool {

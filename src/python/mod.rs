@@ -9,6 +9,7 @@ mod directory;
 mod errors;
 mod jpeg;
 mod paths;
+mod permute;
 mod resize;
 mod writer;
 
@@ -32,6 +33,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resize::encode_frames, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::pooled_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::release_pooled_buffers, m)?)?;
+    m.add_function(wrap_pyfunction!(permute::feistel, m)?)?;
     paths::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("JPEG_BACKEND", crate::jpeg::BACKEND.name())?;

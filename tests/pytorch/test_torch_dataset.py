@@ -233,9 +233,9 @@ def test_gulp_collate_returns_the_decoded_batch_without_copying(gulp_dir):
     assert gulp_collate([(torch.zeros(2), 1), (torch.ones(2), 2)])[1].tolist() == [1, 2]
 
 
-def test_videos_of_different_sizes_come_as_separate_clips(tmp_path):
+def test_videos_of_different_sizes_come_as_separate_clips_when_ragged(tmp_path):
     path = write_videos(tmp_path, [4, 4, 4], sizes={1: (8, 8)})
-    ds = GulpVideoDataset(path, frames=2, target="v")
+    ds = GulpVideoDataset(path, frames=2, target="v", ragged=True)
     batch = ds.__getitems__([0, 1, 2])
     assert batch.stacked is None
     assert [c.shape for c, _ in batch] == [(2, 3, 16, 24), (2, 3, 8, 8), (2, 3, 16, 24)]

@@ -6,7 +6,9 @@ workers."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -16,7 +18,12 @@ from torch.utils.data import DataLoader  # noqa: E402
 
 from gulpio_rs import BrokenChunkWarning  # noqa: E402
 from gulpio_rs._reading import _threads  # noqa: E402
-from gulpio_rs.torch import GulpDistributedSampler, GulpVideoDataset, gulp_collate  # noqa: E402
+from gulpio_rs.torch import (  # noqa: E402
+    GulpDistributedSampler,
+    GulpVideoDataset,
+    gulp_collate,
+    shuffled_positions,
+)
 
 LENGTHS = [1, 3, 5, 8, 12, 16, 20, 7, 9, 30, 4]
 
@@ -165,3 +172,40 @@ def test_broken_chunks_are_reported_once_not_per_worker(tmp_path, capfd):
     loader = DataLoader(ds, batch_size=2, num_workers=1, multiprocessing_context="spawn")
     assert sorted(v for _, targets in loader for v in targets.tolist()) == [0, 1, 2, 3]
     assert "BrokenChunkWarning" not in capfd.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated")
+@pytest.mark.parametrize("old, new, workers", [(2, 3, 0), (3, 2, 2), (4, 1, 0), (1, 4, 2)])
+def test_stateful_dataloader_resumes_on_another_world_size(gulp_dir, old, new, workers):
+    """Elastic resume through torchdata's StatefulDataLoader: rank 0's loader state of a run
+    on `old` ranks, loaded by every rank of a run on `new` ranks."""
+    stateful = pytest.importorskip("torchdata.stateful_dataloader")
+    ds = _dataset(gulp_dir)
+    n, steps, batch = len(ds), 2, 1
+
+    def loader(world, rank):
+        sampler = GulpDistributedSampler(ds, world, rank, seed=7)
+        return stateful.StatefulDataLoader(
+            ds, batch_size=batch, sampler=sampler, num_workers=workers, collate_fn=gulp_collate
+        )
+
+    seen, states = [], []
+    for rank in range(old):
+        first = loader(old, rank)
+        it = iter(first)
+        seen += [v for _ in range(steps) for v in next(it)[1].tolist()]
+        states.append(first.state_dict())
+        del it, first
+    rest = []
+    for rank in range(new):
+        resumed = loader(new, rank)
+        resumed.load_state_dict(states[0])
+        for clips, vs in resumed:
+            _check([(clips, vs)], ds, [vs.tolist()])  # the clips of those videos
+            rest += vs.tolist()
+    left = n - old * steps * batch
+    padding = new * -(-left // new) - left
+    order = shuffled_positions(np.arange(n), n, 7, 0).tolist()
+    assert sorted(seen) == sorted(order[: old * steps * batch])  # consumed: the order's start
+    assert Counter(seen + rest) == Counter(order + order[:padding])
+    assert not set(rest) & set(seen) - set(order[:padding])

@@ -13,6 +13,7 @@ import sys
 import time
 import warnings
 
+from .._atomic import write_text_atomically
 from .._sizes import megabytes
 from ..errors import BrokenChunkWarning, GulpError
 from ._common import open_directory
@@ -21,6 +22,9 @@ EPILOG = """examples:
   gulpio check /data/gulps              CRC of every frame, one line per problem
   gulpio check /data/gulps --decode     also decode every frame
   gulpio check /data/gulps --json       machine-readable report
+  gulpio check /data/gulps --decode --bad-list bad.txt
+                                        ids of the videos that fail, one per line, for
+                                        GulpVideoDataset(..., exclude="bad.txt")
 """
 
 
@@ -35,6 +39,11 @@ def add_parser(sub) -> None:
     p.add_argument("--decode", action="store_true", help="also decode every frame")
     p.add_argument("--json", action="store_true", help="print a JSON report on stdout")
     p.add_argument("--threads", type=int, default=0, help="threads (default: all cores)")
+    p.add_argument(
+        "--bad-list",
+        metavar="FILE",
+        help="write the ids of the videos that fail to FILE, one per line (replaced whole)",
+    )
     p.set_defaults(run=run)
 
 
@@ -55,6 +64,7 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
     # read and CRC-checked (padding included), the base of the GB/s figure.
     totals = {"videos": 0, "frames": 0, "bytes": 0, "data_bytes": 0, "legacy_chunks": 0}
     table = gd.chunk_table()
+    bad_ids: list[str] = []
     rows = table
     if progress:
         from tqdm import tqdm
@@ -71,6 +81,7 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
                 chunk = gd.native_chunk(pos)
         except GulpError as e:
             problems.append(_problem(data, "chunk", str(e)))
+            bad_ids.extend(gd.keys()[_first : _first + count])  # none of them can be read
             continue
         if chunk.index_problem is not None:
             problems.append(_problem(index, "index", chunk.index_problem))
@@ -83,6 +94,8 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
         totals["data_bytes"] += data_bytes
         for kind, video_id, frame, message in findings:
             problems.append(_problem(data, kind, message, video_id, frame))
+            if video_id is not None:
+                bad_ids.append(video_id)
     seconds = time.perf_counter() - start
     return {
         "directory": directory,
@@ -92,6 +105,8 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
         "decoded": decode,
         "seconds": round(seconds, 6),
         "problems": problems,
+        # Videos that failed, each once: what --bad-list writes.
+        "bad_ids": list(dict.fromkeys(bad_ids)),
     }
 
 
@@ -106,11 +121,25 @@ def _line(p: dict) -> str:
     return f"{where}: {message}"
 
 
+def _write_bad_list(path: str, ids: list[str], quiet: bool) -> None:
+    """One id per line, as the PyTorch datasets' ``exclude=`` reads it; the file is replaced
+    whole (never half-written). Ids with a line break cannot be listed so: said on stderr."""
+    listable = [i for i in ids if "\n" not in i and "\r" not in i]
+    for i in ids:
+        if i not in listable:
+            print(f"not in {path}: video {i!r} has a line break in its id", file=sys.stderr)
+    write_text_atomically(path, "".join(f"{i}\n" for i in listable))
+    if not quiet:
+        print(f"{len(listable)} failing video id(s) written to {path}")
+
+
 def run(args: argparse.Namespace) -> int:
     show_progress = not args.json and sys.stderr.isatty()
     report = verify(
         args.directory, decode=args.decode, threads=args.threads, progress=show_progress
     )
+    if args.bad_list is not None:
+        _write_bad_list(args.bad_list, report["bad_ids"], quiet=args.json)
     if args.json:
         print(json.dumps(report, indent=1))
         return 0 if report["ok"] else 1

@@ -13,6 +13,7 @@ from ._common import open_directory
 EPILOG = """examples:
   gulpio info /data/gulps
   gulpio info /data/gulps --json
+  gulpio info /data/gulps --shapes     + videos per frame size (the shape buckets)
 """
 
 
@@ -26,6 +27,12 @@ def add_parser(sub) -> None:
     p.add_argument("directory")
     p.add_argument("--json", action="store_true", help="print a JSON report on stdout")
     p.add_argument("--label-field", default="label", help="metadata field to count (label)")
+    p.add_argument(
+        "--shapes",
+        action="store_true",
+        help="also a histogram of videos per frame size (first frame, from the indexes): the "
+        "buckets of gulpio_rs.torch.GulpBucketBatchSampler",
+    )
     p.set_defaults(run=run)
 
 
@@ -75,8 +82,28 @@ def describe(directory: str, label_field: str = "label") -> dict:
     }
 
 
+def video_shapes(directory: str) -> dict[str, int]:
+    """Videos per first-frame size, ``"WxH"`` (``"unknown"`` for chunks without an index and
+    videos without frames), most common first: what ``GulpBucketBatchSampler`` buckets by."""
+    _, shapes = open_directory(directory, quiet=True).video_shapes()
+    sizes: Counter = Counter(f"{w}x{h}" if w else "unknown" for h, w, _ in shapes.tolist())
+    return dict(sizes.most_common())
+
+
+def _print_shapes(shapes: dict[str, int]) -> None:
+    total = sum(shapes.values())
+    most = max(shapes.values(), default=0)
+    print(f"  videos per frame size (first frame), {len(shapes)} size(s):")
+    width = max((len(k) for k in shapes), default=0)
+    for size, n in shapes.items():
+        bar = "#" * max(1, round(40 * n / most))
+        print(f"    {size:>{width}}  {n:>9,}  {100 * n / total:5.1f}%  {bar}")
+
+
 def run(args: argparse.Namespace) -> int:
     info = describe(args.directory, args.label_field)
+    if args.shapes:
+        info["video_frame_sizes"] = video_shapes(args.directory)
     if args.json:
         print(json.dumps(info, indent=1))
         return 0
@@ -106,4 +133,6 @@ def run(args: argparse.Namespace) -> int:
             + ", ".join(f"{k} ({n:,})" for k, n in shown)
             + (f", ... {more} more" if more > 0 else "")
         )
+    if args.shapes:
+        _print_shapes(info["video_frame_sizes"])
     return 0

@@ -1,5 +1,6 @@
 """PyTorch integration: map-style datasets with batched decoding, a collate function that
-keeps the decoded batch, and a distributed, resumable sampler. See docs/TORCH.md.
+keeps the decoded batch, a distributed sampler with (elastic) mid-epoch resume, weighted
+mixtures of datasets and batches of one shape. See docs/TORCH.md.
 
 Importing this module imports torch (``pip install gulpio-rs[torch]``); ``import gulpio_rs``
 alone never does.
@@ -14,8 +15,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
         "gulpio_rs.torch needs PyTorch: pip install 'gulpio-rs[torch]' (or pip install torch)"
     ) from exc
 
-from ._datasets import GulpImageDataset, GulpVideoDataset, gulp_collate
+from ._buckets import GulpBucketBatchSampler, bucket_keys
+from ._datasets import GulpImageDataset, GulpVideoDataset, MixedShapesError, gulp_collate
 from ._geometry import sample_crop
+from ._mixture import GulpMixture
 from ._sampler import GulpDistributedSampler, shuffled_positions
 from ._sampling import sample_frame_indices
 
@@ -23,7 +26,11 @@ __all__ = [
     "GulpVideoDataset",
     "GulpImageDataset",
     "gulp_collate",
+    "MixedShapesError",
     "GulpDistributedSampler",
+    "GulpMixture",
+    "GulpBucketBatchSampler",
+    "bucket_keys",
     "sample_frame_indices",
     "sample_crop",
     "shuffled_positions",

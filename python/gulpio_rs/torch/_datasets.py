@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -14,7 +15,7 @@ from torch.utils.data import Dataset, default_collate, get_worker_info
 
 from .. import _native
 from ..directory import GulpDirectory, _out_size, _storage_options
-from ..errors import BrokenChunkWarning
+from ..errors import BrokenChunkWarning, FormatError, GulpError
 from ._geometry import (
     CROP_MODES,
     NeedsPaddingError,
@@ -23,7 +24,7 @@ from ._geometry import (
     sample_flip,
     split_fusable,
 )
-from ._readahead import coming_batch, sequential_batch
+from ._readahead import ReadAhead
 from ._sampling import sample_frame_indices
 
 # Permutations from the decoder's (T, H, W, C) to each layout; all are views.
@@ -35,6 +36,21 @@ _VIDEO_LAYOUTS = {
 _IMAGE_LAYOUTS = {"HWC": (0, 1, 2), "CHW": (2, 0, 1)}
 _OFFSETS = ("center", "random")
 _LABELS_FILE = "label2idx.json"
+# The random-offset generator's key with a draw number appended (a fifth element, never equal
+# to a crop generator's key).
+_OFFSET_STREAM = 2
+_ON_ERROR = ("raise", "skip")
+# What on_error="skip" skips: damaged or unreadable data (not usage errors).
+_READ_ERRORS = (GulpError, OSError)
+_SKIP_SLOTS = 256
+_log = logging.getLogger("gulpio_rs.torch")
+
+
+class MixedShapesError(ValueError):
+    """The clips of one batch have different shapes (frame sizes, frame counts or channels),
+    so they cannot be stacked into one batch tensor; the message names the videos and what to
+    pass instead (``size=``, ``crop=``, ``frames=``, a :class:`GulpBucketBatchSampler`, or
+    ``ragged=True`` for a list)."""
 
 
 class _Batch(list):
@@ -42,7 +58,16 @@ class _Batch(list):
     there is one), so that :func:`gulp_collate` can return it without copying."""
 
     stacked: torch.Tensor | None = None
-    has_target: bool = True
+    # The decoder's (N, T, H, W, C) tensor that `stacked` is a permutation of.
+    decoded: torch.Tensor | None = None
+    # Fields of each sample after the clip: 1 for (clip, target), 0 for a clip alone, 2 for
+    # a mixture's (clip, target, source).
+    extras: int = 1
+    # ragged=True on the dataset: the clips are collated as a list whatever their shapes.
+    ragged: bool = False
+    # Positions of the requested indices that are in the batch (None: all), when samples
+    # that failed to read were skipped (on_error="skip").
+    kept: list[int] | None = None
 
 
 def gulp_collate(samples):
@@ -50,15 +75,72 @@ def gulp_collate(samples):
     call as it is, instead of stacking the samples again (:func:`default_collate` copies every
     clip once more). Returns ``(clips, targets)`` (or ``clips`` when ``target=None``) like
     ``default_collate`` does; ``clips`` is a view in the dataset's layout, not necessarily
-    contiguous (call ``.contiguous()`` if a model needs it). Anything else (samples changed by
-    a transform, videos of different shapes, other datasets) goes to ``default_collate``.
+    contiguous (call ``.contiguous()`` if a model needs it). For a dataset made with
+    ``ragged=True``, ``clips`` is always a list of clip tensors (their shapes may differ).
+    Anything else (samples changed by a transform, other datasets) goes to
+    ``default_collate``.
     """
-    stacked = getattr(samples, "stacked", None)
-    if stacked is None or stacked.shape[0] != len(samples):
-        return default_collate(samples)
-    if not samples.has_target:
-        return stacked
-    return stacked, default_collate([s[1] for s in samples])
+    if getattr(samples, "ragged", False):
+        clips = [s[0] for s in samples] if samples.extras else list(samples)
+    else:
+        clips = getattr(samples, "stacked", None)
+        if clips is None or clips.shape[0] != len(samples):
+            return default_collate(samples)
+    if not samples.extras:
+        return clips
+    return (
+        clips,
+        *(default_collate([s[k] for s in samples]) for k in range(1, 1 + samples.extras)),
+    )
+
+
+class _Owner:
+    """What :func:`_check_one_shape` says about the dataset a batch comes from."""
+
+    def __init__(self, name: str, layout: str, transformed: bool):
+        self.name, self.layout, self.transformed = name, layout, transformed
+
+
+def _check_one_shape(owner: _Owner, ids: list[str], samples: list) -> None:
+    """Raises :class:`MixedShapesError` when the clips of a batch cannot be stacked: what
+    ``default_collate`` would otherwise fail on with an error that names neither the videos
+    nor the way out (and, in a worker, as "Trying to resize storage that is not resizable")."""
+    clips = [s[0] if isinstance(s, tuple) else s for s in samples]
+    if not all(isinstance(c, torch.Tensor) for c in clips):
+        return  # a transform made something else: collating it is the transform's business
+    shapes = [tuple(c.shape) for c in clips]
+    if len(set(shapes)) <= 1:
+        return
+    first = {}
+    for id_, shape in zip(ids, shapes, strict=True):
+        first.setdefault(shape, id_)
+    listed = ", ".join(f"{id_!r} {shape}" for shape, id_ in list(first.items())[:4])
+    more = f" and {len(first) - 4} more shapes" if len(first) > 4 else ""
+    layout = owner.layout if len(owner.layout) == len(shapes[0]) else None
+    differ = set()
+    if layout is not None and len({len(s) for s in shapes}) == 1:
+        differ = {layout[d] for d in range(len(layout)) if len({s[d] for s in shapes}) > 1}
+    ways = []
+    if differ & {"H", "W"} or not differ:
+        ways.append(
+            "size=(h, w) (with crop='center', 'random' or 'random-resized' to choose the box "
+            "that is resized) to decode every clip at one size"
+        )
+        ways.append(
+            "GulpBucketBatchSampler(dataset, batch_size=...) as the DataLoader's batch_sampler, "
+            "so that each batch holds videos of one frame size"
+        )
+    if "T" in differ:
+        ways.append("frames=T for clips of T frames")
+    if "C" in differ:
+        ways.append("colorspace='RGB' for 3 channels in every clip (grayscale videos give 1)")
+    ways.append("ragged=True to get each batch's clips as a list (gulp_collate returns it)")
+    after = " after the transform" if owner.transformed else ""
+    raise MixedShapesError(
+        f"{owner.name}: the clips of this batch have different shapes{after} "
+        f"({owner.layout}): {listed}{more}; they cannot be stacked into one batch tensor. "
+        "Pass " + "; or ".join(ways) + "."
+    )
 
 
 class _GulpDataset(Dataset):
@@ -84,6 +166,9 @@ class _GulpDataset(Dataset):
         scale=(0.08, 1.0),
         ratio=(3.0 / 4.0, 4.0 / 3.0),
         hflip: float = 0.0,
+        ragged: bool = False,
+        exclude=None,
+        on_error: str = "raise",
     ):
         if isinstance(path, GulpDirectory):
             storage_options = storage_options or path._storage_options
@@ -110,6 +195,17 @@ class _GulpDataset(Dataset):
         own = self.size is not None or float(hflip) > 0.0
         self._fused, self._rest = ([], transform) if own else split_fusable(transform)
         self.target = target
+        self.ragged = bool(ragged)
+        if on_error not in _ON_ERROR:
+            raise ValueError(f"on_error must be one of {_ON_ERROR}, not {on_error!r}")
+        self.on_error = on_error
+        # Samples skipped by on_error="skip", per process (slot 0: the main process, slot
+        # 1 + k: DataLoader worker k), in shared memory so the main process sees the workers'.
+        self._skip_counts = None
+        if on_error == "skip":
+            self._skip_counts = torch.zeros(_SKIP_SLOTS, dtype=torch.int64).share_memory_()
+        self.skipped: list[tuple[str, str]] = []
+        self.exclude = _exclusions(exclude)
         self.offset = offset
         self.seed = seed
         self.colorspace = colorspace
@@ -128,24 +224,22 @@ class _GulpDataset(Dataset):
         for id_ in self._given_ids or ():
             if id_ not in self._directory():
                 raise KeyError(f"{id_!r} is not in {self.path}")
+        # The length with exclusions, counted once here (each process filters the ids again
+        # when it first needs them: the dataset pickles as the excluded ids, not the kept).
+        self._length = None if not self.exclude else len(self._id_list())
         len(self)
 
     def _reset(self) -> None:
         self._pid = None
         self._gd = None
-        self._ids = self._given_ids
+        self._ids = None
         self._labels = None
         self._rng = None
-        # Read-ahead state: the epoch the last batch was found in, and the frames already
-        # drawn for prefetched samples, by (epoch, index) (so the read asks for exactly what
-        # was fetched, and a guess made before set_epoch is not read in the new epoch).
-        self._ahead_epoch = None
-        self._batch_size = 0
+        # Read-ahead: which batch comes next, and the frames already drawn for prefetched
+        # samples, by (epoch, index[, draw]) (so the read asks for exactly what was fetched,
+        # and a guess made before set_epoch is not read in the new epoch).
+        self._ahead = ReadAhead()
         self._planned = {}
-        # Without a GulpDistributedSampler: the batch expected next if the order is
-        # sequential, and how many such guesses in a row were wrong.
-        self._expected = None
-        self._misses = 0
 
     # -- per-process state -------------------------------------------------------------------
     def _directory(self) -> GulpDirectory:
@@ -167,26 +261,42 @@ class _GulpDataset(Dataset):
         return self._gd
 
     def _id(self, index: int) -> str:
-        gd = self._directory()
+        self._directory()  # resets the ids in a new process
         if self._ids is None:
-            self._ids = gd.keys()
+            self._ids = self._id_list()
         return self._ids[index]
+
+    def _id_list(self) -> list[str]:
+        """The dataset's ids in index order: ``ids=`` or every video, less ``exclude``."""
+        ids = self._given_ids if self._given_ids is not None else self._directory().keys()
+        if self.exclude:
+            ids = [i for i in ids if i not in self.exclude]
+        return ids
 
     def __getstate__(self):
         # Pickles as path and options (a spawned worker reopens the directory itself).
         state = self.__dict__.copy()
-        for key in ("_pid", "_gd", "_ids", "_labels", "_rng", "_ahead_epoch", "_expected"):
+        for key in ("_pid", "_gd", "_labels", "_rng"):
             state[key] = None
-        state["_batch_size"] = 0
-        state["_misses"] = 0
-        state["_ids"] = self._given_ids
+        state["_ids"] = None
+        state["skipped"] = []
+        state["_ahead"] = ReadAhead()
         state["_planned"] = {}
         return state
 
     def __len__(self) -> int:
+        if self._length is not None:
+            return self._length
         if self._given_ids is not None:
             return len(self._given_ids)
         return len(self._directory())
+
+    @property
+    def skipped_count(self) -> int:
+        """Samples skipped so far by ``on_error="skip"``, in this process and its DataLoader
+        workers together (their own lists of ids are in their logs, :attr:`skipped` holds
+        this process's)."""
+        return 0 if self._skip_counts is None else int(self._skip_counts.sum())
 
     def set_epoch(self, epoch: int) -> None:
         """Epoch for ``offset="random"`` with an integer ``seed``; call it in the main process
@@ -222,14 +332,16 @@ class _GulpDataset(Dataset):
             self._labels = {} if text is None else json.loads(text)
         return self._labels or None
 
-    def _uniform(self, index: int, count: int | None):
-        """Where the clip sits: 0.5 (centred), or uniform draws in [0, 1)."""
+    def _uniform(self, index: int, count: int | None, draw: int = 0):
+        """Where the clip sits: 0.5 (centred), or uniform draws in [0, 1). ``draw`` tells
+        apart the draws of one sample that a mixture takes more than once in an epoch."""
         if self.offset == "center":
             return 0.5
         if self.seed is not None:
             # A pure function of (seed, epoch, index): the same clips whatever the number of
             # workers, and again after a resume.
-            rng = np.random.default_rng([int(self.seed), self.epoch, index])
+            key = [int(self.seed), self.epoch, index] + ([_OFFSET_STREAM, draw] if draw else [])
+            rng = np.random.default_rng(key)
         else:
             # torch seeds every worker differently (and reproducibly after torch.manual_seed),
             # and afresh for each epoch's workers.
@@ -237,7 +349,7 @@ class _GulpDataset(Dataset):
         return rng.random() if count is None else rng.random(count).tolist()
 
     # -- decoding ----------------------------------------------------------------------------
-    def _frames(self, index: int, id_: str) -> list[int]:
+    def _frames(self, index: int, id_: str, draw: int = 0) -> list[int]:
         raise NotImplementedError
 
     def _shape(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -261,10 +373,12 @@ class _GulpDataset(Dataset):
         return clip, self._target(id_)
 
     def __getitem__(self, index):
-        index = self._normalize(index)
+        return self._item(self._normalize(index))
+
+    def _item(self, index: int, draw: int = 0):
         id_ = self._id(index)
-        frames = self._frames(index, id_)
-        geometry, rest = self._geometry(index, id_, frames)
+        frames = self._frames(index, id_, draw)
+        geometry, rest = self._geometry(index, id_, frames, draw)
         crop, size, flip = geometry or (None, None, False)
         array = self._directory().read(
             id_,
@@ -284,27 +398,89 @@ class _GulpDataset(Dataset):
         process gets next are fetched while this one decodes (see
         :meth:`GulpDirectory.prefetch`)."""
         indices = [self._normalize(i) for i in indices]
-        ids = [self._id(i) for i in indices]
-        frames = [self._frames_of(i, id_) for i, id_ in zip(indices, ids, strict=True)]
-        planned = [
-            self._geometry(i, id_, f) for i, id_, f in zip(indices, ids, frames, strict=True)
-        ]
         self._read_ahead(indices)
-        decoded = self._decode(ids, frames, [g for g, _ in planned])
+        return self._get_batch(indices)
+
+    def _get_batch(
+        self, indices: list[int], draws: list[int] | None = None, check=True, shared=True
+    ):
+        """The batch of ``indices`` (normalised), with their ``draws`` (a mixture's; 0 by
+        default); ``check``: raise :class:`MixedShapesError` unless the clips stack;
+        ``shared``: in a worker, decode into shared memory (False: the caller copies the
+        batch on). With ``on_error="skip"``, samples that fail to read are left out
+        (``kept`` says which stayed)."""
+        draws = draws or [0] * len(indices)
+        if self.on_error == "raise":
+            return self._read_batch(indices, draws, check, shared)
+        try:
+            return self._read_batch(indices, draws, check, shared)
+        except _READ_ERRORS:
+            pass
+        # Find the bad ones one by one (the rare path), then read the rest as a batch.
+        kept = []
+        for n, (i, d) in enumerate(zip(indices, draws, strict=True)):
+            try:
+                self._read_batch([i], [d], False, False)
+                kept.append(n)
+            except _READ_ERRORS as e:
+                self._skip(self._id(i), e)
+        if not kept:
+            raise ValueError(
+                f"{self.path}: every sample of this batch failed to read "
+                f"({len(indices)} skipped with on_error='skip'); see the log"
+            )
+        batch = self._read_batch(
+            [indices[n] for n in kept], [draws[n] for n in kept], check, shared
+        )
+        if len(kept) < len(indices):
+            batch.kept = kept
+        return batch
+
+    def _skip(self, id_: str, error: Exception) -> None:
+        """Counts and logs a sample left out by ``on_error="skip"``."""
+        info = get_worker_info()
+        slot = 0 if info is None else (1 + int(info.id)) % _SKIP_SLOTS
+        self._skip_counts[slot] += 1
+        self.skipped.append((id_, str(error)))
+        where = "" if info is None else f" (DataLoader worker {info.id})"
+        _log.warning(
+            "%s: skipped video %r, it failed to read%s: %s [%d skipped so far in this process]",
+            self.path,
+            id_,
+            where,
+            error,
+            len(self.skipped),
+        )
+
+    def _read_batch(self, indices: list[int], draws: list[int], check: bool, shared: bool):
+        ids = [self._id(i) for i in indices]
+        frames = [self._frames_of(i, id_, d) for i, id_, d in zip(indices, ids, draws, strict=True)]
+        planned = [
+            self._geometry(i, id_, f, d)
+            for i, id_, f, d in zip(indices, ids, frames, draws, strict=True)
+        ]
+        decoded = self._decode(ids, frames, [g for g, _ in planned], shared)
         batch = _Batch()
-        batch.has_target = self.target is not None
+        batch.extras = 0 if self.target is None else 1
+        batch.ragged = self.ragged
         if isinstance(decoded, torch.Tensor) and all(rest is None for _, rest in planned):
+            batch.decoded = decoded
             batch.stacked = self._shape_batch(decoded)
         clips = [self._shape(c) for c in decoded]
         for clip, id_, (_, rest) in zip(clips, ids, planned, strict=True):
             batch.append(self._sample(clip, id_, rest))
+        if check and batch.stacked is None and not self.ragged:
+            _check_one_shape(self._owner(), ids, batch)
         return batch
+
+    def _owner(self) -> _Owner:
+        return _Owner(f"{type(self).__name__} {self.path}", self.layout, self._rest is not None)
 
     def _shape_batch(self, batch: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
     # -- geometry fused into the decode -------------------------------------------------------
-    def _geometry(self, index: int, id_: str, frames: list[int]):
+    def _geometry(self, index: int, id_: str, frames: list[int], draw: int = 0):
         """``((box, size, flip) or None, transform left to apply or None)`` for one clip.
 
         Our own ``crop``/``size``/``hflip`` are drawn from the clip's generator (a pure
@@ -317,7 +493,7 @@ class _GulpDataset(Dataset):
             return None, self._rest
         height, width = self._frame_size(id_, frames)
         if not self._fused:
-            rng = self._generator(index, stream=1)
+            rng = self._generator(index, stream=1, draw=draw)
             box = sample_crop(
                 self.crop,
                 height,
@@ -348,12 +524,28 @@ class _GulpDataset(Dataset):
             h, w = info.height, info.width
         return int(h), int(w)
 
-    def _generator(self, index: int, stream: int) -> np.random.Generator:
-        """The clip's random generator: seeded by ``(seed, epoch, index, stream)`` with an
-        integer seed (streams keep the frame offsets and the crop independent), else this
-        process's generator."""
+    def _index_shapes(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(frame_counts, shapes)`` of the dataset's videos in index order: frame count and
+        first frame's ``(height, width, channels)``, from the binary index (for chunks
+        without one, the first frame's JPEG header). What shape bucketing needs."""
+        gd = self._directory()
+        listed = self._given_ids is not None or self.exclude
+        counts, shapes = gd.video_shapes(self._id_list() if listed else None)
+        unknown = np.flatnonzero((shapes[:, 0] == 0) & (counts > 0))
+        if unknown.size:
+            shapes = shapes.copy()
+            for i in unknown.tolist():
+                info = _native.jpeg_info(bytes(gd.frame_bytes(self._id(i), [0])[0]))
+                shapes[i] = (info.height, info.width, info.components)
+        return counts, shapes
+
+    def _generator(self, index: int, stream: int, draw: int = 0) -> np.random.Generator:
+        """The clip's random generator: seeded by ``(seed, epoch, index, stream)`` (and the
+        ``draw`` when it is not 0) with an integer seed (streams keep the frame offsets and
+        the crop independent), else this process's generator."""
         if self.seed is not None:
-            return np.random.default_rng([int(self.seed), self.epoch, index, stream])
+            key = [int(self.seed), self.epoch, index, stream] + ([draw] if draw else [])
+            return np.random.default_rng(key)
         self._directory()  # resets the generator in a new process
         if self._rng is None:
             self._rng = np.random.default_rng(torch.initial_seed())
@@ -364,64 +556,54 @@ class _GulpDataset(Dataset):
         """Called by :class:`GulpDistributedSampler` when it is made for this dataset."""
         self._order = sampler
 
-    def _frames_of(self, index: int, id_: str) -> list[int]:
+    def _frames_of(self, index: int, id_: str, draw: int = 0) -> list[int]:
         """The sample's frames: those drawn when it was prefetched, else drawn now."""
-        planned = self._planned.pop((self.epoch, index), None)
-        return planned if planned is not None else self._frames(index, id_)
+        planned = self._planned.pop(self._plan_key(index, draw), None)
+        return planned if planned is not None else self._frames(index, id_, draw)
+
+    def _plan_key(self, index: int, draw: int) -> tuple:
+        return (self.epoch, index, draw) if draw else (self.epoch, index)
+
+    def _is_remote(self) -> bool:
+        return self._directory().is_remote
 
     def _read_ahead(self, indices: list[int]) -> None:
         """Prefetches the batch this process reads next when the order says which: a
-        :class:`GulpDistributedSampler`'s (:func:`coming_batch`), or, with any other sampler,
-        the DataLoader's default sequential order when the batches are runs of consecutive
-        indices (:func:`sequential_batch`). Its frames are drawn now so that the read asks
-        for exactly the bytes fetched."""
-        if not indices:
-            return
-        gd = self._directory()
-        if not gd.is_remote:
-            return
-        info = get_worker_info()
-        workers, me = (1, 0) if info is None else (max(1, int(info.num_workers)), int(info.id))
-        self._batch_size = max(self._batch_size, len(indices))
-        sampler = self._order
-        if sampler is not None:
-            epochs = []
-            for e in (self._ahead_epoch, sampler.epoch):
-                for x in () if e is None else (e, e + 1):
-                    if x not in epochs:
-                        epochs.append(x)
-            found = coming_batch(sampler, indices, epochs, workers, me, self._batch_size)
-            if found is None:
-                return
-            self._ahead_epoch, coming = found
-        else:
-            confirmed = self._expected == indices
-            if self._expected is not None:
-                self._misses = 0 if confirmed else self._misses + 1
-            coming = sequential_batch(indices, len(self), workers, me, self._batch_size)
-            self._expected = coming
-            # A single index is a run of one whatever the order: wait until the guess it
-            # gives has come true once (a shuffled order would waste every prefetch). Runs
-            # in another order (a sampler shuffling blocks of consecutive samples) stop the
-            # guessing after two wrong guesses in a row.
-            if coming is None or self._misses >= 2 or (len(indices) < 2 and not confirmed):
-                return
+        :class:`GulpDistributedSampler`'s or :class:`GulpBucketBatchSampler`'s made with the
+        dataset, or, with any other sampler, the DataLoader's default sequential order when
+        the batches are runs of consecutive indices (:class:`ReadAhead`)."""
+        if indices and self._is_remote():
+            coming = self._ahead.coming(indices, len(self), self._order)
+            if coming:
+                self._prefetch(coming)
+
+    def _prefetch(self, indices: list[int], draws: list[int] | None = None) -> None:
+        """Starts fetching the bytes of these samples. Their frames are drawn now, so that
+        the read asks for exactly the bytes fetched."""
+        draws = draws or [0] * len(indices)
         if len(self._planned) > 4 * len(indices):
             self._planned.clear()  # guesses that were never read
         ids, frames = [], []
-        for i in coming:
+        for i, d in zip(indices, draws, strict=True):
             id_ = self._id(i)
-            picked = self._planned.get((self.epoch, i))
+            key = self._plan_key(i, d)
+            picked = self._planned.get(key)
             if picked is None:
-                picked = self._planned[(self.epoch, i)] = self._frames(i, id_)
+                picked = self._planned[key] = self._frames(i, id_, d)
             ids.append(id_)
             frames.append(picked)
-        gd.prefetch(ids, frames)
+        self._directory().prefetch(ids, frames)
 
-    def _decode(self, ids: list[str], frames: list[list[int]], geometry: list | None = None):
+    def _decode(
+        self,
+        ids: list[str],
+        frames: list[list[int]],
+        geometry: list | None = None,
+        shared: bool = True,
+    ):
         """One (N, T, H, W, C) tensor, or a list of (T, H, W, C) tensors when the videos'
         shapes differ. ``geometry``: per clip, ``(box, size, flip)`` fused into the decode,
-        or None (the whole frames)."""
+        or None (the whole frames); ``shared``: into shared memory in a worker."""
         gd = self._directory()
         geometry = geometry or [None] * len(ids)
         fused = {}
@@ -432,7 +614,7 @@ class _GulpDataset(Dataset):
                 "flip": [bool(g and g[2]) for g in geometry],
             }
         out = None
-        if get_worker_info() is not None:
+        if shared and get_worker_info() is not None:
             # In a worker, decode straight into shared memory: the batch then travels to the
             # main process as a handle, where a private array would be copied into shared
             # memory first.
@@ -488,6 +670,21 @@ class _GulpDataset(Dataset):
             elif shape != first:
                 return None
         return None if first is None else (len(ids), *first)
+
+
+def _exclusions(exclude) -> frozenset[str]:
+    """The ids ``exclude=`` names: a file (path) with one id per line (``gulpio check
+    --bad-list`` writes it; empty lines and lines starting with ``#`` are ignored), or a
+    collection of ids."""
+    if exclude is None:
+        return frozenset()
+    if isinstance(exclude, (str, bytes, os.PathLike)):
+        with open(exclude, encoding="utf-8") as f:
+            lines = [line.rstrip("\r\n") for line in f]
+        return frozenset(line for line in lines if line and not line.startswith("#"))
+    if isinstance(exclude, dict) or not hasattr(exclude, "__iter__"):
+        raise TypeError(f"exclude must be a file path or a collection of ids, not {exclude!r}")
+    return frozenset(str(i) for i in exclude)
 
 
 def _shared_uint8(shape: tuple[int, ...]) -> torch.Tensor:
@@ -554,6 +751,24 @@ class GulpVideoDataset(_GulpDataset):
     ``Compose``) that starts with ``RandomResizedCrop``, ``Resize``, ``CenterCrop``,
     ``RandomCrop`` (no padding) or ``RandomHorizontalFlip`` has that leading run fused the
     same way, its parameters drawn by torchvision itself, and the rest applied per clip.
+
+    Batches stack into one tensor, so the clips of a batch must have one shape. Videos of
+    different frame sizes (``--frame-size`` fixes the short side only) or frame counts
+    (``frames=None``) raise :class:`MixedShapesError` when they meet in a batch, naming them
+    and what to pass: ``size=`` (and ``crop=``), ``frames=``, a
+    :class:`GulpBucketBatchSampler` (batches of one frame size), or ``ragged=True``, with
+    which :func:`gulp_collate` returns each batch's clips as a list.
+
+    Known-bad samples: ``exclude`` (a file with one id per line, such as ``gulpio check
+    --bad-list`` writes, or a collection of ids) leaves those videos out of the dataset, in
+    the same places in every process, so its length and order (and so any sampler state) are
+    the same in every run with the same list; ids that are not in the dataset are ignored.
+    ``on_error="skip"`` leaves out, of each batch, the samples whose read fails (damaged or
+    unreadable data: :class:`~gulpio_rs.errors.GulpError` or ``OSError``) instead of raising:
+    each is logged (logger ``gulpio_rs.torch``) with its id and error, listed in
+    :attr:`skipped` (this process's) and counted in :attr:`skipped_count` (all DataLoader
+    workers together); the batch is then shorter. A batch in which every read fails raises.
+    ``dataset[i]`` alone still raises.
     """
 
     def __init__(
@@ -579,6 +794,9 @@ class GulpVideoDataset(_GulpDataset):
         threads: int | None = None,
         storage_options: dict | None = None,
         io: str | None = None,
+        ragged: bool = False,
+        exclude=None,
+        on_error: str = "raise",
     ):
         if layout not in _VIDEO_LAYOUTS:
             raise ValueError(f"layout must be one of {tuple(_VIDEO_LAYOUTS)}, not {layout!r}")
@@ -605,18 +823,23 @@ class GulpVideoDataset(_GulpDataset):
             scale=scale,
             ratio=ratio,
             hflip=hflip,
+            ragged=ragged,
+            exclude=exclude,
+            on_error=on_error,
         )
 
-    def _frames(self, index: int, id_: str) -> list[int]:
+    def _frames(self, index: int, id_: str, draw: int = 0) -> list[int]:
         n = self._directory().num_frames(id_)
         if n == 0:
-            raise ValueError(f"video {id_!r} has no frames")
+            error = FormatError(f"{self.path}: video {id_!r} has no frames")
+            error.path, error.video_id = self.path, id_
+            raise error
         count = None
         if self.num_segments is not None:
             count = self.num_segments
         elif self.frames is None:
             return list(range(0, n, self.stride))
-        offset = self._uniform(index, count)
+        offset = self._uniform(index, count, draw)
         return sample_frame_indices(
             n, self.frames, stride=self.stride, num_segments=self.num_segments, offset=offset
         )
@@ -638,6 +861,9 @@ class GulpImageDataset(_GulpDataset):
     without a copy when all images of a batch have the same size. ``size``, ``crop``,
     ``scale``, ``ratio``, ``hflip`` and ``seed`` fuse a crop and resize into the decode as in
     :class:`GulpVideoDataset` (as does a leading run of torchvision geometric transforms).
+    Images of different sizes in one batch raise :class:`MixedShapesError` unless ``size=``
+    makes them one size or ``ragged=True`` asks for lists (see :class:`GulpVideoDataset`).
+    ``exclude`` and ``on_error`` are as in :class:`GulpVideoDataset`.
     """
 
     def __init__(
@@ -660,6 +886,9 @@ class GulpImageDataset(_GulpDataset):
         threads: int | None = None,
         storage_options: dict | None = None,
         io: str | None = None,
+        ragged: bool = False,
+        exclude=None,
+        on_error: str = "raise",
     ):
         if layout not in _IMAGE_LAYOUTS:
             raise ValueError(f"layout must be one of {tuple(_IMAGE_LAYOUTS)}, not {layout!r}")
@@ -682,9 +911,12 @@ class GulpImageDataset(_GulpDataset):
             scale=scale,
             ratio=ratio,
             hflip=hflip,
+            ragged=ragged,
+            exclude=exclude,
+            on_error=on_error,
         )
 
-    def _frames(self, index: int, id_: str) -> list[int]:
+    def _frames(self, index: int, id_: str, draw: int = 0) -> list[int]:
         n = self._directory().num_frames(id_)
         if not -n <= self.frame < n:
             raise IndexError(f"item {id_!r} has {n} frames, there is no frame {self.frame}")

@@ -3,6 +3,8 @@ of a remote dataset fetch that batch's bytes while it decodes the current one.""
 
 from __future__ import annotations
 
+from torch.utils.data import get_worker_info
+
 
 def coming_batch(
     sampler,
@@ -66,3 +68,51 @@ def sequential_batch(
     start = worker_id * full
     coming = list(range(start, min(length, start + full)))
     return coming or None
+
+
+class ReadAhead:
+    """One process's read-ahead state for a dataset: which batch of indices comes to this
+    process next, from the order the batches are drawn in (a sampler with
+    ``_coming_batch``, such as :class:`~gulpio_rs.torch.GulpDistributedSampler`), else from
+    the DataLoader's default sequential order while the batches look like it."""
+
+    def __init__(self) -> None:
+        # The epoch the last batch was found in (a persistent worker's copy of the sampler
+        # keeps its first epoch, so the epoch is found from the batches themselves).
+        self.epoch: int | None = None
+        self.batch_size = 0
+        # Without an order: the batch expected next if the order is sequential, and how many
+        # such guesses in a row were wrong.
+        self.expected: list[int] | None = None
+        self.misses = 0
+
+    def coming(self, indices: list[int], length: int, order) -> list[int] | None:
+        """The indices of the batch this process gets after ``indices``, or None."""
+        if not indices:
+            return None
+        info = get_worker_info()
+        workers, me = (1, 0) if info is None else (max(1, int(info.num_workers)), int(info.id))
+        self.batch_size = max(self.batch_size, len(indices))
+        if order is not None:
+            epochs = []
+            for e in (self.epoch, order.epoch):
+                for x in () if e is None else (e, e + 1):
+                    if x not in epochs:
+                        epochs.append(x)
+            found = order._coming_batch(indices, epochs, workers, me, self.batch_size)
+            if found is None:
+                return None
+            self.epoch, coming = found
+            return coming
+        confirmed = self.expected == indices
+        if self.expected is not None:
+            self.misses = 0 if confirmed else self.misses + 1
+        coming = sequential_batch(indices, length, workers, me, self.batch_size)
+        self.expected = coming
+        # A single index is a run of one whatever the order: wait until the guess it gives
+        # has come true once (a shuffled order would waste every prefetch). Runs in another
+        # order (a sampler shuffling blocks of consecutive samples) stop the guessing after
+        # two wrong guesses in a row.
+        if coming is None or self.misses >= 2 or (len(indices) < 2 and not confirmed):
+            return None
+        return coming

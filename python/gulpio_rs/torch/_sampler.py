@@ -10,11 +10,15 @@ from typing import Any
 import numpy as np
 from torch.utils.data import Sampler
 
+from .. import _native
+from ._readahead import coming_batch
+
 _MASK64 = (1 << 64) - 1
 _STATE_KEY = "gulpio_rs.GulpDistributedSampler"
-_STATE_VERSION = 1
+# 2 added "global_consumed" (elastic resume); states of version 1 still load.
+_STATE_VERSION = 2
+_STATE_VERSIONS = (1, 2)
 _BLOCK = 4096
-_ROUNDS = 6
 
 
 def _mix64(x: int) -> int:
@@ -39,10 +43,15 @@ def shuffled_positions(positions: np.ndarray, n: int, seed: int, epoch: int) -> 
     ``(n, seed, epoch)``, specified here and not by a library's random generator, so the order
     is the same on every machine and every version.
 
-    The permutation is a 6-round Feistel network on ``2b`` bits (``4**b >= n``) keyed by
-    splitmix64 of ``(seed, epoch)``, restricted to ``range(n)`` by cycle walking (values
-    ``>= n`` are encrypted again). Any element is computed in O(1) without building the whole
-    permutation, which is what makes a resume O(1) and memory per rank constant.
+    The permutation is a 6-round Feistel network on ``2b`` bits (``4**b >= n``, ``b >= 1``)
+    keyed by splitmix64 of ``(seed, epoch)``, restricted to ``range(n)`` by cycle walking
+    (values ``>= n`` are encrypted again). With ``split(x) = splitmix64's step (add
+    0x9E3779B97F4A7C15, then mix)``, the round keys are ``split(base + r)`` for ``r = 0..5``,
+    ``base = split(seed ^ split(epoch))``, and a round maps ``(left, right)`` to ``(right, left
+    ^ (mix(right ^ key) & mask))`` on ``b``-bit halves (``mix``: splitmix64's output function
+    without the add). Any element is computed in O(1) without building the whole
+    permutation, which is what makes a resume O(1) and memory per rank constant. Computed in
+    the core (``src/permute.rs``); ``positions`` must be below ``n`` (``ValueError``).
     """
     return _walk(positions, n, seed, epoch, inverse=False)
 
@@ -58,32 +67,11 @@ def _walk(values, n: int, seed: int, epoch: int, inverse: bool) -> np.ndarray:
     x = np.asarray(values, dtype=np.uint64)
     if n <= 1:
         return np.zeros_like(x)
-    half = max(1, ((n - 1).bit_length() + 1) // 2)
-    mask = np.uint64((1 << half) - 1)
-    shift = np.uint64(half)
-    base = _mix64((int(seed) & _MASK64) ^ _mix64(int(epoch) & _MASK64))
-    keys = [np.uint64(_mix64(base + r)) for r in range(_ROUNDS)]
-
-    def encrypt(v: np.ndarray) -> np.ndarray:
-        left, right = v >> shift, v & mask
-        for key in keys:
-            left, right = right, left ^ (_mix64_array(right ^ key) & mask)
-        return (left << shift) | right
-
-    def decrypt(v: np.ndarray) -> np.ndarray:
-        left, right = v >> shift, v & mask
-        for key in reversed(keys):
-            left, right = right ^ (_mix64_array(left ^ key) & mask), left
-        return (left << shift) | right
-
-    step = decrypt if inverse else encrypt
-    out = step(x)
-    outside = out >= np.uint64(n)
-    # The domain is < 4n, so on average fewer than 4 rounds of walking are needed.
-    while outside.any():
-        out[outside] = step(out[outside])
-        outside = out >= np.uint64(n)
-    return out
+    # In the core (src/permute.rs, bit for bit the network described above): numpy's
+    # per-call cost made a 16-element batch take about as long as 4,096 elements.
+    flat = np.ascontiguousarray(x.reshape(-1))
+    out = _native.feistel(flat, int(n), int(seed) & _MASK64, int(epoch) & _MASK64, inverse)
+    return out.reshape(x.shape)
 
 
 def _world(num_replicas: int | None, rank: int | None) -> tuple[int, int]:
@@ -119,9 +107,21 @@ class GulpDistributedSampler(Sampler[int]):
       epoch)`` and the dataset length, specified in :func:`shuffled_positions`: it does not
       depend on the number of chunk files, DataLoader workers, torch's or numpy's version.
       Call :meth:`set_epoch` before each epoch.
-    * :meth:`state_dict` / :meth:`load_state_dict` store ``(epoch, consumed)`` (and what the
-      order depends on); after loading, the next iteration yields exactly the samples of that
-      epoch not consumed yet, in the same order, without replaying anything.
+    * :meth:`state_dict` / :meth:`load_state_dict` store the epoch, how far into the epoch's
+      order all ranks together are (``global_consumed``), and what the order depends on;
+      after loading, the next iteration yields exactly the samples of that epoch not consumed
+      yet, without replaying anything. **Elastic**: a state saved with ``N`` ranks loads into
+      samplers of any ``M >= 1`` ranks; together they yield every sample not consumed yet,
+      each once (padding aside, see below), and none already consumed. Every rank loads the
+      same state (any rank's: ranks consume in lockstep), e.g. rank 0's.
+
+    After a resume at ``global_consumed = G`` with ``M`` ranks, rank ``r`` reads positions
+    ``G + r, G + r + M, ...`` of the epoch's order, ``ceil((len - G) / M)`` of them (the last
+    wrap around to the order's first samples: the padding), or ``floor((len - G) / M)`` with
+    ``drop_last=True``. With ``M == N`` that is exactly where the ranks stopped. The samples of
+    a global step (all ranks' batches together) are positions ``G + t*B ... G + (t+1)*B - 1``
+    with ``B = M * batch_size``: with the same global batch size, the same samples at every
+    step whatever the number of ranks.
 
     ``dataset_or_len`` is a sized dataset or its length. ``num_replicas`` and ``rank`` default
     to the initialised process group's, else to the ``WORLD_SIZE``/``RANK`` environment
@@ -157,6 +157,9 @@ class GulpDistributedSampler(Sampler[int]):
         self.epoch = 0
         self._consumed = 0
         self._resume: tuple[int, int] | None = None
+        # After an elastic resume, the loaded epoch's layout starts at position `_shift` of the
+        # order (rank r reads _shift + r, _shift + r + world, ...): `(epoch, shift)`.
+        self._shifted: tuple[int, int] | None = None
         # A dataset that reads ahead follows this sampler's order (it gets a copy in each
         # DataLoader worker); lengths and plain datasets do not.
         follow = getattr(dataset_or_len, "_follow_sampler", None)
@@ -165,10 +168,21 @@ class GulpDistributedSampler(Sampler[int]):
 
     @property
     def num_samples(self) -> int:
-        """Samples per rank in a whole epoch."""
+        """Samples per rank in a whole epoch (after an elastic resume: in the resumed epoch's
+        layout, counted from its start as :meth:`state_dict`'s ``consumed`` is)."""
+        return self._count(self.epoch)
+
+    def _shift(self, epoch: int) -> int:
+        return self._shifted[1] if self._shifted and self._shifted[0] == epoch else 0
+
+    def _count(self, epoch: int) -> int:
+        """Samples per rank in ``epoch``'s layout: positions ``shift + rank + k * world``."""
+        left = self.dataset_len - self._shift(epoch)
+        if left <= 0:
+            return 0
         if self.drop_last:
-            return self.dataset_len // self.num_replicas
-        return -(-self.dataset_len // self.num_replicas)
+            return left // self.num_replicas
+        return -(-left // self.num_replicas)
 
     def __len__(self) -> int:
         return self.num_samples
@@ -180,6 +194,7 @@ class GulpDistributedSampler(Sampler[int]):
         if epoch != self.epoch:
             self._consumed = 0
             self._resume = None
+            self._shifted = None
         self.epoch = epoch
 
     def indices(self, start: int = 0, stop: int | None = None) -> np.ndarray:
@@ -187,12 +202,14 @@ class GulpDistributedSampler(Sampler[int]):
         return self._indices(self.epoch, start, stop)
 
     def _indices(self, epoch: int, start: int, stop: int | None) -> np.ndarray:
-        stop = self.num_samples if stop is None else min(stop, self.num_samples)
+        count = self._count(epoch)
+        stop = count if stop is None else min(stop, count)
         if start >= stop:
             return np.zeros(0, dtype=np.int64)
         k = np.arange(start, stop, dtype=np.int64)
         # Positions past the end wrap around: the padding repeats the order's first samples.
-        positions = (self.rank + k * self.num_replicas) % self.dataset_len
+        first = self._shift(epoch) + self.rank
+        positions = (first + k * self.num_replicas) % self.dataset_len
         if not self.shuffle:
             return positions
         return shuffled_positions(positions, self.dataset_len, self.seed, epoch).astype(np.int64)
@@ -210,14 +227,20 @@ class GulpDistributedSampler(Sampler[int]):
             q = int(batch[0])
             if self.shuffle:
                 q = int(unshuffled_positions(np.array([q]), n, self.seed, epoch)[0])
-            # q = (rank + k * world) % n, with k past n / world only for the padding.
+            # q = (shift + rank + k * world) % n, with k past n / world only for the padding.
+            first, count = self._shift(epoch) + self.rank, self._count(epoch)
             for wrapped in (q, q + n):
-                k, r = divmod(wrapped - self.rank, world)
-                if r or not 0 <= k < self.num_samples:
+                k, r = divmod(wrapped - first, world)
+                if r or not 0 <= k < count:
                     continue
                 if np.array_equal(self._indices(epoch, k, k + batch.size), batch):
                     return epoch, k
         return None
+
+    def _coming_batch(self, indices, epochs, workers: int, worker_id: int, batch_size: int):
+        """``(epoch, indices)`` of the batch the DataLoader process that got ``indices`` gets
+        next, or None (the read-ahead's question; see :func:`coming_batch`)."""
+        return coming_batch(self, indices, epochs, workers, worker_id, batch_size)
 
     def __iter__(self) -> Iterator[int]:
         start = 0
@@ -236,7 +259,13 @@ class GulpDistributedSampler(Sampler[int]):
     def state_dict(self, consumed: int | None = None) -> dict[str, Any]:
         """The state to resume this epoch from: by default after every sample the sampler has
         yielded; ``consumed=`` overrides that with the number of samples this rank consumed
-        in the current epoch (counted from the epoch's start, resumed parts included)."""
+        in the current epoch, counted from the epoch's start (resumed parts included: right
+        after :meth:`load_state_dict`, ``state_dict()["consumed"]`` is where that count
+        starts; with the same world size it is the saved ``consumed``).
+
+        ``global_consumed`` is how far into the epoch's order all ranks together are
+        (``consumed * num_replicas`` without an elastic resume): what a resume with another
+        number of ranks needs."""
         if consumed is None:
             consumed = self._resume[1] if self._resume is not None else self._consumed
         consumed = int(consumed)
@@ -246,6 +275,7 @@ class GulpDistributedSampler(Sampler[int]):
             _STATE_KEY: _STATE_VERSION,
             "epoch": self.epoch,
             "consumed": consumed,
+            "global_consumed": self._shift(self.epoch) + consumed * self.num_replicas,
             "seed": self.seed,
             "shuffle": self.shuffle,
             "drop_last": self.drop_last,
@@ -254,22 +284,46 @@ class GulpDistributedSampler(Sampler[int]):
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume: the next iteration yields the rest of ``state``'s epoch. The dataset length,
-        world size, seed, shuffle and drop_last must be those the state was saved with."""
-        if state.get(_STATE_KEY) != _STATE_VERSION:
+        """Resume: the next iteration yields the rest of ``state``'s epoch, split among this
+        sampler's ranks. The dataset length, seed and shuffle must be those the state was
+        saved with (they define the order); the world size may differ (elastic resume), and
+        ``drop_last`` applies to what is left. Every rank loads the same state."""
+        if not isinstance(state, dict) or state.get(_STATE_KEY) not in _STATE_VERSIONS:
             raise ValueError("not a GulpDistributedSampler state_dict")
         mine = self.state_dict(consumed=0)
-        for key in ("dataset_len", "num_replicas", "seed", "shuffle", "drop_last"):
+        for key in ("dataset_len", "seed", "shuffle"):
             if state[key] != mine[key]:
                 raise ValueError(
                     f"cannot resume: the state has {key}={state[key]!r}, this sampler {mine[key]!r}"
                 )
-        consumed = int(state["consumed"])
-        if not 0 <= consumed <= self.num_samples:
-            raise ValueError(f"consumed must be in [0, {self.num_samples}], not {consumed}")
-        self.epoch = int(state["epoch"])
+        saved_world = int(state["num_replicas"])
+        if saved_world < 1:
+            raise ValueError(f"cannot resume: the state has num_replicas={saved_world}")
+        if "global_consumed" in state:
+            done = int(state["global_consumed"])
+            # global_consumed = shift + consumed * world with 0 <= shift < world: a state
+            # edited by hand in one of the two would otherwise resume somewhere unmeant.
+            if done // saved_world != int(state["consumed"]):
+                raise ValueError(
+                    f"cannot resume: the state says consumed={state['consumed']} but "
+                    f"global_consumed={done} with num_replicas={saved_world}; make states with "
+                    "state_dict(consumed=...)"
+                )
+        else:  # version 1: no elastic resume yet, so the ranks' layout was never shifted
+            done = int(state["consumed"]) * saved_world
+        # The most a world of saved_world ranks can consume: the padded order.
+        most = saved_world * -(-self.dataset_len // saved_world)
+        if not 0 <= done <= most:
+            raise ValueError(f"cannot resume: global_consumed must be in [0, {most}], not {done}")
+        epoch = int(state["epoch"])
+        # G = shift + q * world: rank r goes on at position G + r, i.e. index q of the layout
+        # starting at position `shift` (the unshifted layout when G is a multiple of world).
+        q, shift = divmod(done, self.num_replicas)
+        self.epoch = epoch
+        self._shifted = (epoch, shift) if shift else None
+        consumed = min(q, self.num_samples)
         self._consumed = consumed
-        self._resume = (self.epoch, consumed)
+        self._resume = (epoch, consumed)
 
     @staticmethod
     def find_state(loader_state: Any) -> dict[str, Any] | None:
@@ -277,7 +331,7 @@ class GulpDistributedSampler(Sampler[int]):
         returned), or None: to resume with a different number of workers, which
         ``StatefulDataLoader.load_state_dict`` refuses, load it into the sampler instead."""
         if isinstance(loader_state, dict):
-            if loader_state.get(_STATE_KEY) == _STATE_VERSION:
+            if loader_state.get(_STATE_KEY) in _STATE_VERSIONS:
                 return loader_state
             values = loader_state.values()
         elif isinstance(loader_state, (list, tuple)):
