@@ -12,6 +12,53 @@ use crate::jpeg::{
 };
 use crate::pool::Runner;
 
+/// The most bytes one read may decode into (`read`, `read_batch`, `gd[id]`, `Chunk.decode`):
+/// 32 GiB, above any batch a training loop decodes (256 clips of 64 frames at 224x224 are
+/// 2.5 GB; 300 frames of 4K video 7.5 GB), so that a mistaken request (a `size=` meant for
+/// one frame given to a batch of thousands, a frame list built wrong) is a `ValueError` with
+/// the numbers instead of an allocation the machine cannot make. Below it, an allocation
+/// that fails is a `MemoryError` (nothing here allocates infallibly what input sized).
+pub const MAX_READ_BYTES: u64 = 32 << 30;
+
+/// What to do when a read is too large, appended to the messages.
+pub const ASK_LESS: &str = "ask for fewer videos or frames per call, or a smaller size=";
+
+/// The bytes of a decoded output of shape `dims` (`[videos,] frames, height, width,
+/// channels`), checked against [`MAX_READ_BYTES`]: over it (or past `u64`), an error with
+/// the numbers.
+pub fn output_bytes(dims: &[usize]) -> Result<usize> {
+    let total = dims
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64));
+    let shape = dims
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(" x ");
+    read_bytes(total, &format!("an array of {shape}"))
+}
+
+/// `total` bytes of decoded output (None: past `u64`), described by `what`, checked against
+/// [`MAX_READ_BYTES`].
+pub fn read_bytes(total: Option<u64>, what: &str) -> Result<usize> {
+    match total {
+        Some(n) if n <= MAX_READ_BYTES => usize::try_from(n).map_err(|_| out_of_memory(n, what)),
+        _ => Err(Error::InvalidArgument(format!(
+            "the frames asked for need {} bytes ({what}), over the limit of {MAX_READ_BYTES} \
+             bytes per read: {ASK_LESS}",
+            total.map_or_else(|| "more than 2^64".to_owned(), |n| n.to_string())
+        ))),
+    }
+}
+
+/// The error for decoded output of `bytes` that could not be allocated.
+fn out_of_memory(bytes: u64, what: &str) -> Error {
+    Error::OutOfMemory {
+        bytes,
+        what: format!("the decoded frames ({what}): {ASK_LESS}"),
+    }
+}
+
 /// One frame to decode.
 #[derive(Clone, Copy)]
 pub struct FrameJob<'a> {
@@ -47,7 +94,10 @@ pub fn plan<'a>(
     uniform_channels: bool,
     reframe: Option<&Reframe>,
 ) -> Result<Vec<FrameJob<'a>>> {
-    let mut jobs = Vec::with_capacity(frames.len());
+    let mut jobs: Vec<FrameJob> = Vec::new();
+    // The output so far: a request over the limit stops here, before a job is planned for
+    // each of (say) ten million frames.
+    let mut total = 0u64;
     for &f in frames {
         let (k, rec) = chunk.frame(video, f)?;
         let (h, w, comps) = if rec.width > 0 && rec.height > 0 && rec.channels > 0 {
@@ -79,6 +129,22 @@ pub fn plan<'a>(
                 ))
             })?,
         };
+        // (A stacked gray frame may become RGB below: the total is a lower bound.)
+        total = total.saturating_add((h as u64) * (w as u64) * c as u64);
+        if total > MAX_READ_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "the frames asked for need at least {total} bytes ({} frames of video {:?} of \
+                 {}, frame {k} alone {w}x{h}x{c}), over the limit of {MAX_READ_BYTES} \
+                 bytes per read: {ASK_LESS}",
+                frames.len(),
+                chunk.id(video),
+                chunk.paths().data.display()
+            )));
+        }
+        jobs.try_reserve(1).map_err(|_| Error::OutOfMemory {
+            bytes: (jobs.len() as u64 + 1) * std::mem::size_of::<FrameJob>() as u64,
+            what: format!("planning a read of {} frames: {ASK_LESS}", frames.len()),
+        })?;
         jobs.push(FrameJob {
             chunk,
             video,
@@ -251,8 +317,12 @@ pub fn decode_frame(
     colorspace: Colorspace,
 ) -> Result<(Vec<u8>, usize, usize, usize)> {
     let jobs = plan(chunk, video, &[frame], colorspace, false, None)?;
-    let job = &jobs[0];
-    let mut out = vec![0u8; job.len()];
+    let job = jobs
+        .first()
+        .ok_or_else(|| Error::Internal("a frame was planned to nothing".into()))?;
+    let mut out = crate::buffers::zeroed(job.len(), || {
+        format!("frame {frame} of video {:?}", chunk.id(video))
+    })?;
     let bytes = chunk.read_frame(video, job.frame as i64, check)?;
     decode_bytes(job, &bytes, &mut out)?;
     Ok((out, job.shape.0, job.shape.1, job.shape.2))

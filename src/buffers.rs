@@ -10,6 +10,33 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::error::{Error, Result};
+
+/// `len` zeroed bytes, or [`Error::OutOfMemory`] naming `what` where `vec![0; len]` would
+/// abort the process: for every buffer whose size comes from input (a request, a file).
+/// Zeroed by the allocator (`calloc`: fresh pages come zeroed from the kernel, no memset).
+pub fn zeroed(len: usize, what: impl FnOnce() -> String) -> Result<Vec<u8>> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let fail = |what: String| Error::OutOfMemory {
+        bytes: len as u64,
+        what,
+    };
+    let Ok(layout) = std::alloc::Layout::array::<u8>(len) else {
+        return Err(fail(what()));
+    };
+    // SAFETY: `layout` has a non-zero size (len > 0).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(fail(what()));
+    }
+    // SAFETY: `ptr` was allocated by the global allocator with the layout of `[u8; len]`
+    // (size `len`, alignment 1), which is what a `Vec<u8>` of capacity `len` frees with;
+    // all `len` bytes are initialised (zeroed).
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}
+
 /// Buffers kept and handed out again, with the rules for which to keep.
 pub struct BufferPool {
     kept: Mutex<Vec<(Vec<u8>, Instant)>>,
@@ -33,8 +60,8 @@ impl BufferPool {
 
     /// A buffer of at least `len` bytes (`len()` may be larger, by at most half, so a big
     /// buffer is not spent on a small request). Its contents are unspecified: leftovers of an
-    /// earlier use, or zeros.
-    pub fn take(&self, len: usize) -> Vec<u8> {
+    /// earlier use, or zeros. `what` names the use, for the error when memory runs out.
+    pub fn take(&self, len: usize, what: impl FnOnce() -> String) -> Result<Vec<u8>> {
         if len >= self.min_bytes {
             if let Ok(mut kept) = self.kept.lock() {
                 self.expire(&mut kept);
@@ -44,12 +71,15 @@ impl BufferPool {
                     .filter(|&i| fits(&kept[i].0))
                     .min_by_key(|&i| kept[i].0.len())
                 {
-                    return kept.swap_remove(i).0;
+                    return Ok(kept.swap_remove(i).0);
                 }
             }
         }
-        // calloc: fresh pages come zeroed from the kernel lazily, no memset.
-        vec![0u8; len]
+        zeroed(len, String::new).or_else(|_| {
+            // Kept buffers that do not fit may hold the memory the new one needs.
+            self.clear();
+            zeroed(len, what)
+        })
     }
 
     /// Gives a buffer back for a later `take`; the oldest is freed when the pool is full.
@@ -93,6 +123,17 @@ impl BufferPool {
 mod tests {
     use super::*;
 
+    fn take(p: &BufferPool, len: usize) -> Vec<u8> {
+        p.take(len, String::new).unwrap()
+    }
+
+    #[test]
+    fn an_allocation_that_cannot_be_made_is_an_error() {
+        let got = zeroed(usize::MAX, || "the test".into());
+        assert!(matches!(got, Err(Error::OutOfMemory { .. })));
+        assert_eq!(zeroed(5, String::new).unwrap(), vec![0; 5]);
+    }
+
     fn pool() -> BufferPool {
         BufferPool::new(100, 2, Duration::from_secs(60))
     }
@@ -100,12 +141,12 @@ mod tests {
     #[test]
     fn a_given_buffer_is_taken_again() {
         let p = pool();
-        let mut b = p.take(1000);
+        let mut b = take(&p, 1000);
         b[0] = 7;
         let ptr = b.as_ptr();
         p.give(b);
         assert_eq!(p.kept_bytes(), 1000);
-        let again = p.take(1000);
+        let again = take(&p, 1000);
         assert_eq!((again.as_ptr(), again[0]), (ptr, 7));
         assert_eq!(p.kept_bytes(), 0);
     }
@@ -113,7 +154,7 @@ mod tests {
     #[test]
     fn small_requests_are_not_pooled() {
         let p = pool();
-        p.give(p.take(99));
+        p.give(take(&p, 99));
         assert_eq!(p.kept_bytes(), 0);
     }
 
@@ -121,9 +162,9 @@ mod tests {
     fn a_much_bigger_buffer_is_not_spent_on_a_small_request() {
         let p = pool();
         p.give(vec![0; 1000]);
-        assert_eq!(p.take(600).len(), 600); // 1000 - 600 > 300: a new buffer
-        assert_eq!(p.take(700).len(), 1000); // within half: reused
-        assert_eq!(p.take(1001).len(), 1001); // too small: new
+        assert_eq!(take(&p, 600).len(), 600); // 1000 - 600 > 300: a new buffer
+        assert_eq!(take(&p, 700).len(), 1000); // within half: reused
+        assert_eq!(take(&p, 1001).len(), 1001); // too small: new
     }
 
     #[test]
@@ -131,8 +172,8 @@ mod tests {
         let p = pool();
         p.give(vec![0; 1400]);
         p.give(vec![0; 1000]);
-        assert_eq!(p.take(1000).len(), 1000);
-        assert_eq!(p.take(1000).len(), 1400);
+        assert_eq!(take(&p, 1000).len(), 1000);
+        assert_eq!(take(&p, 1000).len(), 1400);
     }
 
     #[test]

@@ -95,6 +95,11 @@ pub enum Error {
         msg: String,
     },
 
+    /// Memory for a result could not be allocated: `bytes` asked for `what` (with how to ask
+    /// for less). Raised as `MemoryError`, where an infallible allocation would abort.
+    #[error("cannot allocate {bytes} bytes for {what}")]
+    OutOfMemory { bytes: u64, what: String },
+
     /// Something that should not happen whatever the input: a poisoned lock, threads that
     /// cannot be started, an internal size mismatch. A bug or a sick machine, not bad data.
     #[error("internal error: {0}")]
@@ -218,6 +223,10 @@ impl Clone for Error {
                 url: url.clone(),
                 kind: *kind,
                 msg: msg.clone(),
+            },
+            Error::OutOfMemory { bytes, what } => Error::OutOfMemory {
+                bytes: *bytes,
+                what: what.clone(),
             },
             Error::Internal(m) => Error::Internal(m.clone()),
         }

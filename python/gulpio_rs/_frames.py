@@ -79,8 +79,9 @@ class EncodeOptions:
             raise ValueError(
                 f"subsampling must be one of {sorted(_SUBSAMPLING)}, not {self.subsampling!r}"
             )
-        if int(self.threads) < 1:
-            raise ValueError(f"threads must be >= 1, not {self.threads}")
+        from ._reading import thread_count
+
+        thread_count(self.threads, "threads", zero_means_all=False)
 
     @property
     def simplejpeg_subsampling(self) -> str:

@@ -122,6 +122,12 @@ def decode_jpeg(
     data: bytes | bytearray | memoryview, colorspace: str | None = None
 ) -> npt.NDArray[np.uint8]: ...
 def is_remote_url(path: str) -> bool: ...
+def redact_url(text: str) -> str:
+    """``text`` with the user info and secret-looking query values of every URL in it
+    replaced by ``***`` (the one redaction rule; ``abfs[s]://container@`` is kept)."""
+
+def is_secret_option(key: str) -> bool:
+    """True for ``storage_options`` keys whose values are secrets."""
 
 class JpegInfo:
     """What a JPEG's frame header (SOF) says, read without decoding."""
@@ -179,6 +185,10 @@ def release_pooled_buffers() -> None:
 #: ``"libjpeg-turbo"`` (built with the ``turbo`` feature, which ``pip install`` turns on when
 #: nasm is there) or ``"zune-jpeg"``.
 JPEG_BACKEND: str
+#: The most threads (or worker processes) any ``threads=`` / ``num_workers=`` accepts.
+MAX_THREADS: int
+#: The most bytes one read may decode into (``read``, ``read_batch``, ``gd[id]``).
+MAX_READ_BYTES: int
 
 # File naming (Rust ``format::paths``): the one definition of chunk and temporary-file names.
 

@@ -130,15 +130,14 @@ def _threads(threads: int | None = None, remote: bool = False) -> int:
     cores reading in an order it cannot read ahead in, 20 ms per request, 0.63x -> 0.73x the
     clips/s of local files; no change when the round trips are hidden by read-ahead)."""
     if threads is not None:
-        if threads < 0:
-            raise ValueError(f"threads must be >= 0, not {threads}")
-        return int(threads)
+        return thread_count(threads, "threads")
     env = os.environ.get("GULPIO_NUM_THREADS")
-    if env:
+    if env and env.strip():
         try:
-            return max(0, int(env))
+            value = int(env)
         except ValueError:
-            raise ValueError(f"GULPIO_NUM_THREADS must be an integer, not {env!r}") from None
+            value = env
+        return thread_count(value, "GULPIO_NUM_THREADS")
     sharers = _local_ranks()
     torch = sys.modules.get("torch")  # never import torch ourselves
     if torch is not None and not remote:
@@ -149,6 +148,22 @@ def _threads(threads: int | None = None, remote: bool = False) -> int:
     if sharers == 1:
         return 0
     return max(1, _usable_cores() // sharers)
+
+
+def thread_count(value, name: str, *, zero_means_all: bool = True) -> int:
+    """``value`` checked as a count of threads (or worker processes) given as ``name``: an
+    integer from 1 to ``MAX_THREADS`` (src/pool.rs says why there is a cap), or 0 for "all
+    usable cores" where ``zero_means_all``. Anything else is a ``ValueError`` naming ``name``
+    and the accepted range (``threads=10**9`` started threads until the process hung)."""
+    from . import _native
+
+    top = _native.MAX_THREADS
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    low = 0 if zero_means_all else 1
+    if not ok or not low <= value <= top:
+        accepted = f"an integer from 1 to {top}" + (" (0: all usable cores)" if low == 0 else "")
+        raise ValueError(f"{name} must be {accepted}, not {value!r}")
+    return int(value)
 
 
 def _local_ranks() -> int:

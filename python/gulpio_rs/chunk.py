@@ -532,7 +532,10 @@ class GulpChunk:
         return state
 
     def __repr__(self):
-        return f"GulpChunk({self.data_file_path!r}, {self.meta_file_path!r})"
+        def shown(path):  # a URL with credentials is never printed (docs/REMOTE.md)
+            return _native.redact_url(path) if isinstance(path, str) else path
+
+        return f"GulpChunk({shown(self.data_file_path)!r}, {shown(self.meta_file_path)!r})"
 
 
 def _records_end(meta_dict) -> int:

@@ -46,12 +46,8 @@ class StorageOptions(dict):
     """``storage_options`` as given (a dict), printed without secret values: kept on the
     directory so that pickled copies (DataLoader workers) reconnect with them."""
 
-    _SECRET = ("secret", "token", "password", "sas", "account_key", "credential")
-
     def __repr__(self):
-        shown = {
-            k: "***" if any(s in k.lower() for s in self._SECRET) else v for k, v in self.items()
-        }
+        shown = {k: "***" if _native.is_secret_option(str(k)) else v for k, v in self.items()}
         return f"StorageOptions({shown!r})"
 
     __str__ = __repr__
@@ -639,7 +635,7 @@ class GulpDirectory:
         self.close()
 
     def __repr__(self):
-        return f"GulpDirectory({self._path!r})"
+        return f"GulpDirectory({_native.redact_url(self._path)!r})"
 
 
 def _crop_box(box, what: str) -> tuple[float, float, float, float] | None:
@@ -753,7 +749,7 @@ class _RemoteNewChunk(GulpChunk):
                 shutil.rmtree(self._stage, ignore_errors=True)
 
     def __repr__(self):
-        return f"GulpChunk({self.url!r}, staged in {self._stage!r})"
+        return f"GulpChunk({_native.redact_url(self.url)!r}, staged in {self._stage!r})"
 
 
 class _DirectoryChunk(GulpChunk):

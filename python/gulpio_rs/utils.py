@@ -24,6 +24,7 @@ from PIL import Image
 
 from . import _native
 from ._pixels import pil_to_array, to_frame
+from ._reading import thread_count
 from .errors import EmptyDirectoryWarning
 
 #: JPEG quality used by :func:`img_to_jpeg_bytes`; read on every call (tests may change it).
@@ -143,7 +144,7 @@ def resize_frames(frames: Iterable, size: int, threads: int = 1) -> list[np.ndar
     frames = [to_frame(f) for f in frames]
     if size < 1 or not frames:
         return frames
-    return _native.resize_frames(frames, int(size), int(threads))
+    return _native.resize_frames(frames, int(size), thread_count(threads, "threads"))
 
 
 def resize_images(imgs: Iterable, img_size: int = -1) -> Iterator[np.ndarray]:

@@ -22,6 +22,7 @@ use bytes::Bytes;
 use crate::error::{Error, IoContext, Result};
 use crate::format::Storage;
 
+pub use remote::redact::url as redact_url;
 pub use remote::{is_remote_url, RemoteSettings, RemoteStore};
 
 /// How local files are read.
@@ -125,7 +126,9 @@ impl Store {
         match self {
             Store::Local(_) => {
                 let file = File::open(path).at(path)?;
-                let mut buf = vec![0u8; (range.end - range.start) as usize];
+                let mut buf = crate::buffers::zeroed(range_len(&range)?, || {
+                    format!("bytes {range:?} of {}", path.display())
+                })?;
                 read_exact_at(&file, &mut buf, range.start).at(path)?;
                 Ok(buf)
             }
@@ -297,10 +300,16 @@ impl DataSource {
                         each(i, Err(beyond(path, r, *len)));
                         continue;
                     }
-                    let mut buf = vec![0u8; (r.end - r.start) as usize];
-                    let got = read_exact_at(file, &mut buf, r.start)
-                        .at(path)
-                        .map(|_| Bytes::from(buf));
+                    let got = range_len(r)
+                        .and_then(|n| {
+                            crate::buffers::zeroed(n, || {
+                                format!("bytes {r:?} of {}", path.display())
+                            })
+                        })
+                        .and_then(|mut buf| {
+                            read_exact_at(file, &mut buf, r.start).at(path)?;
+                            Ok(Bytes::from(buf))
+                        });
                     each(i, got);
                 }
                 Ok(())
@@ -322,6 +331,14 @@ impl DataSource {
             }
         }
     }
+}
+
+/// The length of `r`, which must be a forward range that fits in memory.
+fn range_len(r: &Range<u64>) -> Result<usize> {
+    r.end
+        .checked_sub(r.start)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| Error::Internal(format!("byte range {r:?} runs backwards")))
 }
 
 fn beyond(path: &Path, r: &Range<u64>, len: u64) -> Error {

@@ -16,14 +16,27 @@ struct Current {
 
 static RUNTIME: Mutex<Option<Current>> = Mutex::new(None);
 
-/// Threads of the I/O runtime. Requests are I/O-bound; two threads keep TLS and body copies
-/// off the decode threads' critical path without competing with them for cores.
-fn io_threads() -> usize {
-    std::env::var("GULPIO_IO_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(2)
+/// Threads of the I/O runtime: `GULPIO_IO_THREADS`, default 2. Requests are I/O-bound; two
+/// threads keep TLS and body copies off the decode threads' critical path without competing
+/// with them for cores. A value that is not an integer from 1 to `pool::MAX_THREADS` is an
+/// error naming the variable (it was ignored, and `100000` was taken as is).
+fn io_threads() -> Result<usize> {
+    const VAR: &str = "GULPIO_IO_THREADS";
+    match std::env::var(VAR) {
+        Ok(v) if !v.trim().is_empty() => {
+            let n = v.trim().parse::<i64>().map_err(|_| {
+                Error::InvalidArgument(format!("{VAR} must be an integer, not {v:?}"))
+            })?;
+            match crate::pool::check_threads(n, VAR)? {
+                0 => Err(Error::InvalidArgument(format!(
+                    "{VAR} must be between 1 and {}, not 0",
+                    crate::pool::MAX_THREADS
+                ))),
+                n => Ok(n),
+            }
+        }
+        _ => Ok(2),
+    }
 }
 
 /// The runtime of this process, and a generation number that changes when it was rebuilt
@@ -43,7 +56,7 @@ pub fn runtime() -> Result<(Arc<Runtime>, u32)> {
         std::mem::forget(inherited);
     }
     let runtime = Builder::new_multi_thread()
-        .worker_threads(io_threads())
+        .worker_threads(io_threads()?)
         .thread_name("gulpio-io")
         .enable_io()
         .enable_time()
@@ -58,7 +71,25 @@ pub fn runtime() -> Result<(Arc<Runtime>, u32)> {
 }
 
 /// Runs `fut` to completion from a synchronous caller (never from inside the runtime).
+///
+/// A panic inside `fut` (the HTTP stack builds some requests with `unwrap`, e.g. on a
+/// header value a server sent) becomes an internal error here instead of unwinding into
+/// Python: a backstop, not a fix (settings that caused panics are refused when a store is
+/// opened, see `remote::options::check_value`).
 pub fn block_on<F: Future>(fut: F) -> Result<F::Output> {
+    use futures::FutureExt;
     let (rt, _) = runtime()?;
-    Ok(rt.block_on(fut))
+    rt.block_on(std::panic::AssertUnwindSafe(fut).catch_unwind())
+        .map_err(|panic| {
+            Error::Internal(format!("the HTTP stack panicked: {}", panic_text(&panic)))
+        })
+}
+
+/// The message of a caught panic.
+pub fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic in the I/O stack".into())
 }

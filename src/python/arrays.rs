@@ -28,14 +28,17 @@ impl Drop for PooledBuffer {
 
 /// A C-contiguous uint8 array of shape `dims` whose contents are unspecified: the caller
 /// writes every byte before Python sees it.
+///
+/// The size is checked against the read limit (`batch::MAX_READ_BYTES`, a `ValueError`)
+/// and a large buffer that cannot be allocated is a `MemoryError`, never an abort.
 pub fn uninit_dyn<'py>(py: Python<'py>, dims: &[usize]) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
-    let len = dims.iter().product::<usize>();
+    let len = crate::batch::output_bytes(dims)?;
     if len < POOL.min_bytes {
         // SAFETY: every byte is written by the decoder before the array is returned; on error
         // the array is dropped without being exposed.
         return Ok(unsafe { PyArrayDyn::<u8>::new(py, IxDyn(dims), false) });
     }
-    let mut buf = POOL.take(len);
+    let mut buf = POOL.take(len, || shape_text(dims))?;
     // The heap block does not move when the Vec moves into its owner below.
     let ptr = buf.as_mut_ptr();
     let owner = Bound::new(py, PooledBuffer { buf })?;
@@ -45,6 +48,16 @@ pub fn uninit_dyn<'py>(py: Python<'py>, dims: &[usize]) -> PyResult<Bound<'py, P
         let view = ArrayViewMutD::from_shape_ptr(IxDyn(dims), ptr);
         Ok(PyArrayDyn::borrow_from_array(&view, owner.into_any()))
     }
+}
+
+/// `dims` as text for messages: `16 x 224 x 224 x 3`.
+fn shape_text(dims: &[usize]) -> String {
+    let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+    format!(
+        "the decoded frames (an array of {}): {}",
+        dims.join(" x "),
+        crate::batch::ASK_LESS
+    )
 }
 
 /// `uninit_dyn` for a `(T, H, W, C)` array.
@@ -62,12 +75,23 @@ pub fn uninit4_many<'py>(
     py: Python<'py>,
     shapes: &[[usize; 4]],
 ) -> PyResult<Vec<Bound<'py, PyArray4<u8>>>> {
-    let lens: Vec<usize> = shapes.iter().map(|d| d.iter().product()).collect();
-    let total: usize = lens.iter().sum();
+    let lens: Vec<usize> = shapes
+        .iter()
+        .map(|d| crate::batch::output_bytes(d))
+        .collect::<crate::Result<_>>()?;
+    let total = lens.iter().try_fold(0u64, |a, &n| a.checked_add(n as u64));
+    let total = crate::batch::read_bytes(total, &format!("{} videos", shapes.len()))?;
+    let what = || {
+        format!(
+            "the decoded frames ({} videos): {}",
+            shapes.len(),
+            crate::batch::ASK_LESS
+        )
+    };
     if total < POOL.min_bytes {
         return shapes.iter().map(|&d| uninit4(py, d)).collect();
     }
-    let mut buf = POOL.take(total);
+    let mut buf = POOL.take(total, what)?;
     let base = buf.as_mut_ptr();
     let owner = Bound::new(py, PooledBuffer { buf })?.into_any();
     let mut out = Vec::with_capacity(shapes.len());

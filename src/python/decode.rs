@@ -226,8 +226,11 @@ pub fn read_batch<'py>(
         let (t, (h, w, c)) = plans.first().map_or((0, (0, 0, 0)), |p| {
             (p.jobs.len(), p.shape.unwrap_or_default())
         });
+        let dims = [plans.len(), t, h, w, c];
+        // Checked before the jobs of every video are gathered into one list.
+        crate::batch::output_bytes(&dims)?;
         let jobs: Vec<FrameJob> = plans.iter().flat_map(|p| p.jobs.iter().copied()).collect();
-        let arr = into_one(py, &jobs, &[plans.len(), t, h, w, c], out, check, threads)?;
+        let arr = into_one(py, &jobs, &dims, out, check, threads)?;
         return Ok(arr.into_any());
     }
     if out.is_some() {

@@ -238,3 +238,16 @@ impl NativeDirectory {
 pub fn is_remote_url(path: &str) -> bool {
     crate::io::is_remote_url(path)
 }
+
+/// `text` with credentials in URLs hidden (user info, secret query parameters): the one
+/// redaction rule, for reprs and messages built in Python.
+#[pyfunction]
+pub fn redact_url(text: &str) -> String {
+    crate::io::redact_url(text)
+}
+
+/// True for `storage_options` keys whose values are secrets (shown as `***`).
+#[pyfunction]
+pub fn is_secret_option(key: &str) -> bool {
+    crate::io::remote::is_secret_key(key)
+}

@@ -4,7 +4,9 @@
 //!
 //! The mapping is `impl From<Error> for PyErr`, so binding functions use `?` on core results.
 
-use pyo3::exceptions::{PyIndexError, PyKeyError, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{
+    PyIndexError, PyKeyError, PyMemoryError, PyOSError, PyRuntimeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
@@ -86,7 +88,10 @@ fn context(err: &Error) -> (Option<String>, Option<String>, Option<usize>) {
         Error::FrameOutOfRange { path, id, .. } => (p(path), Some(id.clone()), None),
         Error::UnknownId(id) => (None, Some(id.clone()), None),
         Error::Remote { url, .. } => (Some(url.clone()), None, None),
-        Error::Jpeg(_) | Error::InvalidArgument(_) | Error::Internal(_) => (None, None, None),
+        Error::Jpeg(_)
+        | Error::InvalidArgument(_)
+        | Error::OutOfMemory { .. }
+        | Error::Internal(_) => (None, None, None),
     }
 }
 
@@ -120,6 +125,7 @@ fn to_py(py: Python<'_>, err: Error) -> PyErr {
             },
             &err,
         ),
+        Error::OutOfMemory { .. } => PyMemoryError::new_err(err.to_string()),
         Error::Internal(_) => PyRuntimeError::new_err(err.to_string()),
     }
 }

@@ -28,6 +28,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(jpeg::decode_jpeg, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg::jpeg_info, m)?)?;
     m.add_function(wrap_pyfunction!(directory::is_remote_url, m)?)?;
+    m.add_function(wrap_pyfunction!(directory::redact_url, m)?)?;
+    m.add_function(wrap_pyfunction!(directory::is_secret_option, m)?)?;
     m.add_function(wrap_pyfunction!(resize::resize_frames, m)?)?;
     m.add_function(wrap_pyfunction!(resize::reframe_frames, m)?)?;
     m.add_function(wrap_pyfunction!(resize::encode_frames, m)?)?;
@@ -37,5 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     paths::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("JPEG_BACKEND", crate::jpeg::BACKEND.name())?;
+    m.add("MAX_THREADS", crate::pool::MAX_THREADS)?;
+    m.add("MAX_READ_BYTES", crate::batch::MAX_READ_BYTES)?;
     Ok(())
 }

@@ -84,7 +84,9 @@ pub fn reframe_frames<'py>(
         let (oh, ow) = spec
             .output(p.height, p.width)
             .map_err(|m| PyValueError::new_err(format!("frame {i}: {m}")))?;
-        let mut data = vec![0u8; oh * ow * p.channels];
+        let mut data = crate::buffers::zeroed(oh * ow * p.channels, || {
+            format!("frame {i} resized to {ow}x{oh}")
+        })?;
         py.detach(|| {
             crate::jpeg::reframe_pixels(p.data, (p.height, p.width, p.channels), &spec, &mut data)
         })

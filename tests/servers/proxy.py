@@ -9,7 +9,18 @@ any time from another thread:
 - ``reset_mid_body``: the next N responses with a body are cut half-way by a TCP reset;
 - ``truncate_body``: the next N responses with a body are closed after half their declared
   ``Content-Length``;
-- ``flip_byte``: one byte of the body of the next N ``GET`` responses is inverted.
+- ``slow_body``: the next N responses with a body send half of it, then stall for
+  ``slow_ms`` (longer than the client's ``timeout``) before the rest;
+- ``flip_byte``: one byte of the body of the next N ``GET`` responses is inverted;
+- ``ignore_range``: the next N ``GET`` requests with a ``Range`` header are answered ``200``
+  with the whole object, as a server that ignores ``Range`` does. S3 signs the ``Range``
+  header, so the proxy cannot drop it: it forwards the request and replaces the partial
+  body with the whole object from ``objects(target)`` (the S3 server's files); without
+  ``objects`` it drops the header (plain HTTP servers, whose requests are not signed).
+
+Body faults hit ``GET`` and ``PROPFIND`` (a WebDAV listing) responses, and only those whose
+request target matches ``only``: ``"listing"`` (S3 ``list-type=``, or ``PROPFIND``), or a
+substring of the target such as ``".gidx"``, ``".gmeta"`` or ``".gulp"``; ``""`` matches all.
 
 It counts requests and response body bytes (what a client really fetched). Plain class with
 ``start()``/``stop()`` and ``url``: usable from pytest, from benchmarks and by clients in other
@@ -41,6 +52,10 @@ class Faults:
     reset_mid_body: int = 0
     truncate_body: int = 0
     flip_byte: int = 0
+    slow_body: int = 0
+    slow_ms: float = 3000.0
+    ignore_range: int = 0
+    only: str = ""
 
 
 @dataclass
@@ -51,12 +66,26 @@ class Counters:
     log: list = field(default_factory=list)
 
 
+_BODY_FAULTS = ("reset_mid_body", "truncate_body", "slow_body", "flip_byte")
+
+
+def _matches(only: str, method: str, target: str) -> bool:
+    if not only:
+        return True
+    if only == "listing":
+        return method == "PROPFIND" or "list-type=" in target
+    return only in target.split("?")[0]
+
+
 class FaultProxy:
-    def __init__(self, upstream: str):
+    def __init__(self, upstream: str, objects=None):
+        """``objects``: ``target -> bytes`` (the whole object a ``GET`` of ``target`` asks
+        for), for ``ignore_range`` in front of a server whose requests are signed."""
         if not upstream.startswith("http://"):
             raise ValueError("the proxy forwards plain http only")
         host, _, port = upstream[len("http://") :].rstrip("/").partition(":")
         self.upstream = (host, int(port or 80))
+        self.objects = objects
         self._faults = Faults()
         self._counters = Counters()
         self._lock = threading.Lock()
@@ -141,19 +170,29 @@ class FaultProxy:
         self.stop()
 
     # -- the plan ------------------------------------------------------------------------------
-    def _take(self, method: str) -> str | None:
+    def _take(self, method: str, target: str, headers: dict) -> str | None:
         """The fault for this request (consuming it from the plan), or None."""
         with self._lock:
             f = self._faults
+            if not _matches(f.only, method, target):
+                return None
             if f.status and f.count > 0:
                 f.count -= 1
                 return f"status:{f.status}"
-            if method == "GET":
-                for name in ("reset_mid_body", "truncate_body", "flip_byte"):
+            if method == "GET" and "range" in headers and f.ignore_range > 0:
+                f.ignore_range -= 1
+                return "ignore_range"
+            if method in ("GET", "PROPFIND"):
+                for name in _BODY_FAULTS:
                     if getattr(f, name) > 0:
                         setattr(f, name, getattr(f, name) - 1)
                         return name
             return None
+
+    def _untake(self, fault: str) -> None:
+        """Gives back a fault that found nothing to damage (a response without a body)."""
+        with self._lock:
+            setattr(self._faults, fault, getattr(self._faults, fault) + 1)
 
     def _count(self, method: str, target: str, what: str | None, body: int) -> None:
         with self._lock:
@@ -176,18 +215,24 @@ class FaultProxy:
                 delay = self._faults.latency_ms
                 if delay:
                     await asyncio.sleep(delay / 1000)
-                fault = self._take(method)
+                fault = self._take(method, target, headers)
+                if fault == "ignore_range" and self.objects is None:
+                    del headers["range"]
+                    headers["__order__"] = [
+                        (k, v) for k, v in headers["__order__"] if k.lower() != "range"
+                    ]
                 if fault and fault.startswith("status:"):
                     code = int(fault.split(":")[1])
                     reason = {503: "Service Unavailable", 429: "Too Many Requests"}.get(code, "X")
                     msg = b"<Error><Code>SlowDown</Code></Error>"
+                    # Counted before the answer leaves: a client may act on it at once.
+                    self._count(method, target, fault, 0)
                     cwriter.write(
                         f"HTTP/1.1 {code} {reason}\r\nContent-Length: {len(msg)}\r\n"
                         f"Retry-After: 0\r\nContent-Type: application/xml\r\n\r\n".encode()
                         + msg
                     )
                     await cwriter.drain()
-                    self._count(method, target, fault, 0)
                     continue
                 if up is None:
                     up = await asyncio.open_connection(*self.upstream)
@@ -205,12 +250,28 @@ class FaultProxy:
                 if rheaders.get("connection", "").lower() == "close":
                     uwriter.close()
                     up = None
-                if fault and rbody:
+                if fault == "ignore_range":
+                    if self.objects is not None and status_line.split(" ")[1] == "206":
+                        rbody = self.objects(target)
+                        status_line = status_line.split(" ")[0] + " 200 OK"
+                        rheaders["__order__"] = [
+                            (k, v) for k, v in rheaders["__order__"] if k.lower() != "content-range"
+                        ]
+                        rheaders["__length__"] = str(len(rbody))
+                elif fault and rbody:
                     half = len(rbody) // 2
                     if fault == "flip_byte":
                         rbody = bytearray(rbody)
                         rbody[half] ^= 0xFF
                         rbody = bytes(rbody)
+                    elif fault == "slow_body":
+                        self._count(method, target, fault, len(rbody))
+                        cwriter.write(_encode_head(status_line, rheaders) + rbody[:half])
+                        await cwriter.drain()
+                        await asyncio.sleep(self._faults.slow_ms / 1000)
+                        cwriter.write(rbody[half:])
+                        await cwriter.drain()
+                        continue
                     else:
                         self._count(method, target, fault, half)
                         cwriter.write(_encode_head(status_line, rheaders) + rbody[:half])
@@ -222,8 +283,9 @@ class FaultProxy:
                             )
                         cwriter.close()
                         return
-                elif fault:
-                    fault = None  # nothing to damage: the fault stays unused
+                elif fault and not fault.startswith("status:"):
+                    self._untake(fault)  # nothing to damage: the fault stays unused
+                    fault = None
                 self._count(method, target, fault, len(rbody))
                 cwriter.write(_encode_head(status_line, rheaders) + rbody)
                 await cwriter.drain()

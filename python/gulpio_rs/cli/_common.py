@@ -8,6 +8,26 @@ import warnings
 from ..errors import BrokenChunkWarning, EmptyDirectoryWarning, GulpError
 
 
+def count_arg(name: str, *, zero_means_all: bool = True):
+    """An argparse ``type=`` for a thread or worker count given as ``name``: an integer in
+    the accepted range, else argparse's usage error (not a traceback)."""
+    import argparse
+
+    from .._reading import thread_count
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = text
+        try:
+            return thread_count(value, name, zero_means_all=zero_means_all)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return parse
+
+
 def is_url(directory: str) -> bool:
     """True for dataset URLs (``s3://``, ``gs://``, ``az://``, ``http(s)://``)."""
     from .. import _native
@@ -18,7 +38,10 @@ def is_url(directory: str) -> bool:
 def refuse_remote(directory: str, command: str, why: str) -> None:
     """GulpError for subcommands that only change local datasets."""
     if is_url(directory):
-        raise GulpError(f"{directory}: `gulpio {command}` works on local directories only: {why}")
+        from .. import _native
+
+        shown = _native.redact_url(directory)
+        raise GulpError(f"{shown}: `gulpio {command}` works on local directories only: {why}")
 
 
 def open_directory(directory: str, *, quiet: bool = False):

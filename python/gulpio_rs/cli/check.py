@@ -14,9 +14,10 @@ import time
 import warnings
 
 from .._atomic import write_text_atomically
+from .._reading import thread_count
 from .._sizes import megabytes
 from ..errors import BrokenChunkWarning, GulpError
-from ._common import open_directory
+from ._common import count_arg, open_directory
 
 EPILOG = """examples:
   gulpio check /data/gulps              CRC of every frame, one line per problem
@@ -38,7 +39,9 @@ def add_parser(sub) -> None:
     p.add_argument("directory")
     p.add_argument("--decode", action="store_true", help="also decode every frame")
     p.add_argument("--json", action="store_true", help="print a JSON report on stdout")
-    p.add_argument("--threads", type=int, default=0, help="threads (default: all cores)")
+    p.add_argument(
+        "--threads", type=count_arg("--threads"), default=0, help="threads (default: all cores)"
+    )
     p.add_argument(
         "--bad-list",
         metavar="FILE",
@@ -53,6 +56,7 @@ def _problem(path, kind, message, video_id=None, frame=None) -> dict:
 
 def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: bool = False):
     """The check as data: a report dict (see ``--json``)."""
+    threads = thread_count(threads, "--threads")
     start = time.perf_counter()
     gd = open_directory(directory, quiet=True)  # problems are reported below instead
     # A skipped chunk is unreadable; otherwise only its index was ignored.

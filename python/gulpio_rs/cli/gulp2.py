@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 
 from ..errors import GulpError
+from ._common import count_arg
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,9 @@ def _parser(script: Script) -> argparse.ArgumentParser:
         p.add_argument(usage_name)
     p.add_argument("output_directory")
     p.add_argument(script.per_chunk, dest="per_chunk", type=int, default=100)
-    p.add_argument("--num_workers", type=int, default=4)
+    p.add_argument(
+        "--num_workers", type=count_arg("--num_workers", zero_means_all=False), default=4
+    )
     for option, dest, type_, default in script.options:
         p.add_argument(option, dest=dest, type=type_, default=default)
     for flag, dest in script.flags:

@@ -19,6 +19,7 @@ import warnings
 from dataclasses import asdict
 
 from ..errors import GulpError
+from ._common import count_arg
 
 #: command name -> (class name in gulpio_rs.adapters, example arguments)
 BUILTIN = {
@@ -218,9 +219,10 @@ def build_parser(cls, spec: str) -> argparse.ArgumentParser:
                    help="videos per chunk file (default: 100)")  # fmt: skip
     per_chunk = ["--videos_per_chunk", "--images-per-chunk", "--images_per_chunk"]
     _aliases(g, "videos_per_chunk", per_chunk, type=int)
-    g.add_argument("--num-workers", dest="num_workers", type=int, default=None,
+    workers = count_arg("--num-workers", zero_means_all=False)
+    g.add_argument("--num-workers", dest="num_workers", type=workers, default=None,
                    help="worker processes (default: the usable cores)")  # fmt: skip
-    _aliases(g, "num_workers", ["--num_workers"], type=int)
+    _aliases(g, "num_workers", ["--num_workers"], type=workers)
     g.add_argument("--quality", type=int, default=90, help="JPEG quality (default: 90)")
     g.add_argument("--subsampling", default="4:2:0",
                    choices=["4:2:0", "4:2:2", "4:4:4", "4:4:0"],

@@ -15,7 +15,7 @@ from .._atomic import write_json_atomically
 from .._fingerprint import digest
 from .._frames import EncodeOptions, FrameEncoder
 from .._names import chunk_paths
-from .._reading import _usable_cores
+from .._reading import _usable_cores, thread_count
 from ..chunk import GulpChunk
 from ..errors import GulpError, GulpWarning
 from .locks import STATE_DIR, RunLock
@@ -278,7 +278,8 @@ class GulpIngestor:
         executor: str = "process",
         ray_address: str | None = None,
     ):
-        assert int(num_workers) > 0
+        # Processes, bounded like threads (gulpio2 asserted > 0; a ValueError says more).
+        num_workers = thread_count(int(num_workers), "num_workers", zero_means_all=False)
         if executor not in ("process", "ray"):
             raise ValueError(f"executor must be 'process' or 'ray', not {executor!r}")
         self.executor = executor

@@ -14,6 +14,7 @@ import torch
 from torch.utils.data import Dataset, default_collate, get_worker_info
 
 from .. import _native
+from .._reading import thread_count
 from ..directory import GulpDirectory, _out_size, _storage_options
 from ..errors import BrokenChunkWarning, FormatError, GulpError
 from ._geometry import (
@@ -210,7 +211,7 @@ class _GulpDataset(Dataset):
         self.seed = seed
         self.colorspace = colorspace
         self.check_data = check_data
-        self.threads = threads
+        self.threads = None if threads is None else thread_count(threads, "threads")
         self.storage_options = _storage_options(storage_options)
         self.io = io
         self.epoch = 0

@@ -14,6 +14,8 @@
 mod options;
 mod read;
 mod readahead;
+pub mod redact;
+mod retry;
 mod write;
 
 use std::sync::{Arc, Mutex};
@@ -26,8 +28,9 @@ use url::Url;
 use super::fork::ProcessLocal;
 use super::runtime;
 use crate::error::{Error, RemoteKind, Result};
+pub use options::is_secret_key;
 use options::{
-    apply_aws_profile, credential_source, is_secret_key, parse_bytes, parse_seconds,
+    apply_aws_profile, check_value, credential_source, parse_bytes, parse_seconds, store_env,
     NO_CREDENTIALS, SECRET_ENV,
 };
 
@@ -60,6 +63,14 @@ impl Default for RemoteSettings {
     }
 }
 
+/// Two clients over the same store: reads with `object_store`'s own retries off (every read
+/// is retried whole, body included, by `retry`), writes with them on (it replays payloads).
+#[derive(Clone)]
+struct Clients {
+    read: Arc<dyn ObjectStore>,
+    write: Arc<dyn ObjectStore>,
+}
+
 pub struct RemoteStore {
     /// The dataset's URL as given, without user info or query (printed in messages).
     url: String,
@@ -71,8 +82,8 @@ pub struct RemoteStore {
     secrets: Vec<String>,
     credential_source: String,
     settings: RemoteSettings,
-    /// The client, in the process it was built in.
-    client: Mutex<Option<ProcessLocal<Arc<dyn ObjectStore>>>>,
+    /// The clients, in the process they were built in.
+    client: Mutex<Option<ProcessLocal<Clients>>>,
     /// The local block cache (`cache_dir`), if any.
     cache: Option<crate::io::cache::DiskCache>,
     /// `name -> (size, ETag or modification time)` from the last listing: the identity of an
@@ -105,25 +116,56 @@ pub fn is_remote_url(s: &str) -> bool {
     }
 }
 
+/// The URL as printed and as given to the client: no query or fragment (refused by
+/// [`RemoteStore::new`] anyway), no user info except an `abfs[s]://` container.
 fn printable(url: &Url) -> String {
     let mut u = url.clone();
-    let _ = u.set_username("");
+    if !matches!(url.scheme(), "abfs" | "abfss") {
+        let _ = u.set_username("");
+    }
     let _ = u.set_password(None);
     u.set_query(None);
     u.set_fragment(None);
     u.to_string().trim_end_matches('/').to_owned()
 }
 
+/// Refuses credentials in a dataset URL: `object_store` never sends them (keys come from
+/// `storage_options` or the environment), and a URL is printed in every message and `repr`.
+/// User info (`s3://KEY:SECRET@bucket`), and any query string or fragment (SAS tokens,
+/// presigned signatures), are an error; `abfs[s]://container@account...` is not user info.
+fn refuse_credentials(url: &Url) -> std::result::Result<(), String> {
+    let container = matches!(url.scheme(), "abfs" | "abfss") && url.password().is_none();
+    if url.password().is_some() || (!url.username().is_empty() && !container) {
+        return Err(
+            "credentials in the URL are refused (they would be printed in messages \
+                    and never used): pass them in storage_options (aws_access_key_id and \
+                    aws_secret_access_key, ...) or the standard environment variables"
+                .into(),
+        );
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(
+            "a query string or fragment in a dataset URL is refused (it is not sent \
+                    with requests, and may hold a secret such as a SAS token): pass SAS \
+                    tokens as storage_options[\"azure_storage_sas_key\"]"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
 impl RemoteStore {
     /// A store for the dataset at `url` (`s3://bucket/prefix`, `gs://`, `az://`, `abfs://`,
     /// `http(s)://`), configured from the environment and `options`.
     pub fn new(url: &str, options: &[(String, String)]) -> Result<RemoteStore> {
+        let shown = redact::url(url);
         let config = |msg: String| Error::Remote {
-            url: url.split('?').next().unwrap_or(url).to_owned(),
+            url: shown.clone(),
             kind: RemoteKind::Config,
-            msg,
+            msg: redact::message(&msg, &[]),
         };
         let parsed = Url::parse(url).map_err(|e| config(format!("not a valid URL: {e}")))?;
+        refuse_credentials(&parsed).map_err(config)?;
         let (scheme, prefix) = ObjectStoreScheme::parse(&parsed).map_err(|_| {
             config(format!(
                 "unsupported URL scheme {:?} (s3://, gs://, az://, abfs://, http(s)://)",
@@ -133,12 +175,20 @@ impl RemoteStore {
         if matches!(scheme, ObjectStoreScheme::Local | ObjectStoreScheme::Memory) {
             return Err(config("not a remote URL".into()));
         }
+        let environment = store_env(&scheme);
+        for (k, v) in &environment {
+            check_value(&format!("environment variable {k}"), k, v).map_err(config)?;
+        }
         let mut settings = RemoteSettings::default();
         let mut store_options = Vec::new();
         let mut profile_name = None;
         let (mut cache_dir, mut cache_size, mut cache_block) = (None, None, None);
         for (k, v) in options {
             let bad = |what: &str| config(format!("storage option {k:?}: {what}"));
+            if k.chars().any(|c| c.is_control()) {
+                return Err(bad("not a known key (it has a control character)"));
+            }
+            check_value(&format!("storage option {k:?}"), k, v).map_err(config)?;
             match k.to_ascii_lowercase().as_str() {
                 "concurrency" => {
                     settings.concurrency = v
@@ -194,6 +244,7 @@ impl RemoteStore {
         }
         let mut secrets: Vec<String> = store_options
             .iter()
+            .chain(&environment)
             .filter(|(k, v)| is_secret_key(k) && !v.is_empty())
             .map(|(_, v)| v.clone())
             .collect();
@@ -203,9 +254,6 @@ impl RemoteStore {
                 .filter_map(|k| std::env::var(k).ok())
                 .filter(|v| v.len() >= 4),
         );
-        if let Some(p) = parsed.password() {
-            secrets.push(p.to_owned());
-        }
         let credential_source =
             profile_source.unwrap_or_else(|| credential_source(&scheme, &store_options));
         let cache_dir = cache_dir.or_else(|| {
@@ -269,7 +317,10 @@ impl RemoteStore {
             options: Vec::new(),
             secrets: Vec::new(),
             credential_source: "a client given by the caller".into(),
-            client: Mutex::new(Some(ProcessLocal::new(client))),
+            client: Mutex::new(Some(ProcessLocal::new(Clients {
+                read: client.clone(),
+                write: client,
+            }))),
             cache: None,
             versions: Mutex::new(Default::default()),
             readahead: readahead::ReadAhead::new(settings.readahead),
@@ -297,8 +348,18 @@ impl RemoteStore {
         self.prefix.clone().join(name)
     }
 
-    /// The client of this process; rebuilt after a fork.
+    /// The client for reads, of this process; rebuilt after a fork. Its own retries are off:
+    /// reads are retried by [`retry::retrying`] (see [`RemoteStore::policy`]).
     fn client(&self) -> Result<Arc<dyn ObjectStore>> {
+        Ok(self.clients()?.read)
+    }
+
+    /// The client for uploads and deletes, with `object_store`'s retries.
+    fn writer(&self) -> Result<Arc<dyn ObjectStore>> {
+        Ok(self.clients()?.write)
+    }
+
+    fn clients(&self) -> Result<Clients> {
         let mut guard = self
             .client
             .lock()
@@ -316,18 +377,32 @@ impl RemoteStore {
         }
         // An inherited client (its pooled connections are the parent's sockets) is replaced;
         // ProcessLocal leaks it rather than closing them here.
-        let client = self.build()?;
-        *guard = Some(ProcessLocal::new(client.clone()));
-        Ok(client)
+        let clients = Clients {
+            read: self.build(RetryConfig {
+                max_retries: 0,
+                retry_timeout: self.settings.retry_timeout,
+                ..Default::default()
+            })?,
+            write: self.build(RetryConfig {
+                max_retries: self.settings.max_retries,
+                retry_timeout: self.settings.retry_timeout,
+                ..Default::default()
+            })?,
+        };
+        *guard = Some(ProcessLocal::new(clients.clone()));
+        Ok(clients)
     }
 
-    fn build(&self) -> Result<Arc<dyn ObjectStore>> {
-        use object_store::{aws, azure, gcp, http, ClientOptions};
-        let retry = RetryConfig {
+    /// How reads are retried.
+    fn policy(&self) -> retry::Policy {
+        retry::Policy {
             max_retries: self.settings.max_retries,
             retry_timeout: self.settings.retry_timeout,
-            ..Default::default()
-        };
+        }
+    }
+
+    fn build(&self, retry: RetryConfig) -> Result<Arc<dyn ObjectStore>> {
+        use object_store::{aws, azure, gcp, http, ClientOptions};
         let fail = |e: object_store::Error| self.config_error(e.to_string());
         let url = &self.url;
         // The runtime must exist (and be this process's) before a client is made.
@@ -376,38 +451,10 @@ impl RemoteStore {
         Ok(client)
     }
 
-    /// Replaces every known secret in `msg`, drops query strings from URLs (Azure SAS tokens
-    /// travel there) and cuts server response bodies to their first line.
+    /// `msg` without secrets: every secret this store knows of (options, environment) and
+    /// those in URLs (see [`redact::message`]).
     pub fn redact(&self, msg: &str) -> String {
-        let mut out: String = msg
-            .split(' ')
-            .map(|w| match w.split_once('?') {
-                Some((base, _)) if w.starts_with("http") => base,
-                _ => w,
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
-        if let Some(i) = out.find("<?xml") {
-            out.truncate(i);
-        }
-        if let Some(i) = out.find('\n') {
-            out.truncate(i);
-        }
-        const MAX: usize = 400;
-        if out.len() > MAX {
-            let mut cut = MAX;
-            while !out.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            out.truncate(cut);
-            out.push('…');
-        }
-        for s in &self.secrets {
-            if !s.is_empty() {
-                out = out.replace(s.as_str(), "***");
-            }
-        }
-        out.trim_end_matches([' ', ':']).to_owned()
+        redact::message(msg, &self.secrets)
     }
 
     fn config_error(&self, msg: String) -> Error {
@@ -418,12 +465,30 @@ impl RemoteStore {
         }
     }
 
-    /// Maps an `object_store` error on `name` to ours.
+    /// Maps a read of `name` that failed for good (see [`retry::retrying`]) to our error,
+    /// saying exactly what was retried.
+    fn failed(&self, name: &str, f: retry::Failure) -> Error {
+        let tried = f.what_was_tried(&self.policy());
+        self.mapped(name, f.error, &tried)
+    }
+
+    /// Maps a failed upload or delete of `name` to our error; `object_store` retried it, and
+    /// its message says how often when it did.
     fn error(&self, name: &str, e: object_store::Error) -> Error {
+        self.mapped(name, e, "")
+    }
+
+    fn mapped(&self, name: &str, e: object_store::Error, tried: &str) -> Error {
         use object_store::Error as E;
         let url = self.url_of(name);
         let text = error_text(&e);
-        let status = http_status(&text);
+        let status = retry::http_status(&e);
+        let denied = || {
+            format!(
+                "access denied (credentials: {}): {e}",
+                self.credential_source
+            )
+        };
         let (kind, msg) = match &e {
             _ if is_missing_bucket(&text) => (
                 RemoteKind::NotFound,
@@ -435,27 +500,12 @@ impl RemoteStore {
             ),
             E::NotFound { .. } => (RemoteKind::NotFound, "not found".to_owned()),
             _ if status == Some(404) => (RemoteKind::NotFound, format!("not found (404): {e}")),
-            E::PermissionDenied { .. } | E::Unauthenticated { .. } => (
-                RemoteKind::Denied,
-                format!(
-                    "access denied (credentials: {}): {e}",
-                    self.credential_source
-                ),
-            ),
-            _ if matches!(status, Some(401 | 403)) => (
-                RemoteKind::Denied,
-                format!(
-                    "access denied (credentials: {}): {e}",
-                    self.credential_source
-                ),
-            ),
-            _ => (
-                RemoteKind::Failed,
-                format!(
-                    "request failed (after up to {} retries within {:?}): {e}",
-                    self.settings.max_retries, self.settings.retry_timeout
-                ),
-            ),
+            E::PermissionDenied { .. } | E::Unauthenticated { .. } => {
+                (RemoteKind::Denied, denied())
+            }
+            _ if matches!(status, Some(401 | 403)) => (RemoteKind::Denied, denied()),
+            _ if tried.is_empty() => (RemoteKind::Failed, format!("request failed: {e}")),
+            _ => (RemoteKind::Failed, format!("request failed ({tried}): {e}")),
         };
         let mut msg = self.redact(&msg);
         if self.credential_source.starts_with(NO_CREDENTIALS)
@@ -522,14 +572,6 @@ fn mentions_credentials(text: &str) -> bool {
     lower.contains("metadata") || lower.contains("credential") || lower.contains("169.254.")
 }
 
-/// The HTTP status behind an `object_store` error, if any (from [`error_text`]). The crate
-/// keeps its retry error type private, so the status is read from the text ("status code:
-/// 404").
-fn http_status(text: &str) -> Option<u16> {
-    let i = text.find("status code: ")? + "status code: ".len();
-    text.get(i..i + 3)?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -549,7 +591,12 @@ mod tests {
         assert!(is_secret_key("aws_secret_access_key"));
         assert!(is_secret_key("AWS_SESSION_TOKEN"));
         assert!(is_secret_key("azure_storage_account_key"));
+        assert!(is_secret_key("azure_storage_access_key"));
+        assert!(is_secret_key("azure_storage_master_key"));
+        assert!(is_secret_key("aws_sse_customer_key_base64"));
+        assert!(is_secret_key("google_service_account_key"));
         assert!(!is_secret_key("aws_access_key_id"));
+        assert!(!is_secret_key("aws_sse_kms_key_id"));
         assert!(!is_secret_key("aws_region"));
     }
 

@@ -6,22 +6,16 @@ use std::time::Duration;
 
 use object_store::ObjectStoreScheme;
 
-/// Keys that hold secrets (matched on the lower-cased key).
-pub(super) fn is_secret_key(key: &str) -> bool {
+/// Keys (storage options, environment variables) that hold secrets, matched on the
+/// lower-cased name: keys of every kind (access, account, master, SSE-C, encryption,
+/// service account JSON), tokens, passwords, SAS, credentials; not identifiers (`*_id`).
+/// The one rule: `repr(storage_options)` in Python asks it too (`_native.is_secret_option`).
+pub fn is_secret_key(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
-    [
-        "secret",
-        "token",
-        "password",
-        "sas",
-        "access_key",
-        "account_key",
-        "credential",
-    ]
-    .iter()
-    .any(|s| k.contains(s))
+    ["secret", "token", "password", "sas", "key", "credential"]
+        .iter()
+        .any(|s| k.contains(s))
         && !k.ends_with("_id")
-        && !k.contains("access_key_id")
 }
 
 /// Environment variables whose values are secrets, for redaction.
@@ -119,6 +113,7 @@ pub(super) fn apply_aws_profile(
         if given(options, names) || env(vars) {
             continue;
         }
+        check_value(&format!("{}: {key}", profile.source), &key, &value)?;
         from_profile |= key == "aws_access_key_id";
         options.push((key, value));
     }
@@ -226,5 +221,156 @@ pub(super) fn credential_source(
             }
         }
         _ => "none (plain HTTP)".into(),
+    }
+}
+
+/// Refuses a setting whose value holds a control character (U+0000-U+001F, U+007F): values
+/// end up in request headers and URLs, where `object_store` builds requests with `unwrap`,
+/// so `AWS_REGION=$'us-east-1\r'` was a panic. `what` names the setting (an option key or
+/// an environment variable); the message never shows the value, which may be a secret.
+/// Values that are documents (a service account key's JSON) may hold line breaks and tabs.
+pub(super) fn check_value(what: &str, key: &str, value: &str) -> std::result::Result<(), String> {
+    let document = matches!(
+        key.to_ascii_lowercase().as_str(),
+        "google_service_account_key" | "service_account_key"
+    );
+    let bad = value
+        .char_indices()
+        .find(|&(_, c)| c.is_ascii_control() && !(document && matches!(c, '\t' | '\n' | '\r')));
+    if let Some((at, c)) = bad {
+        return Err(format!(
+            "{what}: the value has a control character (U+{:04X}) at byte {at}; settings \
+             go into request headers and URLs, which cannot hold one (a line ending copied \
+             from a Windows file?)",
+            c as u32
+        ));
+    }
+    check_url_value(what, key, value)
+}
+
+/// Settings that are URLs (endpoints, proxies, credential services) must be absolute
+/// `http(s)://` URLs of printable ASCII, and a container credentials path a path:
+/// `object_store` joins and parses them with `unwrap` when it sends a request, so an
+/// endpoint of `" "` or `"é"` was a panic. Matched on the lower-cased key or variable name.
+fn check_url_value(what: &str, key: &str, value: &str) -> std::result::Result<(), String> {
+    let k = key.to_ascii_lowercase();
+    let printable = !value.is_empty() && value.chars().all(|c| c.is_ascii_graphic());
+    if k.ends_with("relative_uri") {
+        return if printable && value.starts_with('/') {
+            Ok(())
+        } else {
+            Err(format!(
+                "{what}: a path starting with \"/\" (printable ASCII, no spaces) is needed"
+            ))
+        };
+    }
+    let is_url = k.ends_with("endpoint")
+        || k.contains("endpoint_url")
+        || k.ends_with("_url")
+        || k.ends_with("full_uri")
+        || k.ends_with("authority_host");
+    let is_host = [
+        "metadata_host",
+        "metadata_root",
+        "metadata_ip",
+        "workload_host",
+    ]
+    .iter()
+    .any(|h| k.ends_with(h));
+    if is_host {
+        return if printable && !value.contains(['/', '?', '#', '@']) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{what}: a host name (printable ASCII, no spaces, no path) is needed"
+            ))
+        };
+    }
+    if !is_url {
+        return Ok(());
+    }
+    let absolute = url::Url::parse(value)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some());
+    match absolute {
+        Some(_) if printable => Ok(()),
+        _ => Err(format!(
+            "{what}: an absolute http:// or https:// URL of printable ASCII (no spaces; \
+             international host names in their xn-- form) is needed"
+        )),
+    }
+}
+
+/// The environment variables `object_store` reads for a store of `scheme` (its builders'
+/// `from_env` take every `AWS_*` / `GOOGLE_*` / `AZURE_*` variable whose lower-cased name is
+/// a configuration key, and their credential providers a few more by name), with their
+/// values; variables that are not UTF-8 are skipped, as `object_store` skips them.
+pub(super) fn store_env(scheme: &ObjectStoreScheme) -> Vec<(String, String)> {
+    use object_store::{aws::AmazonS3ConfigKey, azure::AzureConfigKey, gcp::GoogleConfigKey};
+    use std::str::FromStr;
+    let (prefix, extra, is_key): (&str, &[&str], fn(&str) -> bool) = match scheme {
+        ObjectStoreScheme::AmazonS3 => ("AWS_", &[], |k| AmazonS3ConfigKey::from_str(k).is_ok()),
+        ObjectStoreScheme::GoogleCloudStorage => (
+            "GOOGLE_",
+            &[
+                "SERVICE_ACCOUNT",
+                "GCE_METADATA_HOST",
+                "GCE_METADATA_ROOT",
+                "GCE_METADATA_IP",
+            ],
+            |k| GoogleConfigKey::from_str(k).is_ok(),
+        ),
+        ObjectStoreScheme::MicrosoftAzure => (
+            "AZURE_",
+            &[
+                "IDENTITY_ENDPOINT",
+                "IDENTITY_HEADER",
+                "AZURITE_BLOB_STORAGE_URL",
+            ],
+            |k| AzureConfigKey::from_str(k).is_ok(),
+        ),
+        _ => return Vec::new(),
+    };
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, _)| {
+            (k.starts_with(prefix) && is_key(&k.to_ascii_lowercase()))
+                || extra.contains(&k.as_str())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_refused_by_name() {
+        let e = check_value("storage option \"aws_region\"", "aws_region", "us-east-1\r");
+        let msg = e.unwrap_err();
+        assert!(
+            msg.contains("aws_region") && msg.contains("U+000D"),
+            "{msg}"
+        );
+        assert!(!msg.contains("us-east-1"), "{msg}");
+        assert!(check_value("x", "aws_region", "us-east-1").is_ok());
+        // A service account key is a JSON document: line breaks are fine, NUL is not.
+        assert!(check_value("x", "google_service_account_key", "{\r\n}").is_ok());
+        assert!(check_value("x", "google_service_account_key", "{\0}").is_err());
+    }
+
+    #[test]
+    fn urls_hosts_and_paths_are_checked() {
+        for bad in ["", " ", "é", "a b", "us-east-1 ", "ftp://h", "http://"] {
+            assert!(check_value("e", "aws_endpoint", bad).is_err(), "{bad:?}");
+        }
+        assert!(check_value("e", "aws_endpoint", "http://127.0.0.1:9000").is_ok());
+        assert!(check_value("e", "AZURE_MSI_ENDPOINT", "https://x.example/t").is_ok());
+        assert!(check_value("e", "proxy_url", "http://proxy:3128").is_ok());
+        assert!(check_value("e", "aws_container_credentials_relative_uri", "/v2/c").is_ok());
+        assert!(check_value("e", "aws_container_credentials_relative_uri", "v2").is_err());
+        assert!(check_value("e", "GCE_METADATA_HOST", "metadata.google.internal").is_ok());
+        assert!(check_value("e", "GCE_METADATA_HOST", "http://x/").is_err());
+        assert!(check_value("e", "aws_region", "é").is_ok()); // not a URL: the store decides
     }
 }

@@ -2,7 +2,7 @@
 //! range requests (through the local block cache when there is one).
 
 use std::ops::Range;
-use std::time::Duration;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt};
@@ -11,6 +11,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 use super::readahead::{from_pending, Pending};
+use super::retry::{self, retrying, Failure, Policy};
 use super::{runtime, RemoteStore};
 use crate::error::{Error, Result};
 
@@ -19,15 +20,16 @@ impl RemoteStore {
     pub fn list(&self) -> Result<Vec<(String, u64)>> {
         let client = self.client()?;
         let prefix = self.prefix.clone();
-        let listed = runtime::block_on(async move {
-            let p = if prefix.as_ref().is_empty() {
-                None
-            } else {
-                Some(&prefix)
-            };
-            client.list_with_delimiter(p).await
-        })?
-        .map_err(|e| self.error("", e))?;
+        // The whole listing (every page) is one attempt: a body cut mid-page is retried like
+        // any transient fault.
+        let listed = runtime::block_on(retrying(self.policy(), || {
+            let (client, prefix) = (client.clone(), prefix.clone());
+            async move {
+                let p = (!prefix.as_ref().is_empty()).then_some(&prefix);
+                client.list_with_delimiter(p).await
+            }
+        }))?
+        .map_err(|f| self.failed("", f))?;
         let mut versions = std::collections::HashMap::new();
         let mut out: Vec<(String, u64)> = listed
             .objects
@@ -53,8 +55,11 @@ impl RemoteStore {
     pub fn size(&self, name: &str) -> Result<u64> {
         let client = self.client()?;
         let key = self.key(name);
-        let meta = runtime::block_on(async move { client.head(&key).await })?
-            .map_err(|e| self.error(name, e))?;
+        let meta = runtime::block_on(retrying(self.policy(), || {
+            let (client, key) = (client.clone(), key.clone());
+            async move { client.head(&key).await }
+        }))?
+        .map_err(|f| self.failed(name, f))?;
         Ok(meta.size)
     }
 
@@ -62,13 +67,11 @@ impl RemoteStore {
     pub fn read_all(&self, name: &str) -> Result<Bytes> {
         let client = self.client()?;
         let key = self.key(name);
-        let got = runtime::block_on(async move {
-            match client.get(&key).await {
-                Ok(r) => r.bytes().await,
-                Err(e) => Err(e),
-            }
-        })?;
-        got.map_err(|e| self.error(name, e))
+        let got = runtime::block_on(retrying(self.policy(), || {
+            let (client, key) = (client.clone(), key.clone());
+            async move { client.get(&key).await?.bytes().await }
+        }))?;
+        got.map_err(|f| self.failed(name, f))
     }
 
     /// Bytes `range` of `name`, exactly (a short body is retried, then an error).
@@ -102,10 +105,21 @@ impl RemoteStore {
         items: &[(String, Range<u64>)],
         each: impl FnMut(usize, Result<Bytes>),
     ) -> Result<()> {
+        if let Some((name, r)) = items.iter().find(|(_, r)| r.start > r.end) {
+            return Err(Error::Internal(format!(
+                "{}: byte range {r:?} runs backwards",
+                self.url_of(name)
+            )));
+        }
         match &self.cache {
             Some(cache) => self.read_cached(cache, items, each),
             None => self.fetch_named_ranges(items, each),
         }
+    }
+
+    /// The size of `name` in the last listing, if it was listed.
+    pub(super) fn listed_size(&self, name: &str) -> Option<u64> {
+        Some(self.versions.lock().ok()?.get(name)?.0)
     }
 
     /// The cache's key for `name`: the object's URL and version (None when it was not listed).
@@ -164,7 +178,13 @@ impl RemoteStore {
                 direct.push(i);
                 continue;
             }
-            let mut out = Vec::with_capacity((r.end - r.start) as usize);
+            let mut out = match self.buffer(name, r) {
+                Ok(out) => out,
+                Err(e) => {
+                    each(i, Err(e));
+                    continue;
+                }
+            };
             let mut whole = true;
             for (index, block, part) in spans(r, size) {
                 match cache.read(&key, index, Some(block.end - block.start), Some(part)) {
@@ -194,8 +214,14 @@ impl RemoteStore {
             }
         })?;
         for (i, key, size) in waiting {
-            let r = &items[i].1;
-            let mut out = Vec::with_capacity((r.end - r.start) as usize);
+            let (name, r) = &items[i];
+            let mut out = match self.buffer(name, r) {
+                Ok(out) => out,
+                Err(e) => {
+                    each(i, Err(e));
+                    continue;
+                }
+            };
             for (index, block, part) in spans(r, size) {
                 let piece = match fetched.get(&(key.clone(), index)) {
                     Some(bytes) => bytes
@@ -226,6 +252,21 @@ impl RemoteStore {
         Ok(())
     }
 
+    /// An empty buffer with room for bytes `r` of `name`; an error, not an abort, when
+    /// memory for it cannot be had.
+    fn buffer(&self, name: &str, r: &Range<u64>) -> Result<Vec<u8>> {
+        let len = r.end.saturating_sub(r.start);
+        let mut out = Vec::new();
+        usize::try_from(len)
+            .ok()
+            .and_then(|n| out.try_reserve_exact(n).ok())
+            .ok_or_else(|| Error::OutOfMemory {
+                bytes: len,
+                what: format!("bytes {r:?} of {}", self.url_of(name)),
+            })?;
+        Ok(out)
+    }
+
     /// [`RemoteStore::read_named_ranges`] without the cache.
     fn fetch_named_ranges(
         &self,
@@ -238,16 +279,27 @@ impl RemoteStore {
         let client = self.client()?;
         let (rt, _) = runtime::runtime()?;
         let concurrency = self.settings.concurrency.max(1);
-        let (tx, rx) = std::sync::mpsc::channel::<(usize, object_store::Result<Bytes>)>();
+        let policy = self.policy();
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Bytes, Failure>)>();
         // Ranges a read-ahead is fetching (or has fetched) are taken from it. The requests are
         // boxed here, outside the spawned task, so the task's type names no borrowed lifetime.
-        let requests: Vec<BoxFuture<'static, (usize, object_store::Result<Bytes>)>> = items
+        let requests: Vec<BoxFuture<'static, (usize, Result<Bytes, Failure>)>> = items
             .iter()
             .enumerate()
             .map(|(i, (name, r))| {
                 let (client, key, r) = (client.clone(), self.key(name), r.clone());
+                let size = self.listed_size(name);
                 let ahead = self.readahead.take(name, &r);
-                async move { (i, fetch_one(client, key, r, ahead).await) }.boxed()
+                let one = fetch_one(client, key, r, size, ahead, policy);
+                // A panic in the HTTP stack fails this range, not the whole stream.
+                async move {
+                    let got = std::panic::AssertUnwindSafe(one)
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|p| Err(Failure::panicked(&p)));
+                    (i, got)
+                }
+                .boxed()
             })
             .collect();
         rt.spawn(async move {
@@ -262,7 +314,7 @@ impl RemoteStore {
         });
         for _ in 0..items.len() {
             match rx.recv() {
-                Ok((i, r)) => each(i, r.map_err(|e| self.error(&items[i].0, e))),
+                Ok((i, r)) => each(i, r.map_err(|f| self.failed(&items[i].0, f))),
                 Err(_) => {
                     return Err(Error::Internal(
                         "the I/O runtime stopped before all ranges arrived".into(),
@@ -276,54 +328,113 @@ impl RemoteStore {
 
 /// One range: from its read-ahead when there is one that got the bytes, else from the store.
 async fn fetch_one(
-    client: std::sync::Arc<dyn ObjectStore>,
+    client: Arc<dyn ObjectStore>,
     key: ObjectPath,
     r: Range<u64>,
+    size: Option<u64>,
     ahead: Option<(Pending, usize)>,
-) -> object_store::Result<Bytes> {
+    policy: Policy,
+) -> Result<Bytes, Failure> {
     if let Some((pending, offset)) = ahead {
         let len = (r.end - r.start) as usize;
         if let Some(bytes) = from_pending(pending, offset, len).await {
             return Ok(bytes);
         }
     }
-    get_exact(client.as_ref(), &key, r).await
+    fetch_range(client, key, r, size, policy).await
 }
 
-/// `get_range`, checked to have returned exactly the bytes asked for: a body cut short by the
-/// server or a proxy is retried (with backoff) like any transient fault, never returned.
+/// Bytes `range` of `key` exactly, retried by `policy` (see [`get_exact`]).
+pub(super) async fn fetch_range(
+    client: Arc<dyn ObjectStore>,
+    key: ObjectPath,
+    range: Range<u64>,
+    size: Option<u64>,
+    policy: Policy,
+) -> Result<Bytes, Failure> {
+    retrying(policy, || {
+        let (client, key, range) = (client.clone(), key.clone(), range.clone());
+        async move { get_exact(client.as_ref(), &key, range, size).await }
+    })
+    .await
+}
+
+/// One attempt at bytes `range` of `key`, checked to be exactly those bytes: a body cut short
+/// is a transient fault (retried, never returned). A server that ignores `Range` (answers
+/// 200 with the whole object) is asked for the whole object, and the range is cut from the
+/// body as it streams past (see [`slice_of_whole`]).
 pub(super) async fn get_exact(
     client: &dyn ObjectStore,
     key: &ObjectPath,
     range: Range<u64>,
+    size: Option<u64>,
 ) -> object_store::Result<Bytes> {
     let want = range.end - range.start;
-    let mut delay = Duration::from_millis(50);
-    let mut last = None;
-    for _ in 0..4 {
-        match client.get_range(key, range.clone()).await {
-            Ok(b) if b.len() as u64 == want => return Ok(b),
-            Ok(b) => {
-                last = Some(object_store::Error::Generic {
-                    store: "gulpio",
-                    source: format!("short body: {} of {want} bytes", b.len()).into(),
-                })
-            }
-            Err(e) => return Err(e),
-        }
-        tokio::time::sleep(jitter(delay)).await;
-        delay = (delay * 2).min(Duration::from_secs(2));
+    match client.get_range(key, range.clone()).await {
+        Ok(b) if b.len() as u64 == want => Ok(b),
+        Ok(b) => Err(retry::transient(format!(
+            "short body: {} of {want} bytes",
+            b.len()
+        ))),
+        Err(e) if ignores_range(&e) => slice_of_whole(client, key, range, size).await,
+        Err(e) => Err(e),
     }
-    Err(last.unwrap_or_else(|| object_store::Error::Generic {
-        store: "gulpio",
-        source: "short body".into(),
-    }))
 }
 
-/// A random duration in `[d/2, d)`, so clients that failed together do not retry together.
-fn jitter(d: Duration) -> Duration {
-    use std::collections::hash_map::RandomState;
-    use std::hash::BuildHasher;
-    let r = RandomState::new().hash_one(std::time::Instant::now()) % 1000;
-    d / 2 + d.mul_f64(r as f64 / 2000.0)
+/// True for the error `object_store` gives when a server answered a range request with the
+/// whole object: "non-partial response" (S3, GCS, Azure), "Range request not supported"
+/// (HTTP). The crates' error types are private, so the text is matched.
+fn ignores_range(e: &object_store::Error) -> bool {
+    let text = e.to_string();
+    text.contains("non-partial response") || text.contains("Range request not supported")
+}
+
+/// Bytes `range` of `key` out of a request for the whole object: only the range is kept
+/// (the rest of the body streams past, and the request is dropped once the range is in), so
+/// memory stays bounded by the range. The body must be the size the listing said (`size`),
+/// when it said one, so that a different object is never cut into.
+async fn slice_of_whole(
+    client: &dyn ObjectStore,
+    key: &ObjectPath,
+    range: Range<u64>,
+    size: Option<u64>,
+) -> object_store::Result<Bytes> {
+    let got = client.get(key).await?;
+    let whole = got.meta.size;
+    if let Some(listed) = size.filter(|&s| s != whole) {
+        return Err(retry::permanent(format!(
+            "the server ignores Range and sent the whole object, {whole} bytes, where the \
+             listing said {listed}: the object changed"
+        )));
+    }
+    if range.end > whole {
+        return Err(retry::permanent(format!(
+            "bytes {}..{} asked of an object of {whole} bytes",
+            range.start, range.end
+        )));
+    }
+    let want = (range.end - range.start) as usize;
+    let mut out = Vec::new();
+    out.try_reserve_exact(want)
+        .map_err(|_| retry::permanent(format!("cannot allocate {want} bytes for a range")))?;
+    let mut at = 0u64; // offset in the object of the next body byte
+    let mut body = got.into_stream();
+    while at < range.end {
+        let Some(piece) = body.next().await else {
+            break;
+        };
+        let piece = piece?;
+        let end = at + piece.len() as u64;
+        let from = range.start.clamp(at, end) - at;
+        let to = range.end.clamp(at, end) - at;
+        out.extend_from_slice(&piece[from as usize..to as usize]);
+        at = end;
+    }
+    if out.len() != want {
+        return Err(retry::transient(format!(
+            "the whole-object body ended at byte {at}, before the range {}..{} was in",
+            range.start, range.end
+        )));
+    }
+    Ok(Bytes::from(out))
 }

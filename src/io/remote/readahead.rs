@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt, Shared};
 
-use super::read::get_exact;
+use super::read::fetch_range;
 use super::{runtime, RemoteStore};
 use crate::error::Result;
 use crate::io::fork::ProcessLocal;
@@ -143,8 +143,10 @@ impl RemoteStore {
                 continue;
             }
             let (client, key, r) = (client.clone(), self.key(&name), range.clone());
+            let (size, policy) = (self.listed_size(&name), self.policy());
             // Spawned, so it runs whether or not anybody waits for it yet.
-            let task = rt.spawn(async move { get_exact(client.as_ref(), &key, r).await.ok() });
+            let task =
+                rt.spawn(async move { fetch_range(client, key, r, size, policy).await.ok() });
             let pending: Pending = task.map(|joined| joined.ok().flatten()).boxed().shared();
             self.readahead.insert(&name, range, pending);
         }

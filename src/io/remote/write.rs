@@ -14,7 +14,7 @@ impl RemoteStore {
         use crate::error::IoContext;
         use object_store::{PutPayload, WriteMultipart};
         use std::io::Read;
-        let client = self.client()?;
+        let client = self.writer()?;
         let key = self.key(name);
         let mut file = std::fs::File::open(src).at(src)?;
         let len = file.metadata().at(src)?.len();
@@ -58,7 +58,7 @@ impl RemoteStore {
     /// Writes `bytes` as `name` only if no object of that name exists; false if one does.
     pub fn put_new(&self, name: &str, bytes: Vec<u8>) -> Result<bool> {
         use object_store::{PutMode, PutOptions, PutPayload};
-        let client = self.client()?;
+        let client = self.writer()?;
         let key = self.key(name);
         let opts = PutOptions {
             mode: PutMode::Create,
@@ -79,7 +79,7 @@ impl RemoteStore {
 
     /// Deletes `name` (no error if it does not exist).
     pub fn delete(&self, name: &str) -> Result<()> {
-        let client = self.client()?;
+        let client = self.writer()?;
         let key = self.key(name);
         match runtime::block_on(async move { client.delete(&key).await })? {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
