@@ -6,6 +6,7 @@ use rayon::prelude::*;
 
 use crate::chunk::reader::{read_many, ChunkReader, FrameData};
 use crate::error::{Error, Result};
+use crate::jpeg::header::read_info;
 use crate::jpeg::{
     check_frame_size, decode_into, decode_reframed, output_shape, Colorspace, DecodeFailure,
     Reframe,
@@ -70,6 +71,10 @@ pub struct FrameJob<'a> {
     pub colorspace: Colorspace,
     /// Crop, resize and flip fused into the decode (`shape` is then the output's).
     pub reframe: Option<Reframe>,
+    /// `(width, height, components)` as the checksummed index records them (None for legacy
+    /// chunks): the frame's own header must agree before it is decoded, since the output was
+    /// shaped after the index.
+    pub recorded: Option<(u16, u16, u8)>,
 }
 
 impl FrameJob<'_> {
@@ -100,7 +105,12 @@ pub fn plan<'a>(
     let mut total = 0u64;
     for &f in frames {
         let (k, rec) = chunk.frame(video, f)?;
-        let (h, w, comps) = if rec.width > 0 && rec.height > 0 && rec.channels > 0 {
+        let recorded = (rec.width > 0 && rec.height > 0 && rec.channels > 0).then_some((
+            rec.width,
+            rec.height,
+            rec.channels,
+        ));
+        let (h, w, comps) = if recorded.is_some() {
             (rec.height as usize, rec.width as usize, rec.channels)
         } else {
             // Legacy chunk: read the size from the JPEG header (the CRC, if any, is checked
@@ -152,6 +162,7 @@ pub fn plan<'a>(
             shape: (h, w, c),
             colorspace,
             reframe: reframe.copied(),
+            recorded,
         });
     }
     if uniform_channels && colorspace == Colorspace::Auto {
@@ -341,6 +352,24 @@ fn decode_bytes(job: &FrameJob, bytes: &[u8], out: &mut [u8]) -> Result<()> {
             out.len(),
             job.len()
         )));
+    }
+    if let Some((w, h, c)) = job.recorded {
+        let info = read_info(bytes)
+            .map_err(|m| context(job.chunk, job.video, job.frame, DecodeFailure::Corrupt(m)))?;
+        if (info.width, info.height, info.components) != (w, h, c) {
+            let msg = format!(
+                "the JPEG header declares {}x{} with {} component(s), the checksummed index \
+                 {w}x{h} with {c}: the index does not describe this frame (written by a faulty \
+                 tool, or forged)",
+                info.width, info.height, info.components
+            );
+            return Err(context(
+                job.chunk,
+                job.video,
+                job.frame,
+                DecodeFailure::Corrupt(msg),
+            ));
+        }
     }
     let want = match (job.colorspace, job.shape.2) {
         (Colorspace::Auto, 1) => Colorspace::Gray,

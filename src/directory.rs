@@ -9,7 +9,8 @@ use std::sync::{Arc, OnceLock};
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
-use crate::chunk::reader::{probe_index_in, ChunkReader, KnownSizes, Probe};
+use crate::chunk::probe::{probe_index_in, KnownSizes, Probe};
+use crate::chunk::reader::ChunkReader;
 use crate::error::{Error, Result};
 use crate::format::index::{front_ids, HEADER_LEN};
 use crate::format::paths::{chunk_number, glob_kind, ChunkPaths, FileKind};
@@ -45,27 +46,30 @@ impl ChunkSlot {
     }
 
     /// The chunk's reader, opening it on first use. A failure is remembered and reported on
-    /// every later use, so a damaged chunk fails the same way each time. `ids` are the ids the
-    /// directory registered for this chunk when it was opened.
+    /// every later use, so a damaged chunk fails the same way each time; a remote fault that
+    /// outlasted the retries is not remembered (the next use tries again). `ids` are the ids
+    /// the directory registered for this chunk when it was opened.
     fn reader(&self, ids: &IdTable, store: &Store) -> Result<Arc<ChunkReader>> {
-        self.reader
-            .get_or_init(|| {
-                let opened = match &self.probed {
-                    Some(header) => {
-                        match once_more_if_remote(store, || {
-                            ChunkReader::from_index_in(store, &self.paths, header, self.sizes)
-                        }) {
-                            Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
-                                self.fall_back(ids, store, e)
-                            }
-                            other => other,
-                        }
+        if let Some(done) = self.reader.get() {
+            return done.clone();
+        }
+        let opened = match &self.probed {
+            Some(header) => {
+                match ChunkReader::from_index_in(store, &self.paths, header, self.sizes) {
+                    Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
+                        self.fall_back(ids, store, e)
                     }
-                    None => Err(Error::Internal("chunk has no reader".into())),
-                };
-                opened.map(Arc::new)
-            })
-            .clone()
+                    other => other,
+                }
+            }
+            None => Err(Error::Internal("chunk has no reader".into())),
+        }
+        .map(Arc::new);
+        if matches!(opened, Err(Error::Remote { .. })) {
+            return opened;
+        }
+        // Another thread may have opened it meanwhile: every caller gets the same reader.
+        self.reader.get_or_init(|| opened).clone()
     }
 
     /// The index passed the open-time checks but not the full one (a damaged frame table, or
@@ -255,7 +259,7 @@ impl Directory {
         let first = self.ids.len();
         if let Some(probed) = probe {
             match probed {
-                Ok(probe) => {
+                Ok(probe) if probe.meta_size_matches() => {
                     let ids = front_ids(&probe.front, &probe.header)
                         .map_err(|m| Error::format(&paths.index, m))?;
                     let slot = ChunkSlot {
@@ -271,6 +275,33 @@ impl Directory {
                         .reserve(slot.video_count, probe.header.ids_len as usize);
                     return self.register(slot, ids);
                 }
+                // The `.gmeta` changed size since the index was written: appended to by
+                // another tool, or damaged. Which one decides whose ids count, so the chunk is
+                // opened now (only such chunks pay for it).
+                Ok(probe) => {
+                    match ChunkReader::from_index_in(
+                        &self.store,
+                        &paths,
+                        &probe.header_bytes,
+                        sizes,
+                    ) {
+                        // A damaged `.gmeta` is the reader's `meta_problem`, reported when the
+                        // chunk is first used, as for one found before the first read.
+                        Ok(reader) => return self.add_opened(number, paths, sizes, reader),
+                        Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
+                            self.problems.push(Problem {
+                                path: paths.index.clone(),
+                                message: format!(
+                                    "{e}; reading the chunk through its .gmeta instead"
+                                ),
+                                chunk_skipped: false,
+                            })
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                // A remote index that arrived different every time: never read without it.
+                Err(e @ Error::Remote { .. }) => return Err(e),
                 Err(e) => self.problems.push(Problem {
                     path: paths.index.clone(),
                     message: format!("{e}; reading the chunk through its .gmeta instead"),
@@ -279,19 +310,7 @@ impl Directory {
             }
         }
         match ChunkReader::open_legacy_in(&self.store, &paths, sizes) {
-            Ok(r) => {
-                let reader = Arc::new(r);
-                let slot = ChunkSlot {
-                    number,
-                    paths,
-                    first,
-                    video_count: reader.video_count(),
-                    sizes,
-                    probed: None,
-                    reader: OnceLock::from(Ok(reader.clone())),
-                };
-                self.register(slot, (0..reader.video_count()).map(|i| reader.id(i)))
-            }
+            Ok(r) => self.add_opened(number, paths, sizes, r),
             Err(e) => {
                 self.problems.push(Problem {
                     path: paths.meta.clone(),
@@ -301,6 +320,27 @@ impl Directory {
                 Ok(())
             }
         }
+    }
+
+    /// Adds a chunk whose reader is already open.
+    fn add_opened(
+        &mut self,
+        number: u64,
+        paths: ChunkPaths,
+        sizes: KnownSizes,
+        reader: ChunkReader,
+    ) -> Result<()> {
+        let reader = Arc::new(reader);
+        let slot = ChunkSlot {
+            number,
+            paths,
+            first: self.ids.len(),
+            video_count: reader.video_count(),
+            sizes,
+            probed: None,
+            reader: OnceLock::from(Ok(reader.clone())),
+        };
+        self.register(slot, (0..reader.video_count()).map(|i| reader.id(i)))
     }
 
     /// Adds a chunk's ids (refusing duplicates, also inside the chunk) and the chunk.
@@ -420,26 +460,11 @@ fn check_plain_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Runs `read` again once when it fails a format or staleness check on a remote store: a byte
-/// flipped in transit must not make the chunk fall back to its `.gmeta` (and lose its frame
-/// CRCs) for the rest of the session. A second failure is the file's.
-pub(crate) fn once_more_if_remote<T>(
-    store: &Store,
-    mut read: impl FnMut() -> Result<T>,
-) -> Result<T> {
-    match read() {
-        Err(Error::Format { .. } | Error::StaleIndex { .. }) if store.is_remote() => read(),
-        other => other,
-    }
-}
-
 /// Probes the index of every chunk that has one (None for chunks without an index). Remote
 /// probes run concurrently, each a round trip or two; local ones are cheap reads in order.
 fn probe_all(store: &Store, pairs: &[(u64, ChunkPaths, KnownSizes)]) -> Vec<Option<Result<Probe>>> {
     let probe = |(_, paths, sizes): &(u64, ChunkPaths, KnownSizes)| {
-        sizes
-            .index
-            .map(|_| once_more_if_remote(store, || probe_index_in(store, paths, *sizes)))
+        sizes.index.map(|_| probe_index_in(store, paths, *sizes))
     };
     let Store::Remote(remote) = store else {
         return pairs.iter().map(probe).collect();

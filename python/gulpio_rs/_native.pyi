@@ -19,6 +19,8 @@ class Chunk:
     @property
     def index_problem(self) -> str | None: ...
     @property
+    def meta_problem(self) -> str | None: ...
+    @property
     def data_path(self) -> str: ...
     @property
     def published_len(self) -> int: ...
@@ -105,6 +107,7 @@ def feistel(
     """Elements ``positions`` of the samplers' permutation of ``range(n)`` keyed by ``(seed,
     epoch)`` (``inverse``: where each sits in it); see ``gulpio_rs.torch.shuffled_positions``."""
 
+def restore_meta(data_path: str, meta_path: str) -> bool: ...
 def read_batch(
     items: list[tuple[Chunk, int, list[int] | None]],
     check: bool = True,

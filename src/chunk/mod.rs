@@ -1,4 +1,5 @@
 //! One chunk: reading (mmap + index) and writing (crash-safe publication).
 
+pub mod probe;
 pub mod reader;
 pub mod writer;

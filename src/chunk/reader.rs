@@ -3,18 +3,14 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::Read;
 use std::ops::Range;
-use std::path::Path;
 use std::sync::OnceLock;
 
 use bytes::Bytes;
 
-use crate::error::{Error, IoContext, Result};
-use crate::format::index::{
-    check_front, decode_header, front_len, FrameRec, Header, Index, IndexBuilder, HEADER_LEN,
-};
+use super::probe::{probe_index_in, until_settled, KnownSizes};
+use crate::error::{Error, Result};
+use crate::format::index::{FrameRec, Index, IndexBuilder, HEADER_LEN};
 use crate::format::paths::ChunkPaths;
 use crate::format::{gmeta, Storage};
 use crate::io::{plan, DataSource, Store};
@@ -35,6 +31,9 @@ pub struct ChunkReader {
     kind: IndexKind,
     /// Why an existing index was not used (the chunk then reads through its `.gmeta`).
     index_problem: Option<String>,
+    /// Why the `.gmeta` was not believed although the chunk reads through its index (the
+    /// `.gmeta` contradicts the checksummed index: damaged, or edited by hand).
+    meta_problem: Option<String>,
     by_id: OnceLock<HashMap<String, usize>>,
 }
 
@@ -46,119 +45,6 @@ impl std::fmt::Debug for ChunkReader {
             .field("videos", &self.index.video_count())
             .finish()
     }
-}
-
-/// What opening a directory reads of an index: the header and the front sections (videos
-/// and ids), with ordinary reads rather than a mapping (mapping would fault in 64 KiB per file
-/// through the kernel's fault-around, most of it frame entries not needed yet).
-pub struct Probe {
-    pub header: Header,
-    pub header_bytes: [u8; HEADER_LEN],
-    pub front: Vec<u8>,
-}
-
-/// Sizes of a chunk's files when a listing already gave them (object stores list sizes for
-/// free; asking again would cost a round trip per file).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct KnownSizes {
-    pub data: Option<u64>,
-    pub meta: Option<u64>,
-    pub index: Option<u64>,
-}
-
-/// Bytes of an index fetched in the first request when probing a remote chunk: enough for the
-/// header and the video and id tables of a chunk of a few hundred videos, so one round trip
-/// usually does.
-const PROBE_GUESS: u64 = 64 << 10;
-
-/// Reads and checks the front of `paths.index` and that the `.gmeta` has the size the index
-/// was written for (a local file).
-pub fn probe_index(paths: &ChunkPaths) -> Result<Probe> {
-    probe_index_in(&Store::default(), paths, KnownSizes::default())
-}
-
-/// [`probe_index`] in any store.
-pub fn probe_index_in(store: &Store, paths: &ChunkPaths, sizes: KnownSizes) -> Result<Probe> {
-    let path = &paths.index;
-    let (header_bytes, header, front, len) = match store {
-        Store::Local(_) => read_front_local(path)?,
-        Store::Remote(_) => read_front_remote(store, path, sizes.index)?,
-    };
-    check_front(&front, len).map_err(|m| Error::format(path, m))?;
-    let meta_len = store.size(&paths.meta, sizes.meta)?;
-    if meta_len != header.gmeta_len {
-        return Err(Error::stale(
-            path,
-            format!(
-                "{} is {meta_len} bytes, the index was written for {} bytes (modified by \
-                 another tool?)",
-                paths.meta.display(),
-                header.gmeta_len
-            ),
-        ));
-    }
-    Ok(Probe {
-        header,
-        header_bytes,
-        front,
-    })
-}
-
-type Front = ([u8; HEADER_LEN], Header, Vec<u8>, u64);
-
-fn too_short(path: &Path, len: u64) -> Result<()> {
-    if len < HEADER_LEN as u64 {
-        return Err(Error::format(
-            path,
-            format!("index is {len} bytes, shorter than its {HEADER_LEN}-byte header"),
-        ));
-    }
-    Ok(())
-}
-
-/// The front sections' length, checked against the file's real length before anything is
-/// allocated: a hostile header cannot make us allocate more than the file holds.
-fn front_need(path: &Path, header: &Header, len: u64) -> Result<usize> {
-    let need = front_len(header).map_err(|m| Error::format(path, m))?;
-    if need as u64 > len {
-        return Err(Error::format(
-            path,
-            format!("index is {len} bytes, its header describes at least {need}"),
-        ));
-    }
-    Ok(need)
-}
-
-/// One open, one `fstat`, two reads: opening a directory does this for every chunk.
-fn read_front_local(path: &Path) -> Result<Front> {
-    let mut file = File::open(path).at(path)?;
-    let len = file.metadata().at(path)?.len();
-    too_short(path, len)?;
-    let mut header_bytes = [0u8; HEADER_LEN];
-    file.read_exact(&mut header_bytes).at(path)?;
-    let header = decode_header(&header_bytes).map_err(|m| Error::format(path, m))?;
-    let need = front_need(path, &header, len)?;
-    let mut front = vec![0u8; need];
-    front[..HEADER_LEN].copy_from_slice(&header_bytes);
-    file.read_exact(&mut front[HEADER_LEN..]).at(path)?;
-    Ok((header_bytes, header, front, len))
-}
-
-/// A guessed prefix first (one round trip for most chunks), the rest only if needed.
-fn read_front_remote(store: &Store, path: &Path, known: Option<u64>) -> Result<Front> {
-    let len = store.size(path, known)?;
-    too_short(path, len)?;
-    let mut front = store.read_range(path, 0..len.min(PROBE_GUESS))?;
-    let mut header_bytes = [0u8; HEADER_LEN];
-    header_bytes.copy_from_slice(&front[..HEADER_LEN]);
-    let header = decode_header(&header_bytes).map_err(|m| Error::format(path, m))?;
-    let need = front_need(path, &header, len)?;
-    if front.len() < need {
-        let rest = store.read_range(path, front.len() as u64..need as u64)?;
-        front.extend_from_slice(&rest);
-    }
-    front.truncate(need);
-    Ok((header_bytes, header, front, len))
 }
 
 /// The planned reads of some frames of one chunk ([`ChunkReader::plan_frames`]).
@@ -310,13 +196,13 @@ impl ChunkReader {
         if !has_index {
             return Ok((Self::open_legacy_in(store, paths, sizes)?, None));
         }
-        let opened = crate::directory::once_more_if_remote(store, || {
-            probe_index_in(store, paths, sizes)
-                .and_then(|p| Self::from_index_in(store, paths, &p.header_bytes, sizes))
-        });
+        let opened = probe_index_in(store, paths, sizes)
+            .and_then(|p| Self::from_index_in(store, paths, &p.header_bytes, sizes));
         match opened {
             Ok(r) => Ok((r, None)),
             // A damaged or stale index must not make a chunk with a good `.gmeta` unreadable.
+            // (On object stores, bytes damaged in transit were fetched again first: only
+            // damage at rest gets here.)
             Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
                 let mut legacy = Self::open_legacy_in(store, paths, sizes)?;
                 legacy.index_problem = Some(e.to_string());
@@ -328,51 +214,96 @@ impl ChunkReader {
 
     /// Completes opening a probed chunk: maps the index and checks it is the one probed
     /// (`header` carries every section's CRC), checks the frame table and meta blob, and
-    /// that the `.gmeta` is byte for byte the one the index was written with.
+    /// compares the `.gmeta` with the one the index was written with.
     pub fn from_index(paths: &ChunkPaths, header: &[u8; HEADER_LEN]) -> Result<ChunkReader> {
         Self::from_index_in(&Store::default(), paths, header, KnownSizes::default())
     }
 
-    /// [`ChunkReader::from_index`] in any store.
+    /// [`ChunkReader::from_index`] in any store. A `.gmeta` that differs from the one the
+    /// index was written for is judged ([`judge_meta`]): written later by another tool (a
+    /// `StaleIndex` error: the caller reads through the `.gmeta`), or damaged (the chunk reads
+    /// through its checksummed index and [`ChunkReader::meta_problem`] says why).
     pub fn from_index_in(
         store: &Store,
         paths: &ChunkPaths,
         header: &[u8; HEADER_LEN],
         sizes: KnownSizes,
     ) -> Result<ChunkReader> {
-        let index = Index::parse(store.map_or_read(&paths.index)?)
-            .map_err(|m| Error::format(&paths.index, m))?;
-        if index.header_bytes() != header {
-            return Err(Error::stale(
-                &paths.index,
-                "the index file was replaced after the chunk was opened",
-            ));
-        }
-        index
-            .verify_full()
-            .map_err(|m| Error::format(&paths.index, m))?;
-        let meta = store.read_all(&paths.meta)?;
+        let index = until_settled(store, &paths.index, |seen| {
+            let bytes = store.map_or_read(&paths.index)?;
+            if store.is_remote() {
+                seen.update(&bytes);
+            }
+            let index = Index::parse(bytes).map_err(|m| Error::format(&paths.index, m))?;
+            if index.header_bytes() != header {
+                return Err(Error::stale(
+                    &paths.index,
+                    "the index file was replaced after the chunk was opened",
+                ));
+            }
+            index
+                .verify_full()
+                .map_err(|m| Error::format(&paths.index, m))?;
+            Ok(index)
+        })?;
         let h = index.header();
-        let crc = crc32fast::hash(&meta);
-        if meta.len() as u64 != h.gmeta_len || crc != h.gmeta_crc {
-            return Err(Error::stale(
-                &paths.index,
-                format!(
-                    "{} has CRC {crc:#010x} ({} bytes); the index was written for CRC {:#010x} \
-                     ({} bytes)",
+        let (want_len, want_crc) = (h.gmeta_len, h.gmeta_crc);
+        // The `.gmeta` as it is when it does not match (after refetches on object stores).
+        let mut differs: Option<(Storage, u32)> = None;
+        let fetched = until_settled(store, &paths.meta, |seen| {
+            let meta = store.read_all(&paths.meta)?;
+            let crc = crc32fast::hash(&meta);
+            seen.update(&crc.to_le_bytes());
+            if meta.len() as u64 == want_len && crc == want_crc {
+                return Ok(());
+            }
+            differs = Some((meta, crc));
+            Err(Error::stale(&paths.meta, "differs from its index"))
+        });
+        let data = store.open_data(&paths.data, sizes.data)?;
+        let meta_problem = match (fetched, differs) {
+            (Ok(()), _) => None,
+            (Err(Error::StaleIndex { .. }), Some((meta, crc))) => {
+                let what = format!(
+                    "{} has CRC {crc:#010x} ({} bytes); the index was written for CRC \
+                     {want_crc:#010x} ({want_len} bytes)",
                     paths.meta.display(),
                     meta.len(),
-                    h.gmeta_crc,
-                    h.gmeta_len
-                ),
-            ));
-        }
+                );
+                let verdict = match judge_meta(&index, &meta, data.len()) {
+                    // A `.gmeta` that contradicts the index is damage only if the data still
+                    // holds the index's frames; otherwise another tool rewrote the chunk.
+                    MetaVerdict::Damaged(_) if !frames_still_match(&index, &data, &paths.data) => {
+                        MetaVerdict::Newer(
+                            "and the data file no longer holds the frames the index \
+                             describes: the chunk was rewritten by another tool"
+                                .into(),
+                        )
+                    }
+                    verdict => verdict,
+                };
+                match verdict {
+                    MetaVerdict::Same => None,
+                    MetaVerdict::Newer(how) => {
+                        return Err(Error::stale(&paths.index, format!("{what}: {how}")))
+                    }
+                    MetaVerdict::Damaged(how) => Some(format!(
+                        "{what}, and {how}: it is damaged (or was edited by hand), so the chunk \
+                         is read through its checksummed index, which holds every id, frame \
+                         and metadata value; `gulpio repair --apply` rewrites the .gmeta from \
+                         the index"
+                    )),
+                }
+            }
+            (Err(e), _) => return Err(e),
+        };
         Ok(ChunkReader {
-            data: store.open_data(&paths.data, sizes.data)?,
+            data,
             paths: paths.clone(),
             index,
             kind: IndexKind::Binary,
             index_problem: None,
+            meta_problem,
             by_id: OnceLock::new(),
         })
     }
@@ -396,6 +327,7 @@ impl ChunkReader {
             index,
             kind: IndexKind::Legacy,
             index_problem: None,
+            meta_problem: None,
             by_id: OnceLock::new(),
         })
     }
@@ -409,6 +341,11 @@ impl ChunkReader {
     /// Why an existing index was not used, if one exists and was not.
     pub fn index_problem(&self) -> Option<&str> {
         self.index_problem.as_deref()
+    }
+    /// Why the `.gmeta` was not believed, when the chunk reads through its index although
+    /// the `.gmeta` does not match it.
+    pub fn meta_problem(&self) -> Option<&str> {
+        self.meta_problem.as_deref()
     }
     pub(crate) fn set_index_problem(&mut self, why: String) {
         self.index_problem = Some(why);
@@ -750,6 +687,140 @@ impl ChunkReader {
                 .unwrap_or(0),
         }
     }
+}
+
+/// What a `.gmeta` that does not match its index is ([`judge_meta`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum MetaVerdict {
+    /// Other bytes, the same content (rewritten with other formatting): the index is current.
+    Same,
+    /// Written after the index by another tool (gulpio2 appending to the chunk, or rewriting
+    /// it): the `.gmeta` describes the chunk, the index does not. Says how it was told.
+    Newer(String),
+    /// Contradicts the checksummed index on what the index describes: damage (or a hand
+    /// edit), which a reader must not believe over the index. Says where.
+    Damaged(String),
+}
+
+/// Judges a `.gmeta` whose bytes differ from the ones its (intact) index was written with,
+/// `data_len` being the `.gulp`'s size now. Another tool may have appended to the chunk
+/// (gulpio2's `'ab'` keeps every entry and adds frames, metadata elements and videos after
+/// them) or rewritten it (a new `.gulp` shorter than the index says, every record of the
+/// `.gmeta` inside it); anything else that contradicts the index is damage.
+pub fn judge_meta(index: &Index, meta: &[u8], data_len: u64) -> MetaVerdict {
+    let legacy = match legacy_index(meta) {
+        Ok(l) => l,
+        Err(m) => return MetaVerdict::Damaged(format!("it does not parse ({m})")),
+    };
+    let rewritten = data_len < index.header().gulp_len
+        && (0..legacy.frame_count()).all(|j| legacy.frame(j).record_end() <= data_len);
+    if rewritten {
+        return MetaVerdict::Newer(format!(
+            "the data file is {data_len} bytes, shorter than the {} the index describes, and \
+             the .gmeta describes it: the chunk was rewritten by another tool",
+            index.header().gulp_len
+        ));
+    }
+    if legacy.video_count() < index.video_count() {
+        return MetaVerdict::Damaged(format!(
+            "it lists {} videos where the index has {}",
+            legacy.video_count(),
+            index.video_count()
+        ));
+    }
+    for v in 0..index.video_count() {
+        if legacy.id(v) != index.id(v) {
+            return MetaVerdict::Damaged(format!(
+                "its video {v} is {:?} where the index has {:?}",
+                legacy.id(v),
+                index.id(v)
+            ));
+        }
+        let (ours, theirs) = (frame_infos(index, v), frame_infos(&legacy, v));
+        if theirs.len() < ours.len() {
+            return MetaVerdict::Damaged(format!(
+                "video {:?} has {} frames where the index has {}",
+                index.id(v),
+                theirs.len(),
+                ours.len()
+            ));
+        }
+        if let Some(k) = (0..ours.len()).find(|&k| ours[k] != theirs[k]) {
+            return MetaVerdict::Damaged(format!(
+                "video {:?} frame {k} is at {:?} where the index has {:?} ([loc, pad, length])",
+                index.id(v),
+                theirs[k],
+                ours[k]
+            ));
+        }
+        if !extends_meta(index.meta(v), legacy.meta(v)) {
+            return MetaVerdict::Damaged(format!(
+                "the metadata of video {:?} differs from the index's",
+                index.id(v)
+            ));
+        }
+    }
+    let same = legacy.video_count() == index.video_count()
+        && (0..index.video_count()).all(|v| {
+            legacy.video(v).frame_count == index.video(v).frame_count
+                && legacy.meta(v) == index.meta(v)
+        });
+    if same {
+        return MetaVerdict::Same;
+    }
+    MetaVerdict::Newer(
+        "the .gmeta keeps everything the index describes and adds to it: another tool \
+         appended to the chunk (gulpio2?); `gulpio index` brings the index up to date"
+            .into(),
+    )
+}
+
+/// Frames of an index checked against the data file when its `.gmeta` contradicts it.
+const FRAMES_SAMPLED: usize = 16;
+
+/// True when a sample of the index's frames (spread over the chunk, the last one included)
+/// still has its recorded CRCs in the data file.
+fn frames_still_match(index: &Index, data: &DataSource, path: &std::path::Path) -> bool {
+    let n = index.frame_count();
+    if n == 0 {
+        return true;
+    }
+    let picks = FRAMES_SAMPLED.min(n);
+    let mut recs: Vec<FrameRec> = (0..picks).map(|i| index.frame(i * n / picks)).collect();
+    recs.push(index.frame(n - 1));
+    if recs.iter().any(|r| r.jpeg_end() > data.len()) {
+        return false;
+    }
+    let ranges: Vec<Range<u64>> = recs.iter().map(|r| r.offset..r.jpeg_end()).collect();
+    let mut all = true;
+    let read = data.read_ranges(path, &ranges, |i, got| {
+        all &= got.is_ok_and(|b| crc32fast::hash(&b) == recs[i].crc);
+    });
+    all && read.is_ok()
+}
+
+/// `[loc, pad, length]` of every frame of video `v`, as the `.gmeta` stores them.
+fn frame_infos(index: &Index, v: usize) -> Vec<(u64, u64, u64)> {
+    let rec = index.video(v);
+    (0..rec.frame_count as usize)
+        .map(|k| index.frame(rec.frame_start as usize + k).frame_info())
+        .collect()
+}
+
+/// True when metadata list `newer` (JSON text `[a, b, ...]`) is `older` with zero or more
+/// elements appended, as gulpio2 does when appending to a video.
+fn extends_meta(older: &[u8], newer: &[u8]) -> bool {
+    if older == newer {
+        return true;
+    }
+    let Some(head) = older.strip_suffix(b"]") else {
+        return false;
+    };
+    let Some(rest) = newer.strip_prefix(head) else {
+        return false;
+    };
+    // `[a]` -> `[a, b]`; an empty list `[]` -> `[b]`.
+    head == b"[" || rest.starts_with(b",")
 }
 
 /// Builds an in-memory index from `.gmeta` text. Frame CRCs and sizes are unknown (zero).

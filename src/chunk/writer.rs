@@ -149,6 +149,10 @@ impl ChunkWriter {
         for (k, jpeg) in frames.iter().enumerate() {
             let info = read_info(jpeg)
                 .map_err(|m| Error::InvalidArgument(format!("video {id:?} frame {k}: {m}")))?;
+            // Every reader refuses such a frame: refuse it before it is stored.
+            crate::jpeg::check_frame_size(info.width as usize, info.height as usize).map_err(
+                |m| Error::InvalidArgument(format!("video {id:?} frame {k}: {m}; not stored")),
+            )?;
             let jpeg_len = u32::try_from(jpeg.len())
                 .ok()
                 .filter(|&n| n <= MAX_JPEG_LEN)
@@ -404,6 +408,48 @@ fn indexed_entries(reader: &ChunkReader) -> Result<(Vec<Entry>, u32, u64)> {
         reader.index().header().gulp_crc
     };
     Ok((entries, crc, published_len))
+}
+
+/// Rewrites a chunk's damaged `.gmeta` from its checksummed index (`gulpio repair`). The
+/// text is rebuilt from the index and written only when it is byte for byte the one the index
+/// was written with (the index records its length and CRC), so nothing is guessed. Returns
+/// false, writing nothing, when the `.gmeta` is not damaged.
+pub fn restore_meta(paths: &ChunkPaths) -> Result<bool> {
+    let (reader, _) = ChunkReader::open(paths)?;
+    if reader.kind() != IndexKind::Binary {
+        return Err(Error::InvalidArgument(format!(
+            "{}: the chunk is not read through an intact index; there is nothing to restore its \
+             .gmeta from",
+            paths.data.display()
+        )));
+    }
+    if reader.meta_problem().is_none() {
+        return Ok(false);
+    }
+    let index = reader.index();
+    let mut text = Vec::new();
+    gmeta::begin(&mut text);
+    for v in 0..reader.video_count() {
+        gmeta::write_entry(
+            &mut text,
+            v == 0,
+            reader.id(v),
+            reader.frames(v).map(|f| f.frame_info()),
+            reader.meta_data(v),
+        );
+    }
+    gmeta::finish(&mut text);
+    let h = index.header();
+    if text.len() as u64 != h.gmeta_len || crc32fast::hash(&text) != h.gmeta_crc {
+        return Err(Error::format(
+            &paths.meta,
+            "the .gmeta rebuilt from the index is not the one the index was written with (was \
+             the chunk written by another tool?); restore the file from a copy",
+        ));
+    }
+    write_atomically(&paths.meta, &text)?;
+    sync_dir(&paths.meta)?;
+    Ok(true)
 }
 
 /// Writes the checksummed index of a chunk that has none (or a stale one), without touching

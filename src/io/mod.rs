@@ -136,6 +136,14 @@ impl Store {
         }
     }
 
+    /// Drops any locally cached copy of a remote file (its bytes failed a check), so the next
+    /// read fetches it from the store. Nothing to do for local files.
+    pub fn forget_cached(&self, path: &Path) {
+        if let (Store::Remote(r), Ok(name)) = (self, remote_name(path)) {
+            r.forget(name);
+        }
+    }
+
     /// The size of a file (`known` when the listing gave it).
     pub fn size(&self, path: &Path, known: Option<u64>) -> Result<u64> {
         if let Some(n) = known.filter(|&n| n != u64::MAX) {

@@ -132,6 +132,39 @@ impl<'a> Iterator for Segments<'a> {
     }
 }
 
+/// The JPEG without stray bytes between its header segments (before the first scan), or None
+/// when there are none. Such bytes are harmless: every decoder skips them to the next marker
+/// (Pillow and zune-jpeg silently, libjpeg with an "extraneous bytes" warning that cannot be
+/// told from the same warning about a damaged scan). Removing them first lets the libjpeg-turbo
+/// build treat every remaining warning as damage and agree with the zune-jpeg build.
+/// `0xFF` fill bytes before a marker are legal and kept out of the count.
+pub fn without_header_junk(b: &[u8]) -> Option<Vec<u8>> {
+    let mut end = 2; // where the previous segment ended (after SOI)
+    let mut junk = false;
+    let mut kept: Vec<(usize, usize)> = Vec::new();
+    for seg in segments(b).ok()? {
+        let seg = seg.ok()?;
+        // The marker's 0xFF is at `seg.at - 1`; anything before it but fill bytes is junk.
+        let start = seg.at - 1;
+        junk |= b[end..start].iter().any(|&x| x != 0xFF);
+        if seg.marker == 0xDA || seg.marker == 0xD9 {
+            kept.push((start, b.len()));
+            break;
+        }
+        end = seg.at + 1 + seg.len;
+        kept.push((start, end));
+    }
+    if !junk {
+        return None;
+    }
+    let mut out = Vec::with_capacity(b.len());
+    out.extend_from_slice(&b[..2]);
+    for (s, e) in kept {
+        out.extend_from_slice(&b[s..e]);
+    }
+    Some(out)
+}
+
 /// Start-of-frame markers: 0xC0..=0xCF except DHT (C4), JPG (C8) and DAC (CC).
 fn is_sof(marker: u8) -> bool {
     (0xC0..=0xCF).contains(&marker) && !matches!(marker, 0xC4 | 0xC8 | 0xCC)
@@ -213,6 +246,27 @@ mod tests {
         assert!(read_info(&JPEG[..12]).is_err());
         assert!(read_info(b"\x89PNG....").is_err());
         assert!(read_info(&[]).is_err());
+    }
+
+    #[test]
+    fn header_junk_is_removed_and_nothing_else() {
+        assert_eq!(without_header_junk(&JPEG), None);
+        // Fill bytes before a marker are legal: not junk.
+        let mut filled = JPEG.to_vec();
+        filled.splice(8..8, [0xFF, 0xFF]);
+        assert_eq!(without_header_junk(&filled), None);
+        // Stray bytes after the APP0 segment and right after SOI.
+        let mut junk = JPEG.to_vec();
+        junk.splice(8..8, [0x00, 0x12, 0x34]);
+        junk.splice(2..2, [0x55]);
+        assert_eq!(without_header_junk(&junk).as_deref(), Some(&JPEG[..]));
+        // Bytes after the scan starts are the scan's: kept as they are.
+        let mut sos = vec![0xFF, 0xD8, 0x07, 0xFF, 0xDA, 0x00, 0x13, 0x99];
+        let clean = without_header_junk(&sos).unwrap();
+        assert_eq!(clean, [0xFF, 0xD8, 0xFF, 0xDA, 0x00, 0x13, 0x99]);
+        sos.remove(2);
+        assert_eq!(without_header_junk(&sos), None);
+        assert_eq!(without_header_junk(b"not a jpeg"), None);
     }
 
     #[test]

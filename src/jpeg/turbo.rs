@@ -6,7 +6,9 @@
 //! metadata (an ICC profile after the frame header, odd JFIF/Adobe segments) that Pillow
 //! ignores too. Instead every warning is judged after the call (`check`, `benign`): all but
 //! those metadata warnings ("premature end of data", "corrupt JPEG data: N extraneous bytes",
-//! ...) are errors, so a cut or damaged scan is never returned as a partly grey image.
+//! ...) are errors, so a cut or damaged scan is never returned as a partly grey image. Stray
+//! bytes between header segments, which libjpeg reports with the same "extraneous bytes"
+//! warning, are removed before decoding (`header::without_header_junk`): they are harmless.
 //! `TJPARAM_MAXPIXELS` and `TJPARAM_SCANLIMIT` bound memory and time on hostile input
 //! (progressive scan bombs).
 
@@ -228,6 +230,10 @@ fn decompress(
     region: Region,
     mut out: Dest<'_>,
 ) -> Result<Region, DecodeFailure> {
+    // Stray bytes between header segments are harmless, but libjpeg warns about them as it
+    // does about a damaged scan: decode without them, so that every warning left is damage.
+    let cleaned = header::without_header_junk(jpeg);
+    let jpeg = cleaned.as_deref().unwrap_or(jpeg);
     {
         // Warnings are judged after the call (see `benign`), not stopped on: libjpeg also
         // warns about harmless metadata, such as an ICC profile after the frame header.

@@ -148,7 +148,10 @@ impl Chunk {
     fn open(py: Python<'_>, data_path: &str, meta_path: &str) -> PyResult<(Chunk, Option<String>)> {
         let paths = ChunkPaths::new(data_path, meta_path);
         let (reader, warning) = py.detach(|| ChunkReader::open(&paths))?;
-        Ok((Chunk::new(Arc::new(reader)), warning.map(|w| w.to_string())))
+        let warning = warning
+            .map(|w| w.to_string())
+            .or_else(|| reader.meta_problem().map(str::to_owned));
+        Ok((Chunk::new(Arc::new(reader)), warning))
     }
 
     #[getter]
@@ -160,6 +163,13 @@ impl Chunk {
     #[getter]
     fn index_problem(&self) -> Option<&str> {
         self.inner.index_problem()
+    }
+
+    /// Why the chunk's `.gmeta` was not believed (it contradicts the checksummed index, which
+    /// the chunk is read through), if it was not.
+    #[getter]
+    fn meta_problem(&self) -> Option<&str> {
+        self.inner.meta_problem()
     }
 
     #[getter]

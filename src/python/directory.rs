@@ -35,8 +35,11 @@ impl NativeDirectory {
         }
         // Opening may do I/O (and fails the same way every time for a damaged chunk).
         let reader = py.detach(|| self.inner.reader(pos))?;
-        if let Some(why) = reader.index_problem() {
-            // Found only now: the full index check runs before a chunk's first read.
+        // Found only now: the full index check runs before a chunk's first read.
+        for why in [reader.index_problem(), reader.meta_problem()]
+            .into_iter()
+            .flatten()
+        {
             PyErr::warn(
                 py,
                 Class::BrokenChunkWarning.get(py)?,

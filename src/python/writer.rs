@@ -118,3 +118,10 @@ pub fn write_index(py: Python<'_>, data_path: &str, meta_path: &str) -> PyResult
     let paths = ChunkPaths::new(data_path, meta_path);
     Ok(py.detach(|| writer::write_index(&paths))?)
 }
+
+/// Rewrites a damaged `.gmeta` from the chunk's checksummed index; False when it was intact.
+#[pyfunction]
+pub fn restore_meta(py: Python<'_>, data_path: &str, meta_path: &str) -> PyResult<bool> {
+    let paths = ChunkPaths::new(data_path, meta_path);
+    Ok(py.detach(|| writer::restore_meta(&paths))?)
+}

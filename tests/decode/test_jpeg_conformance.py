@@ -554,3 +554,61 @@ def test_forced_rgb_output_of_a_grayscale_jpeg_repeats_the_gray_channel():
     assert gray.shape == (*SIZE, 1) and rgb.shape == (*SIZE, 3)
     for channel in range(3):
         np.testing.assert_array_equal(rgb[..., channel], gray[..., 0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Stray bytes between header segments: harmless, decoded by both builds
+# ---------------------------------------------------------------------------------------------
+
+
+def with_header_junk(data: bytes, junk: bytes = b"\x00\x13\x37") -> bytes:
+    """``data`` with ``junk`` before every marker segment from the second after SOI to the
+    first SOS (as some cameras and broken writers leave them; right after SOI Pillow would not
+    recognise the file as a JPEG)."""
+    out, i = bytearray(data[:2]), 2
+    while i + 4 <= len(data):
+        assert data[i] == 0xFF, "a test JPEG without junk of its own"
+        marker = data[i + 1]
+        if i > 2:
+            out += junk
+        if marker == 0xDA:
+            return bytes(out + data[i:])
+        end = i + 2 + int.from_bytes(data[i + 2 : i + 4], "big")
+        out += data[i:end]
+        i = end
+    raise AssertionError("no SOS")
+
+
+JUNK_SOURCES = {
+    "baseline-420": lambda: pil_jpeg(RGB),
+    "progressive-444": lambda: pil_jpeg(RGB, subsampling=0, progressive=True),
+    "restart-rows-420": lambda: pil_jpeg(RGB, restart_marker_rows=1),
+    "gray": lambda: pil_jpeg(GRAY),
+    "cmyk": lambda: pil_jpeg(RGB, "CMYK"),
+}
+
+
+@pytest.mark.parametrize("name", list(JUNK_SOURCES))
+def test_junk_between_header_segments_decodes_as_without_it(name, tmp_path):
+    """Pillow and the zune-jpeg build skip such bytes; the libjpeg-turbo build warns about them
+    ("extraneous bytes before marker") as about a damaged scan, and must still decode them:
+    both builds give the same answer on the same file."""
+    clean = JUNK_SOURCES[name]()
+    dirty = with_header_junk(clean)
+    np.testing.assert_array_equal(pillow_decode(dirty), pillow_decode(clean))
+    want = decode_jpeg(clean)
+    np.testing.assert_array_equal(decode_jpeg(dirty), want)
+    gd = write_dataset(tmp_path, {"v": dirty})
+    np.testing.assert_array_equal(gd["v"][0][0], as_frame(want))
+    h, w = want.shape[:2]
+    box = (h // 4, w // 4, h // 2, w // 2)
+    cropped = gd.read("v", crop=box, size=(h // 4, w // 4))
+    np.testing.assert_array_equal(
+        cropped, _clean_dataset(tmp_path, clean).read("v", crop=box, size=(h // 4, w // 4))
+    )
+
+
+def _clean_dataset(tmp_path: Path, data: bytes) -> GulpDirectory:
+    root = tmp_path / "clean"
+    root.mkdir()
+    return write_dataset(root, {"v": data})

@@ -11,7 +11,9 @@ any time from another thread:
   ``Content-Length``;
 - ``slow_body``: the next N responses with a body send half of it, then stall for
   ``slow_ms`` (longer than the client's ``timeout``) before the rest;
-- ``flip_byte``: one byte of the body of the next N ``GET`` responses is inverted;
+- ``flip_byte``: one byte of the body of the next N ``GET`` responses is inverted (the middle
+  one, so every damaged copy of one object is the same, as damage at rest would be; with
+  ``flip_random`` a random one, so that every copy differs);
 - ``ignore_range``: the next N ``GET`` requests with a ``Range`` header are answered ``200``
   with the whole object, as a server that ignores ``Range`` does. S3 signs the ``Range``
   header, so the proxy cannot drop it: it forwards the request and replaces the partial
@@ -34,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import socket
 import struct
 import subprocess
@@ -52,6 +55,7 @@ class Faults:
     reset_mid_body: int = 0
     truncate_body: int = 0
     flip_byte: int = 0
+    flip_random: bool = False
     slow_body: int = 0
     slow_ms: float = 3000.0
     ignore_range: int = 0
@@ -262,7 +266,8 @@ class FaultProxy:
                     half = len(rbody) // 2
                     if fault == "flip_byte":
                         rbody = bytearray(rbody)
-                        rbody[half] ^= 0xFF
+                        at = random.randrange(len(rbody)) if self._faults.flip_random else half
+                        rbody[at] ^= 0xFF
                         rbody = bytes(rbody)
                     elif fault == "slow_body":
                         self._count(method, target, fault, len(rbody))

@@ -74,7 +74,7 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
         from tqdm import tqdm
 
         rows = tqdm(table, desc="checking", unit="chunk", file=sys.stderr)
-    for pos, (_number, data, _meta, index, _first, count) in enumerate(rows):
+    for pos, (_number, data, meta, index, _first, count) in enumerate(rows):
         if count == 0:
             # Not damage, but nothing a dataset needs: what older versions (and gulpio2)
             # published when every video of a chunk was skipped. `gulpio repair` moves it away.
@@ -87,6 +87,8 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
             problems.append(_problem(data, "chunk", str(e)))
             bad_ids.extend(gd.keys()[_first : _first + count])  # none of them can be read
             continue
+        if chunk.meta_problem is not None:
+            problems.append(_problem(meta, "meta", chunk.meta_problem))
         if chunk.index_problem is not None:
             problems.append(_problem(index, "index", chunk.index_problem))
         elif not chunk.indexed:

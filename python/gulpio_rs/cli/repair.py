@@ -5,6 +5,8 @@ A dry run by default: it lists what it would do. With ``--apply`` it
   process that is still running),
 - cuts unpublished tails (bytes an interrupted append left past a chunk's published end),
 - rewrites indexes that are damaged or no longer match their ``.gmeta``,
+- rewrites a damaged ``.gmeta`` from its chunk's checksummed index (only when the result is
+  byte for byte the file the index was written with),
 - moves data files without a meta file (and meta files without data) into
   ``gulpio-quarantine/``,
 - rewrites each chunk with damaged frames so that it keeps every intact video; the damaged
@@ -74,6 +76,9 @@ def plan(directory: str, decode: bool = False) -> list[dict]:
                 p["path"][: -len(".gidx")] + ".gulp" if p["path"].endswith(".gidx") else p["path"]
             )
             actions.append({"action": "reindex", "path": data, "reason": p["message"]})
+        elif p["kind"] == "meta":
+            data = _data_of(p["path"])
+            actions.append({"action": "restore_meta", "path": data, "reason": p["message"]})
         elif p["kind"] == "empty_chunk":
             actions.append({"action": "quarantine_file", "path": p["path"], "reason": p["message"]})
         elif p["kind"] == "chunk":
@@ -92,6 +97,13 @@ def plan(directory: str, decode: bool = False) -> list[dict]:
         for a in actions
         if not (a["action"] in ("cut_tail", "reindex") and a["path"] in rewritten)
     ]
+
+
+def _data_of(meta: str) -> str:
+    """The data file of the chunk whose meta file is ``meta``."""
+    root, name = os.path.split(meta)
+    k = chunk_number(name)
+    return os.path.join(root, chunk_names(k)[0]) if k is not None else meta
 
 
 def _meta_path(data: str) -> str:
@@ -187,6 +199,8 @@ def apply(directory: str, actions: list[dict]) -> None:
             os.truncate(path, published)
         elif kind == "reindex":
             _native.write_index(path, _meta_path(path))
+        elif kind == "restore_meta":
+            _native.restore_meta(path, _meta_path(path))
         elif kind == "quarantine_file":
             for f in _chunk_files(path):
                 os.replace(f, os.path.join(_quarantine_dir(directory), os.path.basename(f)))
@@ -202,6 +216,8 @@ def _describe(a: dict) -> str:
         return f"cut the unpublished tail of {path} ({a['reason']})"
     if kind == "reindex":
         return f"rewrite the index of {path} ({a['reason']})"
+    if kind == "restore_meta":
+        return f"rewrite the .gmeta of {path} from its checksummed index"
     if kind == "quarantine_file":
         files = ", ".join(os.path.basename(f) for f in _chunk_files(path))
         return f"move {files} to {QUARANTINE}/ ({a['reason']})"

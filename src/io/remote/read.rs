@@ -139,6 +139,13 @@ impl RemoteStore {
         }
     }
 
+    /// Forgets every cached byte of `name` (a fetch of it failed a check).
+    pub fn forget(&self, name: &str) {
+        if let Some((_, size)) = self.cache_key(name) {
+            self.invalidate(name, &[0..size]);
+        }
+    }
+
     /// Serves `items` from cached blocks, reading from each block file only the part an item
     /// needs; the blocks that are missing are fetched whole (all at once, as one concurrent
     /// stream) and stored. Items of objects the listing did not show are fetched directly.
