@@ -280,6 +280,13 @@ impl ChunkReader {
                                 .into(),
                         )
                     }
+                    MetaVerdict::Damaged(_) if data_written_after_index(store, paths) => {
+                        MetaVerdict::Newer(
+                            "and the data file was written after the index: the chunk was \
+                             rewritten by another tool"
+                                .into(),
+                        )
+                    }
                     verdict => verdict,
                 };
                 match verdict {
@@ -773,6 +780,21 @@ pub fn judge_meta(index: &Index, meta: &[u8], data_len: u64) -> MetaVerdict {
          appended to the chunk (gulpio2?); `gulpio index` brings the index up to date"
             .into(),
     )
+}
+
+/// True when a local chunk's `.gulp` was modified after its index was written. Our writers
+/// write the index after the data, so this means another tool wrote the data later (gulpio2
+/// re-gulping the chunk, possibly to the same bytes with other labels), whereas damage to the
+/// `.gmeta` alone leaves the `.gulp` untouched. Unknown (object stores, missing times): false.
+fn data_written_after_index(store: &Store, paths: &ChunkPaths) -> bool {
+    if store.is_remote() {
+        return false;
+    }
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    match (modified(&paths.data), modified(&paths.index)) {
+        (Some(data), Some(index)) => data > index,
+        _ => false,
+    }
 }
 
 /// Frames of an index checked against the data file when its `.gmeta` contradicts it.

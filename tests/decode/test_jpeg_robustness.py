@@ -434,10 +434,19 @@ try:
     if sys.argv[1] == "decode_jpeg":
         decode_jpeg(data)
     else:
+        # Writers refuse such a frame, so it is stored with its real size and the header
+        # damaged in place afterwards, in a chunk without an index (as gulpio2 leaves them).
         root = pathlib.Path(tempfile.mkdtemp())
+        at, height, width = (int(v) for v in sys.argv[3:6])
+        real = bytearray(data)
+        real[at : at + 4] = height.to_bytes(2, "big") + width.to_bytes(2, "big")
         chunk = gulpio_rs.GulpChunk(root / "data_0.gulp", root / "meta_0.gmeta")
         with chunk.open("wb"):
-            chunk.append("v", {}, [data])
+            chunk.append("v", {}, [bytes(real)])
+        (root / "data_0.gidx").unlink()
+        stored = bytearray((root / "data_0.gulp").read_bytes())
+        stored[: len(data)] = data
+        (root / "data_0.gulp").write_bytes(bytes(stored))
         gulpio_rs.GulpDirectory(root)["v"]
     outcome = "image"
 except gulpio_rs.DecodeError as e:
@@ -549,12 +558,14 @@ def test_65535x65535_frame_header_is_refused_without_allocating_gigabytes(entry_
     """A 2 KB file declaring 65535x65535 (12.9 GB of RGB) must raise DecodeError at once.
     The child runs under a 4 GiB address-space limit so a decoder that tries the allocation
     fails here (as an abort) instead of exhausting the machine."""
-    data = seeds()["pil-baseline-420"]
-    sof = sof_segment(data)
-    data = patch_u16(patch_u16(data, sof.start + 5, 65535), sof.start + 7, 65535)
+    real = seeds()["pil-baseline-420"]
+    sof = sof_segment(real)
+    height, width, _ = declared_shape(real)
+    data = patch_u16(patch_u16(real, sof.start + 5, 65535), sof.start + 7, 65535)
+    where = [str(sof.start + 5), str(height), str(width)]
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", HUGE_CHILD, entry_point, str(MEMORY_LIMIT)],
+            [sys.executable, "-c", HUGE_CHILD, entry_point, str(MEMORY_LIMIT), *where],
             input=data,
             capture_output=True,
             timeout=30,
