@@ -161,6 +161,10 @@ def encode_frames(
     ``size`` (shorter side) is given; ``quality``/``subsampling`` left out: those of
     ``gulpio_rs._encode_options.DEFAULT``. libjpeg-turbo builds only (else ``RuntimeError``)."""
 
+def available_threads() -> int:
+    """The CPUs this process may run on (its affinity mask and cgroup CPU quota): the threads
+    of a pool started with ``threads=0``."""
+
 def pooled_bytes() -> int:
     """Bytes kept for reuse by freed output arrays of 16 MiB or more (at most two buffers,
     each freed after 30 s unused)."""

@@ -9,6 +9,7 @@ mod directory;
 mod errors;
 mod jpeg;
 mod paths;
+mod pool;
 mod resize;
 mod writer;
 
@@ -30,6 +31,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resize::resize_frames, m)?)?;
     m.add_function(wrap_pyfunction!(resize::reframe_frames, m)?)?;
     m.add_function(wrap_pyfunction!(resize::encode_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(pool::available_threads, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::pooled_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::release_pooled_buffers, m)?)?;
     paths::register(m)?;
