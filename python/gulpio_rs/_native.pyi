@@ -1,4 +1,5 @@
-"""Type stubs of the Rust extension. The public API is in ``gulpio_rs.fileio``."""
+"""Type stubs of the Rust extension ``gulpio_rs._native`` (private: the public API is the
+``gulpio_rs`` package, which wraps it)."""
 
 import numpy as np
 import numpy.typing as npt
