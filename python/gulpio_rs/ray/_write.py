@@ -158,7 +158,7 @@ def _ENCODED_SCHEMA():
 
 
 class _Rows:
-    """The adapter ``write_chunk`` expects, over one chunk's encoded rows."""
+    """The adapter ``publish_chunk`` expects, over one chunk's encoded rows."""
 
     def __init__(self, rows: list[dict]):
         self.rows = rows
