@@ -1,8 +1,8 @@
 //! A small pool of large byte buffers, handed out again instead of freed.
 //!
 //! Why: a batch array above glibc's mmap threshold (32 MiB) is fresh memory on every call, and
-//! the kernel faults in and zeroes each of its pages while the decoders write it: 13-17% of a
-//! 256 px `read_batch` on this project's machine (docs/DECISIONS.md). A training loop asks
+//! the kernel faults in and zeroes each of its pages while the decoders write it, a sizeable
+//! share of a `read_batch` (measured in docs/DECISIONS.md, "Output buffers"). A training loop asks
 //! for the same size over and over, and at most two batches are alive at once (the one in use
 //! and the one being made), so keeping two buffers removes that cost. Buffers idle for longer
 //! than `max_idle` are let go, so a finished loop does not keep its memory for long.

@@ -5,8 +5,8 @@
 //! antialiased, not point-sampled. A pure function of its input: the output never depends on
 //! the number of threads.
 //!
-//! JPEG encoding is not here: libjpeg-turbo (through simplejpeg, which releases the GIL) was
-//! 3x faster than the pure-Rust jpeg-encoder crate (docs/DECISIONS.md).
+//! JPEG encoding is not here but in `jpeg::encode`: libjpeg-turbo, several times faster than
+//! the pure-Rust jpeg-encoder crate (measured in docs/DECISIONS.md, "Writing").
 
 use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};

@@ -1,6 +1,27 @@
 """gulpio-rs: fast, checksummed, gulpio2-compatible storage for video and image datasets.
 
 Drop-in for gulpio2: ``import gulpio_rs as gulpio2``. See README.md and docs/FORMAT.md.
+
+What the modules are:
+
+- public API: the names this package exports (``GulpDirectory``, ``GulpChunk``,
+  ``GulpIngestor``, ``ChunkWriter``, ``write_index``, the errors), defined in ``directory``,
+  ``chunk``, ``ingest`` (its ``__init__``'s names), ``errors`` and ``video``;
+- gulpio2 facades, gulpio2's module names and signatures over the API above: ``fileio``,
+  ``utils``, ``adapters``, ``sanity_utils``, ``serializers``;
+- features, each with its own dependencies or entry point: ``torch`` (the ``[torch]``
+  extra), ``ray`` (``[ray]``), ``cli`` (the ``gulpio`` command and gulpio2's ``gulp2_*``
+  scripts), ``contact_sheet``;
+- internals, shared by the modules above and free to change: ``_native`` (the Rust
+  extension, typed in ``_native.pyi``) and every module whose name starts with ``_``
+  (``_reading``, ``_frames``, ``_encode_options``, ...), as well as the submodules of
+  ``ingest`` behind its ``__init__`` (``plan``, ``publish``, ``remote``, ...).
+
+A class's underscored members are its own. Where one package of ours needs more of another
+than the public API, it goes through a named seam: ``GulpDirectory.native`` and
+``native_chunk`` (the Rust directory and chunk readers), ``GulpDirectory.storage_options``
+and ``io``, ``ingest.publish`` (the one write path of every ingest) and
+``_encode_options.EncodeOptions`` (the encode settings and their defaults).
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ video in one call, on its pool without the GIL (``_native.encode_frames``), with
 that give simplejpeg's bytes; zune-jpeg builds resize in Rust and encode with simplejpeg on a
 thread pool.
 
-Why libjpeg-turbo and not a pure-Rust encoder: on this project's machine libjpeg-turbo encoded
-227x128 q90 4:2:0 frames at 11.6k frames/s against 3.9k for the jpeg-encoder crate with AVX2,
-at equal size and PSNR. Why not through simplejpeg when it is there: it holds the GIL for part
-of each frame, so two threads encoded only 1.3x faster than one (docs/DECISIONS.md).
+Why libjpeg-turbo and not a pure-Rust encoder: it was about three times as fast at equal size
+and PSNR. Why not through simplejpeg when it is there: it holds the GIL for part of each frame,
+so a second thread adds little. The measurements: docs/DECISIONS.md, "Writing". The settings
+(quality, subsampling, ...) and their defaults: ``_encode_options``.
 """
 
 from __future__ import annotations
@@ -19,22 +19,15 @@ from __future__ import annotations
 import io
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 import simplejpeg
 from PIL import Image
 
 from . import _native
+from ._encode_options import RUST_ENCODER, EncodeOptions
 from ._pixels import to_frame
 from .errors import DecodeError, UnsupportedJpegError
-
-_SUBSAMPLING = {"4:4:4": "444", "4:2:2": "422", "4:2:0": "420", "4:4:0": "440"}
-
-#: Arrays are encoded by libjpeg-turbo inside the Rust core when this build has it (the release
-#: wheels do): the same bytes as simplejpeg, without the GIL and without a Python call per
-#: frame. zune-jpeg builds encode with simplejpeg.
-RUST_ENCODER = _native.JPEG_BACKEND == "libjpeg-turbo"
 
 
 def _ready(f) -> bool:
@@ -51,41 +44,6 @@ def _ready(f) -> bool:
 
 class _Encoded(bytes):
     """JPEG bytes this encoder made itself (nothing to check)."""
-
-
-@dataclass(frozen=True)
-class EncodeOptions:
-    """How frames are stored: JPEG ``quality`` (1-100), chroma ``subsampling`` (``"4:2:0"``,
-    ``"4:2:2"``, ``"4:4:4"`` or ``"4:4:0"``), ``threads`` for resize/encode/check, and
-    ``restart_rows``: a restart marker after every MCU row of the frames encoded here, so
-    that cropped reads decode only the rows they need (docs/FUSED.md; needs the
-    libjpeg-turbo build)."""
-
-    quality: int = 90
-    subsampling: str = "4:2:0"
-    threads: int = 1
-    restart_rows: bool = False
-
-    def __post_init__(self):
-        if self.restart_rows and not RUST_ENCODER:
-            raise ValueError(
-                "restart_rows needs the libjpeg-turbo build of gulpio-rs (this one decodes and "
-                "encodes with zune-jpeg/simplejpeg, which cannot write restart markers; see "
-                "README, 'Which JPEG decoder')"
-            )
-        if not 1 <= int(self.quality) <= 100:
-            raise ValueError(f"quality must be in 1..100, not {self.quality}")
-        if self.subsampling not in _SUBSAMPLING and self.subsampling not in _SUBSAMPLING.values():
-            raise ValueError(
-                f"subsampling must be one of {sorted(_SUBSAMPLING)}, not {self.subsampling!r}"
-            )
-        from ._reading import thread_count
-
-        thread_count(self.threads, "threads", zero_means_all=False)
-
-    @property
-    def simplejpeg_subsampling(self) -> str:
-        return _SUBSAMPLING.get(self.subsampling, self.subsampling)
 
 
 def _is_jpeg(data) -> bool:

@@ -1,4 +1,5 @@
-"""Type stubs of the Rust extension. The public API is in ``gulpio_rs.fileio``."""
+"""Type stubs of the Rust extension ``gulpio_rs._native`` (private: the public API is the
+``gulpio_rs`` package, which wraps it)."""
 
 import numpy as np
 import numpy.typing as npt
@@ -169,14 +170,19 @@ def resize_frames(
 
 def encode_frames(
     frames: list[npt.NDArray[np.uint8]],
-    quality: int = 90,
-    subsampling: str = "4:2:0",
+    quality: int | None = None,
+    subsampling: str | None = None,
     size: int | None = None,
     threads: int = 1,
     restart_rows: bool = False,
 ) -> list[bytes]:
     """JPEG bytes of every C-contiguous ``(H, W)``/``(H, W, 1|3)`` frame, resized first when
-    ``size`` (shorter side) is given; libjpeg-turbo builds only (else ``RuntimeError``)."""
+    ``size`` (shorter side) is given; ``quality``/``subsampling`` left out: those of
+    ``gulpio_rs._encode_options.DEFAULT``. libjpeg-turbo builds only (else ``RuntimeError``)."""
+
+def available_threads() -> int:
+    """The CPUs this process may run on (its affinity mask and cgroup CPU quota): the threads
+    of a pool started with ``threads=0``."""
 
 def pooled_bytes() -> int:
     """Bytes kept for reuse by freed output arrays of 16 MiB or more (at most two buffers,

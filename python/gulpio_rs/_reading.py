@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _native
 from .errors import UnsupportedJpegError
 
 #: gulpio2's per-frame record location (field order loc, pad, length). Pickles as
@@ -126,9 +127,8 @@ def _threads(threads: int | None = None, remote: bool = False) -> int:
 
     ``remote``: the read is from object storage, where each worker also waits for round
     trips; its share is then not divided among the loader's workers, so that while one worker
-    waits for its bytes the others can decode on its cores (measured: a 2-worker loader on 2
-    cores reading in an order it cannot read ahead in, 20 ms per request, 0.63x -> 0.73x the
-    clips/s of local files; no change when the round trips are hidden by read-ahead)."""
+    waits for its bytes the others can decode on its cores (measured in docs/REMOTE.md,
+    "Read-ahead: hiding the round trip")."""
     if threads is not None:
         return thread_count(threads, "threads")
     env = os.environ.get("GULPIO_NUM_THREADS")
@@ -175,7 +175,6 @@ def _local_ranks() -> int:
 
 
 def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    """The CPUs this process may run on, as the Rust pools count them (affinity mask and cgroup
+    CPU quota): one count for Python's shares and the core's ``threads=0``."""
+    return _native.available_threads()

@@ -182,7 +182,16 @@ class GulpDirectory:
     def _chunk(self, pos: int):
         return self._handle().chunk(pos)
 
-    # -- low-level access for tools (the gulpio command line) --------------------------------
+    # -- low-level access for tools (the gulpio command line, ingest, gulpio_rs.ray) ----------
+    @property
+    def native(self):
+        """The Rust directory this one reads through (``_native.NativeDirectory``: listing,
+        ids, chunk readers, and for a dataset URL ``upload_chunk`` / ``upload_file``). For
+        gulpio_rs's own packages (ingest uploads chunks through it); like :meth:`native_chunk`,
+        its methods follow the extension's stub (``_native.pyi``), not the gulpio2 API.
+        Raises ``ValueError`` once the directory is closed."""
+        return self._handle()
+
     def chunk_table(self) -> list[tuple[int, str, str, str, int, int]]:
         """``(number, data file, meta file, index file, first position, videos)`` for each
         readable chunk, in chunk-number order."""
@@ -611,6 +620,12 @@ class GulpDirectory:
     def storage_options(self) -> StorageOptions | None:
         """The ``storage_options`` given (printed with secret values hidden)."""
         return self._storage_options
+
+    @property
+    def io(self) -> str | None:
+        """The ``io=`` given: ``"mmap"``, ``"pread"`` (docs/REMOTE.md, "Network file
+        systems") or ``None`` (the default: mmap for local files)."""
+        return self._io
 
     @property
     def is_remote(self) -> bool:

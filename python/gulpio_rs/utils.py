@@ -23,12 +23,14 @@ import simplejpeg
 from PIL import Image
 
 from . import _native
+from ._encode_options import GULPIO2
 from ._pixels import pil_to_array, to_frame
 from ._reading import thread_count
 from .errors import EmptyDirectoryWarning
 
-#: JPEG quality used by :func:`img_to_jpeg_bytes`; read on every call (tests may change it).
-_JPEG_WRITE_QUALITY = 90
+#: JPEG quality used by :func:`img_to_jpeg_bytes` (gulpio2's); read on every call (tests may
+#: change it).
+_JPEG_WRITE_QUALITY = GULPIO2.quality
 
 
 class FFMPEGNotFound(Exception):

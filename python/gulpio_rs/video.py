@@ -140,9 +140,10 @@ def read_video(
             frame once (the native rate).
         frame_size: resize so the shorter side is this many pixels (the longer side is floored,
             as gulpio2's ``resize_by_short_edge``); ``< 1`` or ``None`` keeps the size. Scaling
-            is FFmpeg's bilinear swscale fused with the YUV to RGB conversion: as fast as
-            converting to full-size RGB and then :func:`gulpio_rs.utils.resize_frames` at
-            640x272 and 1.4x faster at 1280x720, and no full-size RGB frame is ever held.
+            is FFmpeg's bilinear swscale fused with the YUV to RGB conversion: at least as fast
+            as converting to full-size RGB and then :func:`gulpio_rs.utils.resize_frames`
+            (docs/INGEST.md, "Where the video time goes"), and no full-size RGB frame is ever
+            held.
         max_frames: stop after this many output frames (decoding stops too).
 
     Colours follow the stream's colour-matrix and range tags (BT.601 when untagged), and a
@@ -163,8 +164,8 @@ def read_video(
     limit = max_frames if max_frames is not None else float("inf")
     out: list[np.ndarray] = []
     # One reformatter for the whole video: `frame.to_ndarray(width=...)` makes a new swscale
-    # context for every frame, and building it cost more than the scaling (720p to 128 px:
-    # 318 frames/s that way, 493 with one context; 640x272: 509 vs 1,104), same pixels.
+    # context for every frame, and building it cost more than the scaling, for the same pixels
+    # (docs/INGEST.md, "Where the video time goes").
     reformatter = av.video.reformatter.VideoReformatter()
 
     def convert(frame) -> np.ndarray:
@@ -204,8 +205,8 @@ def read_video(
             stream = None
         if stream is None:
             raise VideoDecodeError(f"{path} has no video stream", path=path)
-        # Frame threading: decoding alone ran 35-47% faster on 2 cores (bikes, bigbuckbunny);
-        # with the RGB conversion in the loop it was neutral on a busy machine.
+        # Frame threading: faster decoding alone, neutral with the RGB conversion in the loop on
+        # a busy machine (docs/INGEST.md, "Where the video time goes").
         stream.thread_type = "AUTO"
         frames = decode(stream)
         if frame_rate is None:

@@ -2,8 +2,8 @@
 //! call on the private pool, with no Python in the loop.
 //!
 //! Why here and not through simplejpeg: simplejpeg holds the GIL for part of every encode, so
-//! two threads encoded only 1.3x faster than one on this project's 2-core machine, and each
-//! frame cost a Python call and a thread-pool hand-off (docs/DECISIONS.md, "Encoding").
+//! a second thread added little, and each frame cost a Python call and a thread-pool hand-off
+//! (measured in docs/DECISIONS.md, "Writing").
 //!
 //! The settings are what simplejpeg 1.9 (gulpio2's encoder) actually uses, found by comparing
 //! bytes at every quality: the fast integer forward DCT below quality 96 and the accurate one
@@ -31,6 +31,9 @@ pub enum Subsampling {
 }
 
 impl Subsampling {
+    /// The names [`Subsampling::parse`] takes (also without the colons).
+    pub const NAMES: [&'static str; 4] = ["4:4:4", "4:2:2", "4:2:0", "4:4:0"];
+
     /// `"4:2:0"` or `"420"` style names.
     pub fn parse(name: &str) -> Option<Self> {
         match name.replace(':', "").as_str() {
@@ -59,7 +62,8 @@ pub struct EncodeSettings {
     pub quality: u8,
     pub subsampling: Subsampling,
     /// A restart marker after every MCU row, so that a crop's decode can skip the rows above
-    /// it (`jpeg::restart`); costs 0.05-0.2% more bytes. Off: simplejpeg's (gulpio2's) bytes.
+    /// it (`jpeg::restart`); costs a few bytes per frame (docs/FUSED.md). Off: simplejpeg's
+    /// (gulpio2's) bytes.
     pub restart_rows: bool,
 }
 
@@ -270,5 +274,20 @@ mod tests {
         };
         assert!(encode(px, settings).is_err());
         assert_eq!(Subsampling::parse("4:1:1"), None);
+    }
+
+    #[test]
+    fn every_listed_name_parses_with_and_without_colons() {
+        let parsed: Vec<_> = Subsampling::NAMES
+            .iter()
+            .map(|n| Subsampling::parse(n))
+            .collect();
+        assert!(parsed.iter().all(Option::is_some));
+        for (name, sub) in Subsampling::NAMES.iter().zip(&parsed) {
+            assert_eq!(Subsampling::parse(&name.replace(':', "")), *sub);
+        }
+        for (i, a) in parsed.iter().enumerate() {
+            assert!(parsed[i + 1..].iter().all(|b| b != a), "{a:?} listed twice");
+        }
     }
 }

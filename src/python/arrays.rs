@@ -68,9 +68,9 @@ pub fn uninit4<'py>(py: Python<'py>, dims: [usize; 4]) -> PyResult<Bound<'py, Py
 /// `uninit4` for several arrays (a batch of videos of different sizes). Together at least the
 /// pool's size, they are views into one pooled buffer, as a stacked batch is: many separate
 /// arrays of a megabyte or two each would come from fresh pages every batch (glibc maps
-/// blocks that size and unmaps them on free), which made a list of 64 videos decode at 60%
-/// of the speed of one video at a time. The buffer is reused once every array of the list
-/// (and every view of one) is gone.
+/// blocks that size and unmaps them on free), which made a list of videos decode much slower
+/// than one video at a time (docs/DECISIONS.md, "Output buffers"). The buffer is reused once
+/// every array of the list (and every view of one) is gone.
 pub fn uninit4_many<'py>(
     py: Python<'py>,
     shapes: &[[usize; 4]],

@@ -10,6 +10,7 @@ mod errors;
 mod jpeg;
 mod paths;
 mod permute;
+mod pool;
 mod resize;
 mod writer;
 
@@ -34,6 +35,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resize::resize_frames, m)?)?;
     m.add_function(wrap_pyfunction!(resize::reframe_frames, m)?)?;
     m.add_function(wrap_pyfunction!(resize::encode_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(pool::available_threads, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::pooled_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::release_pooled_buffers, m)?)?;
     m.add_function(wrap_pyfunction!(permute::feistel, m)?)?;

@@ -104,18 +104,19 @@ pub fn reframe_frames<'py>(
 }
 
 /// Resizes (shorter side to `size`, if given) and encodes every frame as JPEG with
-/// libjpeg-turbo; `subsampling` is `"4:2:0"`, `"4:2:2"`, `"4:4:4"` or `"4:4:0"` (gray frames
-/// have none); `restart_rows` puts a restart marker after every MCU row. Only in builds with
-/// libjpeg-turbo (`JPEG_BACKEND == "libjpeg-turbo"`).
+/// libjpeg-turbo; `subsampling` is one of `Subsampling::NAMES` (gray frames have none);
+/// `restart_rows` puts a restart marker after every MCU row. `quality` or `subsampling` left
+/// out: the package's defaults, which `gulpio_rs._encode_options.DEFAULT` owns. Only in builds
+/// with libjpeg-turbo (`JPEG_BACKEND == "libjpeg-turbo"`).
 #[pyfunction]
 #[pyo3(signature = (
-    frames, quality=90, subsampling="4:2:0", size=None, threads=1, restart_rows=false
+    frames, quality=None, subsampling=None, size=None, threads=1, restart_rows=false
 ))]
 pub fn encode_frames<'py>(
     py: Python<'py>,
     frames: Vec<PyReadonlyArrayDyn<'py, u8>>,
-    quality: u8,
-    subsampling: &str,
+    quality: Option<u8>,
+    subsampling: Option<String>,
     size: Option<usize>,
     threads: usize,
     restart_rows: bool,
@@ -123,9 +124,17 @@ pub fn encode_frames<'py>(
     #[cfg(feature = "turbo")]
     {
         use crate::jpeg::encode::{encode_batch, EncodeSettings, Subsampling};
-        let subsampling = Subsampling::parse(subsampling).ok_or_else(|| {
+        let (quality, subsampling) = match (quality, subsampling) {
+            (Some(q), Some(s)) => (q, s),
+            (q, s) => {
+                let (default_q, default_s) = encode_defaults(py)?;
+                (q.unwrap_or(default_q), s.unwrap_or(default_s))
+            }
+        };
+        let subsampling = Subsampling::parse(&subsampling).ok_or_else(|| {
             PyValueError::new_err(format!(
-                "subsampling must be '4:4:4', '4:2:2', '4:2:0' or '4:4:0', not {subsampling:?}"
+                "subsampling must be one of {}, not {subsampling:?}",
+                Subsampling::NAMES.join(", ")
             ))
         })?;
         let settings = EncodeSettings {
@@ -153,4 +162,15 @@ pub fn encode_frames<'py>(
             "this build of gulpio-rs has no libjpeg-turbo encoder (JPEG_BACKEND is zune-jpeg)",
         ))
     }
+}
+
+/// `(quality, subsampling)` of `gulpio_rs._encode_options.DEFAULT`: the one owner of the
+/// ingest's encode defaults, which the Python writers share with this binding.
+#[cfg(feature = "turbo")]
+fn encode_defaults(py: Python<'_>) -> PyResult<(u8, String)> {
+    let default = py.import("gulpio_rs._encode_options")?.getattr("DEFAULT")?;
+    Ok((
+        default.getattr("quality")?.extract()?,
+        default.getattr("subsampling")?.extract()?,
+    ))
 }

@@ -74,9 +74,7 @@ def _checked_everywhere(gd):
 @pytest.mark.parametrize("what", [".gidx", ".gmeta"])
 @pytest.mark.parametrize("when", ["open", "first read"])
 @pytest.mark.parametrize("cache", [False, True], ids=["direct", "cache_dir"])
-def test_an_index_or_meta_damaged_in_transit_is_fetched_again(
-    served, what, when, cache, tmp_path
-):
+def test_an_index_or_meta_damaged_in_transit_is_fetched_again(served, what, when, cache, tmp_path):
     local, open_remote, ids, proxy = served
     want = _everything(local, ids)
     kw = {"cache_dir": str(tmp_path / "cache")} if cache else {}

@@ -14,6 +14,7 @@ import argparse
 import sys
 from dataclasses import dataclass, field
 
+from .._encode_options import DEFAULT, SUBSAMPLINGS
 from ..errors import GulpError
 from ._common import count_arg
 
@@ -134,8 +135,8 @@ def _parser(script: Script) -> argparse.ArgumentParser:
         p.add_argument(flag, dest=dest, action="store_true")
     if script.extend_flag:
         p.add_argument("--extend", action="store_true", help="accepted; every run extends")
-    p.add_argument("--subsampling", default="4:2:0", choices=["4:2:0", "4:2:2", "4:4:4", "4:4:0"])
-    p.add_argument("--quality", type=int, default=90)
+    p.add_argument("--subsampling", default=DEFAULT.subsampling, choices=SUBSAMPLINGS)
+    p.add_argument("--quality", type=int, default=DEFAULT.quality)
     p.add_argument("--version", action="version", version=f"{script.name} (gulpio-rs)")
     return p
 

@@ -18,6 +18,7 @@ import textwrap
 import warnings
 from dataclasses import asdict
 
+from .._encode_options import DEFAULT, GULPIO2, SUBSAMPLINGS
 from ..errors import GulpError
 from ._common import count_arg
 
@@ -223,10 +224,11 @@ def build_parser(cls, spec: str) -> argparse.ArgumentParser:
     g.add_argument("--num-workers", dest="num_workers", type=workers, default=None,
                    help="worker processes (default: the usable cores)")  # fmt: skip
     _aliases(g, "num_workers", ["--num_workers"], type=workers)
-    g.add_argument("--quality", type=int, default=90, help="JPEG quality (default: 90)")
-    g.add_argument("--subsampling", default="4:2:0",
-                   choices=["4:2:0", "4:2:2", "4:4:4", "4:4:0"],
-                   help="chroma subsampling (default: 4:2:0; gulpio2 wrote 4:4:4)")  # fmt: skip
+    g.add_argument("--quality", type=int, default=DEFAULT.quality,
+                   help="JPEG quality (default: %(default)s)")  # fmt: skip
+    g.add_argument("--subsampling", default=DEFAULT.subsampling, choices=SUBSAMPLINGS,
+                   help="chroma subsampling (default: %(default)s; gulpio2 wrote "
+                   f"{GULPIO2.subsampling})")  # fmt: skip
     g.add_argument("--restart-rows", dest="restart_rows", action="store_true",
                    help="a restart marker after every MCU row of the encoded frames, so "
                    "cropped reads decode only the rows they need (+0.1%% bytes)")  # fmt: skip
@@ -357,18 +359,14 @@ def ingest_with(
     *,
     videos_per_chunk: int = 100,
     num_workers: int | None = None,
-    quality: int = 90,
-    subsampling: str = "4:2:0",
-    restart_rows: bool = False,
-    strict: bool = False,
-    shard_index: int = 0,
-    num_shards: int = 1,
     report: str | None = None,
-    progress: bool | None = None,
     ray: str | None = None,
+    **options,
 ) -> int:
     """Builds the adapter (passing ``output_folder`` if its constructor takes one), gulps it,
-    prints the report and returns the exit status."""
+    prints the report and returns the exit status. ``options``: the other keyword arguments
+    of :class:`~gulpio_rs.GulpIngestor` (``quality``, ``strict``, ``progress``, ...), with its
+    defaults."""
     from .. import _native
     from .._reading import _usable_cores
     from ..ingest import GulpIngestor, IngestWarning
@@ -417,15 +415,9 @@ def ingest_with(
             output_folder,
             videos_per_chunk,
             num_workers or _usable_cores(),
-            quality=quality,
-            subsampling=subsampling,
-            restart_rows=restart_rows,
-            strict=strict,
-            shard_index=shard_index,
-            num_shards=num_shards,
-            progress=progress,
             executor="process" if ray is None else "ray",
             ray_address=ray or None,
+            **options,
         )()
     print(result.summary())
     if report:

@@ -16,7 +16,7 @@ See docs/INGEST.md for the details and the guarantees.
 
 from __future__ import annotations
 
-from .._frames import EncodeOptions
+from .._encode_options import EncodeOptions
 from .locks import STATE_DIR
 from .plan import calculate_chunk_slices
 from .report import (

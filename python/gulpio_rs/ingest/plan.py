@@ -1,5 +1,5 @@
 """The run plan: slices, the adapter fingerprint, the plan file that fixes a run's first
-chunk, and what an earlier attempt already finished.
+chunk, and what the dataset already holds (what an earlier attempt finished: ``publish``).
 """
 
 from __future__ import annotations
@@ -10,14 +10,12 @@ import os
 import uuid
 import warnings
 
-from .. import _native
 from .._atomic import write_json_atomically
 from .._fingerprint import NOT_SETTINGS, NoCanonicalForm, digest, is_location, settings_of
-from .._names import chunk_number, chunk_paths, temporary_of
+from .._names import chunk_number, temporary_of
 from .._reading import _id_str
-from ..errors import GulpError
 from .locks import STATE_DIR, RunLock, pid_alive
-from .report import ChunkResult, IngestError, IngestWarning, SettingsChangedError
+from .report import IngestError, IngestWarning, SettingsChangedError
 
 
 def calculate_chunk_slices(items_per_chunk: int, num_items: int) -> list[slice]:
@@ -206,13 +204,19 @@ def stored_ids(folder: str) -> dict[str, tuple[int, str]]:
         warnings.simplefilter("ignore")  # an empty or damaged folder: nothing stored there
         gd = GulpDirectory(folder)
     try:
-        out = {}
-        for pos, (number, data, *_rest) in enumerate(gd.chunk_table()):
-            for id_ in gd._chunk(pos).ids():
-                out[id_] = (number, os.path.basename(data))
-        return out
+        return ids_by_chunk(gd)
     finally:
         gd.close()
+
+
+def ids_by_chunk(gd) -> dict[str, tuple[int, str]]:
+    """Every id the ``GulpDirectory`` ``gd`` (a folder or a dataset URL) holds -> (chunk
+    number, data file name)."""
+    out = {}
+    for pos, (number, data, *_rest) in enumerate(gd.chunk_table()):
+        for id_ in gd.native_chunk(pos).ids():
+            out[id_] = (number, data.rsplit("/", 1)[-1])
+    return out
 
 
 def _chunk_numbers(folder: str) -> list[int]:
@@ -330,44 +334,6 @@ def from_ranges(runs) -> list[int]:
 def as_slices(positions: list[int]) -> list[slice]:
     """Ascending ``positions`` as the fewest slices (what ``iter_data`` takes)."""
     return [slice(start, stop) for start, stop in to_ranges(positions)]
-
-
-def _chunk_done(folder: str, number: int) -> ChunkResult | None:
-    """The result recorded for a finished chunk, or ``None`` if it must be (re)written."""
-    record = os.path.join(folder, STATE_DIR, f"chunk-{number}.json")
-    data, meta = chunk_paths(folder, number)
-    try:
-        with open(record) as f:
-            r = ChunkResult(**json.load(f))
-    except (OSError, ValueError, TypeError):
-        r = None
-    if not (os.path.exists(data) and os.path.exists(meta)):
-        if r is not None and not r.published and not os.path.exists(data):
-            # Every video was skipped (recorded after the attempt, nothing published).
-            r.failures = [tuple(f) for f in r.failures]
-            r.resumed = True
-            return r
-        return None
-    try:
-        native, problem = _native.Chunk.open(data, meta)
-    except (GulpError, OSError, ValueError):
-        return None
-    if problem or not native.indexed:
-        return None  # published but not indexed: a crash inside the publication
-    videos = len(native.ids())
-    if r is not None and r.videos > videos:
-        # The chunk lost videos since it was written (`gulpio repair --apply` rewrote it
-        # without its damaged ones): write it again, so the dataset gets them back.
-        return None
-    if r is None or r.videos != videos:
-        # No record (older writer) or one from another attempt: count from the chunk itself.
-        r = ChunkResult(chunk=number, videos=videos)
-        infos = [native.frame_info(v) for v in range(videos)]
-        r.frames = sum(len(i) for i in infos)
-        r.bytes = sum(length - pad for info in infos for _, pad, length in info)
-    r.failures = [tuple(f) for f in r.failures]
-    r.resumed = True
-    return r
 
 
 def _remove_dead_temporaries(folder: str, numbers: set[int]) -> None:

@@ -1,14 +1,13 @@
 """Ingesting into a remote dataset (``s3://``, ``gs://``, ``az://``): the local ingest runs into
 a staging folder on this machine (with its restart and failure semantics), and every chunk it
-publishes is uploaded while the next ones are encoded, data and index first and the ``.gmeta``
-last (the commit point, docs/FORMAT.md §4a). A rerun after a crash resumes the local part
-from the staging folder and skips chunks whose ``.gmeta`` is already uploaded with the same
-bytes. After a complete upload the staging folder is removed: a later run learns what the
-remote dataset holds from the remote itself."""
+publishes is uploaded while the next ones are encoded (``publish.upload_chunk``: data and
+index first, the ``.gmeta`` last, the commit point of docs/FORMAT.md §4a). A rerun after a
+crash resumes the local part from the staging folder and skips chunks whose ``.gmeta`` is
+already uploaded with the same bytes. After a complete upload the staging folder is removed:
+a later run learns what the remote dataset holds from the remote itself."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import os
 import queue
@@ -16,8 +15,10 @@ import re
 import threading
 import warnings
 
-from .._names import chunk_number, chunk_paths
+from .._names import chunk_number
 from ..errors import BrokenChunkWarning, EmptyDirectoryWarning
+from .plan import ids_by_chunk
+from .publish import upload_chunk
 from .report import IngestError, IngestReport
 
 #: Files beside the chunks that are uploaded too (written by the adapters into the staging
@@ -48,10 +49,11 @@ def staging_folder(url: str, given: str | None = None) -> str:
     return os.path.join(base, key)
 
 
-def ingest_remote(ingestor, url: str) -> IngestReport:
+def ingest_remote(ingestor, url: str, ingest_into) -> IngestReport:
     """Runs ``ingestor`` into the staging folder, then uploads its chunks to ``url``; removes
     the staging folder once everything is uploaded (it is kept after a failure or Ctrl-C, so
-    a rerun resumes from it)."""
+    a rerun resumes from it). ``ingest_into(folder, report, elsewhere)`` is the ingestor's
+    local run (handed in by the runner, see ``GulpIngestor._ingest_into``)."""
     from ..directory import GulpDirectory
 
     given = getattr(ingestor, "staging_dir", None)
@@ -72,15 +74,11 @@ def ingest_remote(ingestor, url: str) -> IngestReport:
             super().add(r)
             uploader.chunk_published(r.chunk)
 
-    local = copy.copy(ingestor)
-    local.output_folder = staging
-    local._report_class = _StreamingReport
     # What the remote dataset holds: its ids are skipped before decoding and its chunk
     # numbers are not reused, also once the staging folder of an earlier run is gone.
-    local._stored_elsewhere = remote_ids(remote)
-    local._taken_elsewhere = sorted({n for n, _ in local._stored_elsewhere.values()})
+    elsewhere = ids_by_chunk(remote)
     try:
-        report = local()
+        report = ingest_into(staging, _StreamingReport(output_folder=staging), elsewhere)
     finally:
         uploader.close()
     uploader.raise_if_failed()
@@ -90,15 +88,6 @@ def ingest_remote(ingestor, url: str) -> IngestReport:
     upload_staged(remote, staging, skip=uploader.uploaded)
     remove_staging(staging, whole=ours)
     return report
-
-
-def remote_ids(remote) -> dict[str, tuple[int, str]]:
-    """Every id a remote dataset holds -> (chunk number, data file name)."""
-    out = {}
-    for pos, (number, data, *_rest) in enumerate(remote.chunk_table()):
-        for id_ in remote._chunk(pos).ids():
-            out[id_] = (number, data.rsplit("/", 1)[-1])
-    return out
 
 
 def remove_staging(staging: str, whole: bool) -> None:
@@ -130,12 +119,11 @@ def fetch_sidecars(url: str, staging: str, storage_options=None) -> None:
         warnings.simplefilter("ignore", BrokenChunkWarning)
         warnings.simplefilter("ignore", EmptyDirectoryWarning)
         remote = GulpDirectory(url, storage_options=storage_options)
-    handle = remote._handle()
     for name in SIDECARS:
         path = os.path.join(staging, name)
         if os.path.exists(path):
             continue
-        there = handle.read_file(name)
+        there = remote.read_file(name)
         if there is not None:
             os.makedirs(staging, exist_ok=True)
             with open(path, "wb") as f:
@@ -150,7 +138,6 @@ class _Uploader:
 
     def __init__(self, remote, staging: str):
         self.remote = remote
-        self.handle = remote._handle()
         self.staging = staging
         self.uploaded: set[int] = set()
         self.error: BaseException | None = None
@@ -174,7 +161,7 @@ class _Uploader:
             if self.error is not None:
                 continue
             try:
-                if _upload_one(self.remote, self.handle, self.staging, number):
+                if upload_chunk(self.remote, self.staging, number):
                     self.uploaded.add(number)
             except BaseException as e:  # reported by the ingest's thread
                 self.error = e
@@ -184,43 +171,20 @@ class _Uploader:
         self._thread.join()
 
 
-def _upload_one(remote, handle, staging: str, number: int) -> bool:
-    """Uploads staged chunk ``number`` unless the remote has it already with the same
-    ``.gmeta``; True when the remote now has it. A chunk number that exists remotely with other
-    content is an error: the remote dataset was not made by this ingest."""
-    data, meta = chunk_paths(staging, number)
-    if not (os.path.exists(data) and os.path.exists(meta)):
-        return False  # nothing was published under this number (every video skipped)
-    with open(meta, "rb") as f:
-        staged_meta = f.read()
-    there = handle.read_file(os.path.basename(meta))
-    if there is not None:
-        if there == staged_meta:
-            return True  # uploaded by an earlier attempt
-        raise IngestError(
-            f"{remote.output_dir}: chunk {number} already exists with other content; "
-            "ingest into an empty prefix, or rerun with the staging folder of the run "
-            f"that made it (this run staged in {staging})"
-        )
-    handle.upload_chunk(data, meta, number)
-    return True
-
-
 def upload_staged(remote, staging: str, skip: set[int] = frozenset()) -> int:
     """Uploads every chunk published in ``staging`` that ``remote`` lacks (except ``skip``),
     in chunk order, and the sidecar files; returns how many chunks were looked at."""
-    handle = remote._handle()
     numbers = sorted(
         n for name in os.listdir(staging) if (n := chunk_number(name, "meta")) is not None
     )
     uploaded = 0
     for number in numbers:
-        if number not in skip and _upload_one(remote, handle, staging, number):
+        if number not in skip and upload_chunk(remote, staging, number):
             uploaded += 1
     for name in SIDECARS:
         path = os.path.join(staging, name)
         if os.path.exists(path):
-            handle.upload_file(path, name)
+            remote.native.upload_file(path, name)
     return uploaded
 
 

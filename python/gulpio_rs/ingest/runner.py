@@ -8,19 +8,16 @@ import sys
 import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import asdict
 
 from .. import _native
-from .._atomic import write_json_atomically
+from .._encode_options import DEFAULT, EncodeOptions
 from .._fingerprint import digest
-from .._frames import EncodeOptions, FrameEncoder
+from .._frames import FrameEncoder
 from .._names import chunk_paths
 from .._reading import _usable_cores, thread_count
-from ..chunk import GulpChunk
 from ..errors import GulpError, GulpWarning
-from .locks import STATE_DIR, RunLock
+from .locks import RunLock
 from .plan import (
-    _chunk_done,
     _fingerprint,
     _plan,
     _remove_dead_temporaries,
@@ -34,6 +31,7 @@ from .plan import (
     stored_ids,
     to_ranges,
 )
+from .publish import finished, publish_chunk
 from .remote import url_like
 from .report import (
     ChunkResult,
@@ -43,7 +41,6 @@ from .report import (
     IngestWarning,
     NothingToIngestError,
 )
-from .write import write_chunk
 
 
 class _Worker:
@@ -101,10 +98,8 @@ class _Worker:
         return out
 
     def run(self, number: int, input_slice: slice | list[slice]) -> ChunkResult:
-        data, meta = chunk_paths(self.folder, number)
         parts = input_slice if isinstance(input_slice, list) else [input_slice]
         parts, already = self._skip_stored(parts)
-        record = os.path.join(self.folder, STATE_DIR, f"chunk-{number}.json")
         events = self.events
         excluded: dict[str, str] = {}
 
@@ -114,7 +109,7 @@ class _Worker:
 
         lock = RunLock(self.folder)
 
-        def before_publish(result: ChunkResult, ids: set[str]) -> None:
+        def check(result: ChunkResult, ids: set[str]) -> None:
             # Ids must be unique across the run's chunks too (a user adapter may repeat one in
             # two slices). Checked under the run's lock, held until the chunk is published, so
             # two workers cannot both pass the check with the same id.
@@ -124,33 +119,24 @@ class _Worker:
                 raise _Redo(
                     {i: f"id already in data_{n}.gulp of this run" for i, n in clashes.items()}
                 )
-            # Recorded before publication: a record is only trusted once its chunk is
-            # published, and then it carries the failures the chunk itself cannot.
-            write_json_atomically(record, asdict(result), indent=1, sort_keys=True)
 
         if already:
             progress(already, 0)
         while True:
             try:
-                result = write_chunk(
+                return publish_chunk(
                     self.adapter,
-                    GulpChunk(data, meta),
+                    self.folder,
+                    number,
                     parts,
                     encoder=self.encoder,
-                    number=number,
                     strict=self.strict,
                     existing_ids=self.existing,
                     refused_ids=excluded.get,
                     progress=progress,
-                    before_publish=before_publish,
-                    publish_empty=False,
+                    check=check,
                     already_stored=already,
                 )
-                if not result.published:
-                    # Every video was skipped: nothing is published, and the record says the
-                    # chunk is done, so a rerun does not decode its videos again.
-                    write_json_atomically(record, asdict(result), indent=1, sort_keys=True)
-                return result
             except _Redo as redo:
                 if self.strict:
                     id_, reason = next(iter(redo.reasons.items()))
@@ -224,11 +210,12 @@ class GulpIngestor:
     Beyond gulpio2:
 
     - ``quality`` / ``subsampling``: how arrays are encoded (default q90 4:2:0; gulpio2 wrote
-      4:4:4, about 15% larger and 25% slower to read). JPEG inputs are stored unchanged.
-    - ``restart_rows=True``: a restart marker after every MCU row of the encoded frames
-      (+0.1% bytes), so that cropped reads (``read(..., crop=)``, the PyTorch datasets'
-      ``crop=``) skip the rows above the crop; whole-frame decodes get 4-10% slower. Off by
-      default, which keeps the bytes gulpio2 writes (docs/FUSED.md).
+      4:4:4, larger and slower to read: docs/INGEST.md). JPEG inputs are stored unchanged.
+      The defaults and choices: :class:`~gulpio_rs.ingest.EncodeOptions`.
+    - ``restart_rows=True``: a restart marker after every MCU row of the encoded frames (a
+      few bytes per frame), so that cropped reads (``read(..., crop=)``, the PyTorch datasets'
+      ``crop=``) skip the rows above the crop; whole-frame decodes get a little slower. Off
+      by default, which keeps the bytes gulpio2 writes (costs measured in docs/FUSED.md).
     - Failures (adapter errors, no frames, undecodable frames, ids already present) skip the
       video and appear in the returned :class:`IngestReport`; ``strict=True`` stops instead,
       and publishes nothing of the chunk in progress.
@@ -265,9 +252,9 @@ class GulpIngestor:
         videos_per_chunk,
         num_workers,
         *,
-        quality: int = 90,
-        subsampling: str = "4:2:0",
-        restart_rows: bool = False,
+        quality: int = DEFAULT.quality,
+        subsampling: str = DEFAULT.subsampling,
+        restart_rows: bool = DEFAULT.restart_rows,
         strict: bool = False,
         shard_index: int = 0,
         num_shards: int = 1,
@@ -303,9 +290,6 @@ class GulpIngestor:
         self.storage_options = storage_options
         self.staging_dir = staging_dir
 
-    #: What collects the chunk results (remote ingest uploads each chunk as it is added).
-    _report_class = IngestReport
-
     def __call__(self) -> IngestReport:
         if len(self.adapter) == 0:
             # Before anything is created: an empty input is a mistake (a wrong path, a
@@ -316,19 +300,33 @@ class GulpIngestor:
                 if callable(explain)
                 else f"{type(self.adapter).__name__} has no items (len(adapter) == 0)"
             )
-        if _native.is_remote_url(os.fsdecode(self.output_folder)):
+        folder = os.fsdecode(self.output_folder)
+        if _native.is_remote_url(folder):
             from .remote import ingest_remote
 
-            return ingest_remote(self, os.fsdecode(self.output_folder))
-        t0 = time.perf_counter()
-        folder = os.fsdecode(self.output_folder)
-        if not self._stored_elsewhere and (url := url_like(folder)) is not None:
+            return ingest_remote(self, folder, self._ingest_into)
+        if (url := url_like(folder)) is not None:
             warnings.warn(
                 f"{folder!r} looks like a dataset URL with a typo (did you mean {url}?); "
                 f"writing to the local folder {os.path.abspath(folder)}",
                 GulpWarning,
                 stacklevel=2,
             )
+        return self._ingest_into(folder)
+
+    def _ingest_into(
+        self,
+        folder: str,
+        report: IngestReport | None = None,
+        elsewhere: dict[str, tuple[int, str]] | None = None,
+    ) -> IngestReport:
+        """The run into the local ``folder``. For a remote ingest (``ingest.remote``, which
+        gets this method handed in) ``folder`` is the staging folder, ``report`` collects the
+        chunk results (uploading each as it is added), and ``elsewhere`` lists the ids the
+        remote dataset holds (id -> (chunk number, data file name)): they are not written
+        again, and their chunk numbers are not reused."""
+        t0 = time.perf_counter()
+        elsewhere = elsewhere or {}
         os.makedirs(folder, exist_ok=True)
         ids = item_ids(self.adapter)
         data = None if ids is None else digest(ids)
@@ -349,8 +347,10 @@ class GulpIngestor:
             **extra,
         )
         check_settings(folder, key, settings, data)
-        stored = self._stored(folder)
-        report = self._report_class(output_folder=folder)
+        stored = dict(elsewhere)
+        stored.update(stored_ids(folder))
+        if report is None:
+            report = IngestReport(output_folder=folder)
         plan = existing_plan(folder, key)
         if plan is None:
             # Ids the dataset already holds are left out of a new run before anything is
@@ -367,7 +367,7 @@ class GulpIngestor:
                 folder,
                 key,
                 settings=settings,
-                taken=self._taken_elsewhere,
+                taken=sorted({n for n, _ in elsewhere.values()}),
                 extra={
                     "todo": to_ranges(todo),
                     "num_slices": -(-len(todo) // self.videos_per_chunk),
@@ -394,7 +394,7 @@ class GulpIngestor:
         for i, parts in enumerate(slices):
             if i % self.num_shards != self.shard_index:
                 continue
-            done = _chunk_done(folder, first + i)
+            done = finished(folder, first + i)
             if done is not None:
                 report.add(done)
             else:
@@ -431,27 +431,16 @@ class GulpIngestor:
                 + "; ".join(f"{i}: {r}" for i, r in report.failures[:5])
                 + (" ..." if len(report.failures) > 5 else ""),
                 IngestWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
         return report
-
-    #: Chunk numbers in use outside the output folder (a remote dataset it stages for).
-    _taken_elsewhere: list[int] = []
-    #: Ids stored outside the output folder (id -> (chunk number, data file name)).
-    _stored_elsewhere: dict[str, tuple[int, str]] = {}
-
-    def _stored(self, folder: str) -> dict[str, tuple[int, str]]:
-        """Every id the dataset holds -> (chunk number, data file name)."""
-        out = dict(self._stored_elsewhere)
-        out.update(stored_ids(folder))
-        return out
 
     def _run_pool(self, args, todo, report: IngestReport, bar) -> None:
         import multiprocessing
 
         ctx = multiprocessing.get_context()
-        # Progress events cost a pipe write per video (3% of a worker's time, profiled): only
-        # when a bar shows them.
+        # Progress events cost a pipe write per video (docs/INGEST.md, part a): only when a
+        # bar shows them.
         events = ctx.Queue() if bar.bar is not None else None
         ex = ProcessPoolExecutor(
             max_workers=self.num_workers,

@@ -6,7 +6,8 @@ import warnings
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from .._frames import EncodeOptions, FrameEncoder
+from .._encode_options import GULPIO2, EncodeOptions
+from .._frames import FrameEncoder
 from .._reading import _id_str
 from ..chunk import GulpChunk
 from ..errors import GulpError
@@ -68,7 +69,7 @@ def write_chunk(
     # GIL) while the adapter produces the next: for adapters that do real work per frame
     # (decoding, reading, augmenting) this overlaps the two instead of alternating them. With
     # one thread (a worker per core) the encode runs inline: a second Python thread there
-    # only fought the adapter for the GIL (1.3x the CPU per frame, measured).
+    # only fought the adapter for the GIL (more CPU per frame: docs/DECISIONS.md, "Writing").
     opts = getattr(encoder, "opts", None)  # (a stand-in encoder may have none)
     pipelined = own_append and opts is not None and opts.threads > 1
     pending: tuple[dict, str, Future | None] | None = None
@@ -160,7 +161,7 @@ class ChunkWriter:
 
     def __init__(self, adapter, options: EncodeOptions | None = None):
         self.adapter = adapter
-        self.options = options or EncodeOptions(subsampling="4:4:4")
+        self.options = options or GULPIO2
         self.skipped: list[str] = []
 
     def write_chunk(self, output_chunk: GulpChunk, input_slice):

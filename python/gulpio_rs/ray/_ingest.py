@@ -4,15 +4,15 @@ Each task runs the process pool's per-chunk worker (``ingest.runner._Worker``, h
 the runner, which keeps this module out of an import cycle), so a chunk's bytes do not depend
 on where or how often it ran. Chunk numbers come from the run's plan, fixed before any task
 starts; a task first asks whether its chunk is already published (a retry after the worker
-died between publication and reply) and returns that chunk's record instead of writing it
-again.
+died between publication and reply: ``ingest.publish.earlier_attempt``) and returns that
+chunk's record instead of writing it again.
 """
 
 from __future__ import annotations
 
 import uuid
 
-from ..ingest.plan import _chunk_done
+from ..ingest.publish import earlier_attempt
 from ..ingest.report import ChunkResult, IngestReport
 from ._common import connect, remove_temporaries, task_error
 
@@ -25,10 +25,8 @@ MAX_RETRIES = 3
 
 
 def _write_one(worker_cls, args, token: str, number: int, input_slice) -> ChunkResult:
-    folder = args[1]
-    done = _chunk_done(folder, number)
+    done = earlier_attempt(args[1], number)
     if done is not None:
-        done.resumed = False  # published by an earlier attempt of this same task
         return done
     worker = _WORKERS.get(token)
     if worker is None:

@@ -21,7 +21,7 @@ def _read_chunk(
         if remote is None:
             chunk, _ = _native.Chunk.open(str(data), str(meta))
         else:
-            chunk = open_remote(*remote)._chunk(int(pos))
+            chunk = open_remote(*remote).native_chunk(int(pos))
         n = len(chunk)
         for start in range(0, n, videos_per_block):
             videos = range(start, min(n, start + videos_per_block))

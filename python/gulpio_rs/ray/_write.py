@@ -28,15 +28,13 @@ from dataclasses import asdict
 import numpy as np
 
 from .. import _native
-from .._atomic import write_json_atomically
-from .._frames import EncodeOptions, FrameEncoder
-from .._names import chunk_names, chunk_paths
-from ..chunk import GulpChunk
+from .._encode_options import DEFAULT, EncodeOptions
+from .._frames import FrameEncoder
 from ..directory import _storage_options
 from ..errors import BrokenChunkWarning, GulpError
-from ..ingest.plan import _chunk_done, _plan, calculate_chunk_slices
+from ..ingest.plan import _plan, calculate_chunk_slices, ids_by_chunk
+from ..ingest.publish import counted, earlier_attempt, finished, publish_chunk
 from ..ingest.report import ChunkResult, IngestError, IngestReport, IngestWarning
-from ..ingest.write import write_chunk
 from ._common import connect, forget_remote, open_remote, remove_temporaries, task_error
 
 # -- pass 1: check rows, collect ids ---------------------------------------------------------
@@ -160,7 +158,7 @@ def _ENCODED_SCHEMA():
 
 
 class _Rows:
-    """The adapter ``write_chunk`` expects, over one chunk's encoded rows."""
+    """The adapter ``publish_chunk`` expects, over one chunk's encoded rows."""
 
     def __init__(self, rows: list[dict]):
         self.rows = rows
@@ -192,7 +190,10 @@ def _write_group(table, folder: str, strict: bool, remote=None):
     if remote is not None:
         result = _write_remote(rows, number, strict, remote)
     else:
-        result = _write_local(rows, number, folder, strict)
+        # A retry of a task whose first attempt published keeps the chunk if it is this one.
+        result = earlier_attempt(folder, number, [r["id"] for r in rows])
+        if result is None:
+            result = publish_chunk(_Rows(rows), folder, number, encoder=_Stored(), strict=strict)
     return pa.table(
         {
             "chunk": [number],
@@ -201,84 +202,30 @@ def _write_group(table, folder: str, strict: bool, remote=None):
     )
 
 
-def _write_local(rows: list[dict], number: int, folder: str, strict: bool) -> ChunkResult:
-    ids = [r["id"] for r in rows]
-    record = os.path.join(folder, ".gulpio-ingest", f"chunk-{number}.json")
-    done = _chunk_done(folder, number)
-    if done is not None and done.published:
-        # A retry of a task whose first attempt published: keep the chunk if it is this one.
-        native, _ = _native.Chunk.open(*chunk_paths(folder, number))
-        have = set(native.ids()) | {i for i, _ in done.failures}
-        if have != set(ids):
-            raise IngestError(
-                f"{chunk_names(number)[0]} is already published with other videos than this run's "
-                f"{ids[0]!r}..{ids[-1]!r}; move it away or write into another directory"
-            )
-        done.resumed = False
-        return done
-    if done is not None:
-        done.resumed = False
-        return done
-
-    def before_publish(result: ChunkResult, _ids) -> None:
-        write_json_atomically(record, asdict(result), indent=1, sort_keys=True)
-
-    result = write_chunk(
-        _Rows(rows),
-        GulpChunk(*chunk_paths(folder, number)),
-        slice(None),
-        encoder=_Stored(),
-        number=number,
-        strict=strict,
-        before_publish=before_publish,
-        publish_empty=False,
-    )
-    if not result.published:
-        write_json_atomically(record, asdict(result), indent=1, sort_keys=True)
-    return result
-
-
 def _write_remote(rows: list[dict], number: int, strict: bool, remote) -> ChunkResult:
-    """Stages the chunk in a temporary folder on this node and uploads it in the publication
-    order (data, index, then the ``.gmeta``: the commit point, docs/FORMAT.md §4a). A retried
-    task stages the same bytes (the frames were encoded in the pass before), so it finds its
+    """Stages the chunk in a temporary folder on this node and uploads it. A retried task
+    stages the same bytes (the frames were encoded in the pass before), so it finds its
     ``.gmeta`` already there and identical (done), or only data and index of a killed attempt,
     which no reader pairs and which it overwrites before committing."""
     import shutil
     import tempfile
 
-    from ..ingest.remote import _upload_one
-
-    gd = open_remote(*remote)
     stage = tempfile.mkdtemp(prefix="gulpio-ray-stage-")
     try:
-        result = write_chunk(
+        return publish_chunk(
             _Rows(rows),
-            GulpChunk(*chunk_paths(stage, number)),
-            slice(None),
+            stage,
+            number,
             encoder=_Stored(),
-            number=number,
             strict=strict,
-            publish_empty=False,
+            record=False,
+            remote=open_remote(*remote),
         )
-        if result.published:
-            _upload_one(gd, gd._handle(), stage, number)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    return result
 
 
 # -- the driver ------------------------------------------------------------------------------
-
-
-def _existing_ids(gd, first: int, end: int) -> dict[str, str]:
-    """Ids of the chunks of ``gd`` outside this run's numbers -> their data file."""
-    out: dict[str, str] = {}
-    for pos, (number, data, *_rest) in enumerate(gd.chunk_table()):
-        if not first <= number < end:
-            for id_ in gd._chunk(pos).ids():
-                out[id_] = os.path.basename(data)
-    return out
 
 
 def _remote_done(gd, first: int, end: int) -> dict[int, ChunkResult]:
@@ -288,15 +235,8 @@ def _remote_done(gd, first: int, end: int) -> dict[int, ChunkResult]:
     done = {}
     for pos, (number, *_rest) in enumerate(gd.chunk_table()):
         if first <= number < end:
-            chunk = gd._chunk(pos)
-            infos = [chunk.frame_info(v) for v in range(len(chunk))]
-            done[number] = ChunkResult(
-                chunk=number,
-                videos=len(infos),
-                frames=sum(len(i) for i in infos),
-                bytes=sum(length - pad for info in infos for _, pad, length in info),
-                resumed=True,
-            )
+            done[number] = counted(number, gd.native_chunk(pos))
+            done[number].resumed = True
     return done
 
 
@@ -316,9 +256,9 @@ def write_gulp(
     path,
     *,
     videos_per_chunk: int = 100,
-    quality: int = 90,
-    subsampling: str = "4:2:0",
-    restart_rows: bool = False,
+    quality: int = DEFAULT.quality,
+    subsampling: str = DEFAULT.subsampling,
+    restart_rows: bool = DEFAULT.restart_rows,
     frame_size: int | None = None,
     strict: bool = False,
     threads: int = 1,
@@ -406,8 +346,10 @@ def write_gulp(
     taken = [number for number, *_ in output.chunk_table()] if remote else []
     first = _plan(folder, key, len(slices), taken=taken)["first_chunk"]
     end = first + len(slices)
-    existing = _existing_ids(output, first, end)
-    finished = _remote_done(output, first, end) if remote else {}
+    existing = {
+        id_: data for id_, (n, data) in ids_by_chunk(output).items() if not first <= n < end
+    }
+    finished_remotely = _remote_done(output, first, end) if remote else {}
     output.close()
     skip = {i: f"id already in the dataset ({existing[i]})" for i in ids if i in existing}
     if skip and strict:
@@ -417,7 +359,7 @@ def write_gulp(
     report = IngestReport(output_folder=url if remote else folder)
     todo = set()
     for n in range(first, end):
-        done = finished.get(n) if remote else _chunk_done(folder, n)
+        done = finished_remotely.get(n) if remote else finished(folder, n)
         if done is not None:
             report.add(done)
         else:

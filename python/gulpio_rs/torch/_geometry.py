@@ -302,12 +302,7 @@ class _Virtual:
             self.flip = not self.flip
 
     def apply_resize(self, op: Any) -> None:
-        from torchvision.transforms.v2.functional._geometry import _compute_resized_output_size
-
-        # torchvision's own helper, so that the int() truncations and max_size match exactly.
-        new_h, new_w = _compute_resized_output_size(
-            (self.virt_h, self.virt_w), op.size, op.max_size
-        )
+        new_h, new_w = _resized_output_size((self.virt_h, self.virt_w), op.size, op.max_size)
         self.virt_h, self.virt_w = int(new_h), int(new_w)
 
     def apply_center_crop(self, op: Any) -> None:
@@ -349,9 +344,43 @@ def _make_params(op: Any, height: int, width: int) -> dict[str, Any]:
     # make_params only asks the input its size (query_size reads the last two dims of a plain
     # tensor), so an unallocated meta tensor stands in for the frames.
     fake = torch.empty((1, height, width), device="meta")
-    # torchvision < 0.21 named it _get_params.
-    make_params = getattr(op, "make_params", None) or op._get_params
-    return make_params([fake])
+    return op.make_params([fake])
+
+
+def _resized_output_size(
+    image_size: tuple[int, int], size: Any, max_size: int | None
+) -> tuple[int, int]:
+    """``v2.Resize(size, max_size=max_size)``'s output ``(h, w)`` for an ``image_size`` input.
+
+    The one call of a private torchvision function
+    (``v2.functional._geometry._compute_resized_output_size``): torchvision's own arithmetic,
+    so that the int() truncations and ``max_size`` match exactly. A torchvision that moved it
+    or changed its parameters raises ``ImportError`` naming the version and what to do, not
+    an error from inside torchvision. (Its ``ValueError`` for a ``max_size`` too small is
+    the transform's own, raised as it would be unfused.)"""
+    try:
+        from torchvision.transforms.v2.functional._geometry import (
+            _compute_resized_output_size as compute,
+        )
+    except ImportError as e:
+        raise _torchvision_changed(e) from e
+    try:
+        new_h, new_w = compute(image_size, size, max_size)
+    except TypeError as e:
+        raise _torchvision_changed(e) from e
+    return int(new_h), int(new_w)
+
+
+def _torchvision_changed(cause: Exception) -> ImportError:
+    import torchvision
+
+    return ImportError(
+        "gulpio_rs.torch fuses v2.Resize with torchvision's private helper "
+        f"_compute_resized_output_size, which torchvision {torchvision.__version__} does not "
+        f"provide as expected ({type(cause).__name__}: {cause}); install the torchvision "
+        "gulpio-rs is tested with (see the [torch] extra in pyproject.toml), or give the "
+        "dataset size= (its own resize) instead of a leading v2.Resize"
+    )
 
 
 def _is_bilinear(mode: Any) -> bool:

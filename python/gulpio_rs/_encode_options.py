@@ -1,0 +1,86 @@
+"""How an ingest stores frames: the one owner of the encode settings, their defaults and the
+values they may take.
+
+Every writer takes an :class:`EncodeOptions` (``GulpIngestor``, ``gulpio ingest``,
+``gulpio_rs.ray.write_gulp``, the frame encoder); their ``quality=`` / ``subsampling=`` /
+``restart_rows=`` defaults are read from :data:`DEFAULT`, the command line's choices from
+:data:`SUBSAMPLINGS`, and ``_native.encode_frames`` called without them uses :data:`DEFAULT`
+too. Adding a setting (a new ``encoding``) means adding it here and to the writers' signatures,
+nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from . import _native
+
+#: Chroma subsampling of colour frames, as the command line lists them (gray frames have
+#: none). simplejpeg spells them without colons, which is accepted too.
+SUBSAMPLINGS = ("4:2:0", "4:2:2", "4:4:4", "4:4:0")
+
+#: How frames are stored in a chunk: one JPEG per frame (gulpio2's format).
+ENCODINGS = ("jpeg",)
+
+#: Arrays are encoded by libjpeg-turbo inside the Rust core when this build has it (the release
+#: wheels do): the same bytes as simplejpeg, without the GIL and without a Python call per
+#: frame. zune-jpeg builds encode with simplejpeg and cannot write restart markers.
+RUST_ENCODER = _native.JPEG_BACKEND == "libjpeg-turbo"
+
+
+#: simplejpeg's name of each subsampling (what its encoder and ``_native.encode_frames`` take).
+_SIMPLEJPEG = {s: s.replace(":", "") for s in SUBSAMPLINGS}
+
+
+@dataclass(frozen=True)
+class EncodeOptions:
+    """How frames are stored: JPEG ``quality`` (1-100), chroma ``subsampling`` (one of
+    :data:`SUBSAMPLINGS`, or simplejpeg's ``"420"`` spelling), ``threads`` for
+    resize/encode/check, ``restart_rows``: a restart marker after every MCU row of the frames
+    encoded here, so that cropped reads decode only the rows they need (docs/FUSED.md; needs
+    the libjpeg-turbo build), and ``encoding``: the format of a stored frame (``"jpeg"``, the
+    only one so far).
+
+    The defaults (q90 4:2:0, no restart markers) are the ingest's (:data:`DEFAULT`); gulpio2
+    wrote 4:4:4 (:data:`GULPIO2`), which ``ChunkWriter`` keeps. Raises ``ValueError`` for a
+    value outside these ranges.
+    """
+
+    quality: int = 90
+    subsampling: str = "4:2:0"
+    threads: int = 1
+    restart_rows: bool = False
+    encoding: Literal["jpeg"] = "jpeg"
+
+    def __post_init__(self):
+        if self.encoding not in ENCODINGS:
+            raise ValueError(f"encoding must be one of {list(ENCODINGS)}, not {self.encoding!r}")
+        if self.restart_rows and not RUST_ENCODER:
+            raise ValueError(
+                "restart_rows needs the libjpeg-turbo build of gulpio-rs (this one decodes and "
+                "encodes with zune-jpeg/simplejpeg, which cannot write restart markers; see "
+                "README, 'Which JPEG decoder')"
+            )
+        if not 1 <= int(self.quality) <= 100:
+            raise ValueError(f"quality must be in 1..100, not {self.quality}")
+        if self.subsampling not in _SIMPLEJPEG and self.subsampling not in _SIMPLEJPEG.values():
+            raise ValueError(
+                f"subsampling must be one of {sorted(SUBSAMPLINGS)}, not {self.subsampling!r}"
+            )
+        from ._reading import thread_count
+
+        thread_count(self.threads, "threads", zero_means_all=False)
+
+    @property
+    def simplejpeg_subsampling(self) -> str:
+        """The subsampling as simplejpeg names it (``"420"``)."""
+        return _SIMPLEJPEG.get(self.subsampling, self.subsampling)
+
+
+#: The ingest's defaults: what every writer's ``quality=`` / ``subsampling=`` /
+#: ``restart_rows=`` default to.
+DEFAULT = EncodeOptions()
+
+#: What gulpio2's ``ChunkWriter`` stores (q90 4:4:4), kept by ours for its callers.
+GULPIO2 = EncodeOptions(subsampling="4:4:4")

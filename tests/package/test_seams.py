@@ -1,0 +1,121 @@
+"""Our packages use each other through named seams, not each other's private members: no
+module reaches into another object's underscored attributes (``gd._handle()``,
+``gd._chunk(pos)``, ``path._storage_options``...), and the seams ``GulpDirectory`` offers
+instead (``native``, ``native_chunk``, ``storage_options``, ``io``) work."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from pathlib import Path
+
+import pytest
+
+from gulpio_rs import GulpDirectory, _native
+
+PACKAGE = Path(__file__).resolve().parents[2] / "python" / "gulpio_rs"
+
+#: Reach-ins of the PyTorch layer, replaced by the seams below once its rework lands
+#: (``sampler._indices``, ``path._storage_options``, ``path._io``); nothing else may be added.
+PENDING = {
+    ("torch/_datasets.py", "_storage_options"),
+    ("torch/_datasets.py", "_io"),
+    ("torch/_readahead.py", "_indices"),
+}
+
+
+def private_reach_ins(root: Path = PACKAGE) -> set[tuple[str, int, str]]:
+    """``(file, line, attribute)`` of every ``x._name`` in the package whose ``_name`` the
+    file does not define itself (as a function, a class, a module or class attribute, or a
+    ``self._name =``), where ``x`` is not a module the file imported (``os._exit``,
+    ``_reading._threads``: modules' functions) nor ``super()``."""
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        own, imported = _defined(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute):
+                continue
+            name = node.attr
+            if not name.startswith("_") or name.startswith("__") or name in own:
+                continue
+            owner = node.value
+            if isinstance(owner, ast.Name) and owner.id in imported:
+                continue
+            if isinstance(owner, ast.Call) and getattr(owner.func, "id", None) == "super":
+                continue
+            found.add((path.relative_to(root).as_posix(), node.lineno, name))
+    return found
+
+
+def _defined(tree: ast.AST) -> tuple[set[str], set[str]]:
+    """Names a file defines itself, and the names its imports bind."""
+    own: set[str] = set()
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            imported |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = list(node.targets if isinstance(node, ast.Assign) else [node.target])
+            for t in targets:
+                if isinstance(t, (ast.Tuple, ast.List)):
+                    targets += t.elts  # a, self._b = ...
+                if isinstance(t, ast.Name):
+                    own.add(t.id)
+                elif (
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id in ("self", "cls")
+                ):
+                    own.add(t.attr)
+    return own, imported
+
+
+def test_no_module_reaches_into_another_objects_private_members():
+    found = private_reach_ins()
+    unexpected = sorted(f"{f}:{line}: .{a}" for f, line, a in found if (f, a) not in PENDING)
+    assert not unexpected, "use a named seam instead:\n" + "\n".join(unexpected)
+
+
+def test_the_check_finds_a_reach_in(tmp_path):
+    (tmp_path / "a.py").write_text(
+        "import os\n"
+        "class A:\n"
+        "    def _mine(self, other):\n"
+        "        self._x = other._x\n"  # the class's own member, on another instance
+        "        other._mine(os._exit)\n"  # its own method; a module's function
+        "def f(gd):\n"
+        "    gd._handle().read()\n"  # another module's member: a reach-in
+        "    gd._tmp = 1\n"  # setting one is a reach-in too
+        "    return gd.native\n"
+    )
+    assert private_reach_ins(tmp_path) == {("a.py", 7, "_handle"), ("a.py", 8, "_tmp")}
+
+
+def _gulp(folder: Path) -> None:
+    chunk = next(GulpDirectory(folder).new_chunks(1))
+    with chunk.open("wb"):
+        chunk.append("v", {"k": 1}, [_jpeg()])
+
+
+def _jpeg() -> bytes:
+    import numpy as np
+    import simplejpeg
+
+    return simplejpeg.encode_jpeg(np.zeros((8, 8, 3), np.uint8))
+
+
+def test_the_directorys_seams(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _gulp(tmp_path)
+    gd = GulpDirectory(tmp_path, io="pread", storage_options=None)
+    assert isinstance(gd.native, _native.NativeDirectory)
+    assert gd.native.ids() == ["v"] and gd.native_chunk(0).ids() == ["v"]
+    assert gd.io == "pread" and gd.storage_options is None
+    assert GulpDirectory(tmp_path).io is None
+    gd.close()
+    with pytest.raises(ValueError, match="closed"):
+        _ = gd.native
