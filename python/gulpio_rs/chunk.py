@@ -67,8 +67,8 @@ class GulpChunk:
     ``data_file_path``, ``meta_file_path``, ``serializer`` and ``jpeg_decoder`` keep exactly
     what was passed (a ``Path`` stays a ``Path``), as in gulpio2.
 
-    Reading does not need :meth:`open` (frames come from a shared read-only mapping, so any
-    number of threads may read at once); ``open('rb')`` opens ``fp`` as gulpio2 does.
+    Reading does not need :meth:`open` (frames are read with positional reads, so any number
+    of threads may read at once); ``open('rb')`` opens ``fp`` as gulpio2 does.
     Writing (``open('wb')`` / ``open('ab')``) publishes atomically on :meth:`flush` and on a
     normal exit; if the ``with`` body raises, nothing unpublished is kept.
 

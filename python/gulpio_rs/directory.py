@@ -93,6 +93,11 @@ class GulpDirectory:
     ``fallback_decoder=callable`` is used only for frames the built-in decoder does not support
     (arithmetic coding, 12-bit). Both are called with the JPEG ``bytes``.
 
+    Local ``.gulp`` files are read with positional reads (``io="pread"``, the default: a file
+    cut short under a running reader raises ``FormatError`` naming the frame); ``io="mmap"``
+    maps them instead (zero-copy ``frame_bytes``, but a file cut under the mapping is a
+    SIGBUS). See docs/REMOTE.md.
+
     Dataset URLs (``s3://``, ``gs://``, ``az://``, ``http(s)://``) are read with
     ``storage_options`` (docs/REMOTE.md). ``cache_dir=`` (or ``$GULPIO_CACHE_DIR``) keeps the
     fetched bytes in 4 MiB blocks on local disk, bounded by ``cache_size`` (bytes or

@@ -138,3 +138,26 @@ def test_repair_still_repairs_what_is_safe(linked, capsys):
         warnings.simplefilter("ignore")
         gd = GulpDirectory(root)
     assert os.path.getsize(root / "data_1.gulp") == gd.native_chunk(1).published_len
+
+
+class _Tiny:
+    """A two-video adapter (gulpio2's adapter interface)."""
+
+    def __len__(self):
+        return 2
+
+    def iter_data(self, slice_element=None):
+        for i in range(2)[slice_element or slice(None)]:
+            yield {"id": f"v{i}", "meta": {}, "frames": [np.full((8, 8, 3), 50, np.uint8)]}
+
+
+def test_ingest_refuses_a_state_folder_that_leads_outside(tmp_path):
+    from gulpio_rs import GulpIngestor
+
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    os.symlink(elsewhere, out / ".gulpio-ingest")
+    with pytest.raises(UnsafeFileError, match="symbolic link"):
+        GulpIngestor(_Tiny(), str(out), videos_per_chunk=2, num_workers=1)()
+    assert os.listdir(elsewhere) == []

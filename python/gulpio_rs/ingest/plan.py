@@ -15,7 +15,7 @@ from .._atomic import write_json_atomically
 from .._fingerprint import NoCanonicalForm, digest
 from .._names import chunk_number, chunk_paths, temporary_of
 from ..errors import GulpError
-from .locks import STATE_DIR, RunLock, pid_alive
+from .locks import STATE_DIR, RunLock, pid_alive, state_folder
 from .report import ChunkResult, IngestError, IngestWarning, SettingsChangedError
 
 
@@ -156,8 +156,7 @@ def _plan(
     """The run's plan: created by whichever shard gets there first, read by the others.
     ``taken``: chunk numbers in use elsewhere (a remote dataset this folder stages for)."""
     run_id = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    state = os.path.join(folder, STATE_DIR)
-    os.makedirs(state, exist_ok=True)
+    state = state_folder(folder)
     path = os.path.join(state, f"run-{run_id}.json")
     with RunLock(folder):
         if not os.path.exists(path):
