@@ -264,3 +264,24 @@ def test_chunks_of_a_remote_directory_are_never_written_as_local_files(
         gd.write_indexes()
     assert os.listdir(tmp_path) == []
     assert s3_server.keys(bucket, "ds") == keys
+
+
+def test_publishing_where_objects_cannot_be_created_only_if_absent_is_refused(
+    tmp_path, real_frames, http_server
+):
+    """A plain HTTP (WebDAV) store has no conditional create, so a new chunk could replace
+    another writer's there: publishing is refused with the reason, and nothing is uploaded."""
+    from gulpio_rs import RemoteConfigError
+
+    (tmp_path / "ds").mkdir()
+    for chunk in GulpDirectory(tmp_path / "ds").new_chunks(1):
+        with chunk.open("wb"):
+            chunk.append("v", {}, real_frames)
+    before = sorted(os.listdir(tmp_path / "ds"))
+    server = http_server(tmp_path)
+    gd = GulpDirectory(f"{server.url}/ds")
+    chunk = next(gd.new_chunks(1))
+    with pytest.raises(RemoteConfigError, match="only if none has its name"):
+        with chunk.open("wb"):
+            chunk.append("w", {}, real_frames)
+    assert sorted(os.listdir(tmp_path / "ds")) == before
