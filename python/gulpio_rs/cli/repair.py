@@ -98,7 +98,10 @@ def _guarded(directory: str, a: dict) -> dict:
     kind, path = a["action"], a["path"]
     if kind == "remove_temp":
         # Removing a name never touches what a symlink points to; a folder is not ours.
-        st = os.lstat(path)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return a  # gone already: removing it is a no-op
         if stat.S_ISDIR(st.st_mode):
             return _refusal(path, "it is a folder, not a temporary file", "remove")
         return a
@@ -273,7 +276,10 @@ def _apply_one(directory: str, a: dict) -> None:
 
     kind, path = a["action"], a["path"]
     if kind == "remove_temp":
-        os.remove(path)
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
     elif kind == "cut_tail":
         # Opened without following a symlink, checked, then cut through that descriptor.
         _native.cut_tail(path, _meta_path(path))
