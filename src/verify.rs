@@ -263,7 +263,8 @@ fn check_frame(
             return Some(finding(
                 "restarts",
                 format!(
-                    "the index records {} restart marker(s) the frame does not have where it                      says (it has {}): cropped reads decode this frame whole",
+                    "the index records {} restart marker(s) the frame does not have where it \
+                     says (it has {}): cropped reads decode this frame whole",
                     markers.len(),
                     found.len()
                 ),

@@ -375,7 +375,9 @@ impl ChunkWriter {
             if self.naming != Naming::NextFree {
                 return Err(Error::Conflict {
                     path: target.meta,
-                    msg: "another writer published this chunk first; nothing of this writer's                           was published (chunks from GulpDirectory.new_chunks() take the next                           free number instead)"
+                    msg: "another writer published this chunk first; nothing of this writer's \
+                          was published (chunks from GulpDirectory.new_chunks() take the next \
+                          free number instead)"
                         .into(),
                 });
             }
