@@ -120,7 +120,7 @@ fn frame_bytes(c: &mut Criterion) {
     for size in [600usize, 16 * 1024] {
         let dir = tempfile::tempdir().expect("tempdir");
         let paths = write_chunk(dir.path(), 0, &sized_jpeg(size));
-        let (reader, _) = ChunkReader::open(&paths).expect("open");
+        let (reader, _) = ChunkReader::open_mapped(&paths).expect("open");
         g.throughput(Throughput::Bytes(size as u64));
         for check in [true, false] {
             let name = if check { "check" } else { "no_check" };
@@ -146,7 +146,7 @@ fn crc_vs_decode(c: &mut Criterion) {
     };
     let dir = tempfile::tempdir().expect("tempdir");
     let paths = write_chunk(dir.path(), 0, &jpeg);
-    let (reader, _) = ChunkReader::open(&paths).expect("open");
+    let (reader, _) = ChunkReader::open_mapped(&paths).expect("open");
     let mut g = c.benchmark_group("crc_vs_decode_ljt_testorig_227x149");
     g.throughput(Throughput::Elements(1));
     g.bench_function("crc32fast", |b| {

@@ -82,6 +82,17 @@ pub enum Error {
     #[error("{0}")]
     Jpeg(#[from] crate::jpeg::DecodeFailure),
 
+    /// A write, truncation or deletion refused because the file is not safe to change: a
+    /// symlink (it may lead outside the dataset), not a regular file, or a file with other
+    /// hard links.
+    #[error("{path}: {msg}")]
+    Unsafe { path: PathBuf, msg: String },
+
+    /// Another writer got there first: the chunk is being written by another writer, or a
+    /// chunk was published under the name this writer meant to create.
+    #[error("{path}: {msg}")]
+    Conflict { path: PathBuf, msg: String },
+
     /// A bad argument from the caller (a mode string, a size, a closed writer, ...).
     #[error("{0}")]
     InvalidArgument(String),
@@ -216,6 +227,14 @@ impl Clone for Error {
                 id: id.clone(),
                 frame: *frame,
                 count: *count,
+            },
+            Error::Unsafe { path, msg } => Error::Unsafe {
+                path: path.clone(),
+                msg: msg.clone(),
+            },
+            Error::Conflict { path, msg } => Error::Conflict {
+                path: path.clone(),
+                msg: msg.clone(),
             },
             Error::Jpeg(f) => Error::Jpeg(f.clone()),
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),

@@ -2,6 +2,9 @@
 //! decode) in parallel, the CRC of all published data, and leftovers past the published end.
 //! Problems are collected, not returned as the first error, so one pass reports all damage.
 
+use std::borrow::Cow;
+use std::ops::Range;
+
 use rayon::prelude::*;
 
 use crate::chunk::reader::{ChunkReader, IndexKind};
@@ -32,44 +35,85 @@ pub struct Report {
     pub findings: Vec<Finding>,
 }
 
+/// Bytes of the `.gulp` checked at once when it is not mapped: frames are checked from a
+/// window of the file held in memory, never the whole file.
+const WINDOW: u64 = 64 << 20;
+
 /// Verifies every frame of `reader` (CRC when the chunk is indexed; with `decode`, also a
-/// full decode) and the chunk-level data CRC.
+/// full decode) and the chunk-level data CRC. A mapped chunk is checked in place; any other
+/// is read window by window (bounded memory whatever the file's size).
 pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Report {
-    let frames: Vec<(usize, usize)> = (0..reader.video_count())
-        .flat_map(|v| (0..reader.frame_count(v)).map(move |k| (v, k)))
-        .collect();
+    let frame_count: usize = (0..reader.video_count())
+        .map(|v| reader.frame_count(v))
+        .sum();
     let frame_bytes = (0..reader.video_count())
         .flat_map(|v| reader.frames(v))
         .map(|f| f.jpeg_len as u64)
         .sum();
-    // Mapped locally; read whole (in concurrent ranges) from other sources.
-    let data = match reader.whole_data() {
-        Ok(d) => d,
-        Err(e) => {
-            return Report {
-                videos: reader.video_count(),
-                frames: frames.len(),
-                bytes: 0,
-                frame_bytes,
-                findings: vec![Finding {
-                    kind: "io",
-                    video: None,
-                    frame: None,
-                    message: e.to_string(),
-                }],
-            }
-        }
-    };
-    let data: &[u8] = &data;
-    let check = |&(v, k): &(usize, usize)| check_frame(reader, data, v, k, decode);
-    let mut findings: Vec<Finding> = match runner {
-        Runner::Caller => frames.iter().filter_map(check).collect(),
-        Runner::Pool(pool) => pool.install(|| frames.par_iter().filter_map(check).collect()),
-    };
+    // Frames in file order, so each window of the file holds the frames that start in it.
+    let mut order: Vec<(u64, u64, usize, usize)> = (0..reader.video_count())
+        .flat_map(|v| {
+            reader
+                .frames(v)
+                .enumerate()
+                .map(move |(k, f)| (f.offset, f.jpeg_end(), v, k))
+        })
+        .collect();
+    order.sort_unstable();
+    let len = reader.source().len();
     let published = reader.published_len();
-    if reader.kind() == IndexKind::Binary && data.len() as u64 >= published {
+    let mut crc = crc32fast::Hasher::new();
+    let mut findings: Vec<Finding> = Vec::new();
+    let (mut at, mut next) = (0u64, 0usize);
+    while at < len {
+        let mut end = (at + WINDOW).min(len);
+        let mut upto = next;
+        while upto < order.len() && order[upto].0 < end {
+            end = end.max(order[upto].1.min(len));
+            upto += 1;
+        }
+        let window = match read_window(reader, at..end) {
+            Ok(w) => w,
+            Err(e) => {
+                return Report {
+                    videos: reader.video_count(),
+                    frames: frame_count,
+                    bytes: 0,
+                    frame_bytes,
+                    findings: vec![Finding {
+                        kind: "io",
+                        video: None,
+                        frame: None,
+                        message: e.to_string(),
+                    }],
+                }
+            }
+        };
+        let window: &[u8] = &window;
+        if at < published {
+            crc.update(&window[..(published.min(end) - at) as usize]);
+        }
+        let check = |&(_, _, v, k): &(u64, u64, usize, usize)| {
+            check_frame(reader, window, at, len, v, k, decode)
+        };
+        let batch = &order[next..upto];
+        findings.extend(match runner {
+            Runner::Caller => batch.iter().filter_map(check).collect::<Vec<_>>(),
+            Runner::Pool(pool) => pool.install(|| batch.par_iter().filter_map(check).collect()),
+        });
+        (at, next) = (end, upto);
+    }
+    // Frames that start past the end of the file (it was cut before them).
+    findings.extend(
+        order[next..]
+            .iter()
+            .filter_map(|&(_, _, v, k)| check_frame(reader, &[], len, len, v, k, decode)),
+    );
+    // Findings in video and frame order, whatever the file order.
+    findings.sort_by_key(|f| (f.video.as_ref().and_then(|id| reader.lookup(id)), f.frame));
+    if reader.kind() == IndexKind::Binary && len >= published {
         let expected = reader.index().header().gulp_crc;
-        let actual = crc32fast::hash(&data[..published as usize]);
+        let actual = crc.finalize();
         if actual != expected {
             // One damaged place is one problem: when frames' CRCs already fail, the whole-file
             // CRC failing too is a consequence, said in the first of them rather than as a
@@ -92,7 +136,7 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
         }
     }
     let frame_cut = findings.iter().any(|f| f.kind == "truncated");
-    if (data.len() as u64) < published && !frame_cut {
+    if len < published && !frame_cut {
         // Only padding is missing: every JPEG is whole, but the file is not what was
         // published (gulpio2 would strip `pad` bytes from the last frame).
         findings.push(Finding {
@@ -100,14 +144,13 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
             video: None,
             frame: None,
             message: format!(
-                "the data file has {} bytes, {} fewer than published: the padding after the \
+                "the data file has {len} bytes, {} fewer than published: the padding after the \
                  last frame is cut",
-                data.len(),
-                published - data.len() as u64
+                published - len
             ),
         });
     }
-    if data.len() as u64 > published {
+    if len > published {
         findings.push(Finding {
             kind: "unpublished_tail",
             video: None,
@@ -115,22 +158,59 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
             message: format!(
                 "{} bytes past the published end (byte {published}): left by an interrupted \
                  write",
-                data.len() as u64 - published
+                len - published
             ),
         });
     }
     Report {
         videos: reader.video_count(),
-        frames: frames.len(),
-        bytes: published.min(data.len() as u64),
+        frames: frame_count,
+        bytes: published.min(len),
         frame_bytes,
         findings,
     }
 }
 
+/// Bytes `range` of the `.gulp`: a slice of the mapping, or read (in concurrent pieces from
+/// object stores).
+fn read_window(reader: &ChunkReader, range: Range<u64>) -> crate::Result<Cow<'_, [u8]>> {
+    if let Some(m) = reader.mapped() {
+        return Ok(Cow::Borrowed(&m[range.start as usize..range.end as usize]));
+    }
+    let step = crate::io::plan::MAX_REQUEST;
+    let pieces: Vec<Range<u64>> = (range.start..range.end)
+        .step_by(step as usize)
+        .map(|s| s..(s + step).min(range.end))
+        .collect();
+    let mut out = vec![0u8; (range.end - range.start) as usize];
+    let mut failed = None;
+    reader
+        .source()
+        .read_ranges(&reader.paths().data, &pieces, |i, got| match got {
+            Ok(b) if b.len() as u64 == pieces[i].end - pieces[i].start => {
+                let at = (pieces[i].start - range.start) as usize;
+                out[at..at + b.len()].copy_from_slice(&b);
+            }
+            Ok(_) => {
+                failed.get_or_insert(crate::Error::Internal("a short window read".into()));
+            }
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        })?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(Cow::Owned(out)),
+    }
+}
+
+/// Checks frame `k` of video `v` from `window`, the file's bytes from offset `base` on (it
+/// holds the frame when the frame lies within the file's `len` bytes).
 fn check_frame(
     reader: &ChunkReader,
-    data: &[u8],
+    window: &[u8],
+    base: u64,
+    len: u64,
     v: usize,
     k: usize,
     decode: bool,
@@ -141,10 +221,17 @@ fn check_frame(
         frame: Some(k),
         message,
     };
-    let bytes = match reader
-        .frame(v, k as i64)
-        .and_then(|(k, rec)| reader.frame_in(data, v, k, &rec, true))
-    {
+    let bytes = match reader.frame(v, k as i64).and_then(|(k, rec)| {
+        if rec.jpeg_end() > len {
+            return Err(reader.truncated(v, k, &rec, len));
+        }
+        let bytes = rec
+            .offset
+            .checked_sub(base)
+            .and_then(|start| window.get(start as usize..(start + rec.jpeg_len as u64) as usize))
+            .ok_or_else(|| Error::Internal(format!("frame {k} is not in the window read")))?;
+        reader.check_crc(v, k, &rec, bytes).map(|_| bytes)
+    }) {
         Ok(b) => b,
         Err(Error::Crc {
             offset,
@@ -176,7 +263,8 @@ fn check_frame(
             return Some(finding(
                 "restarts",
                 format!(
-                    "the index records {} restart marker(s) the frame does not have where it                      says (it has {}): cropped reads decode this frame whole",
+                    "the index records {} restart marker(s) the frame does not have where it \
+                     says (it has {}): cropped reads decode this frame whole",
                     markers.len(),
                     found.len()
                 ),

@@ -125,13 +125,14 @@ def http_server():
 
 @pytest.fixture
 def fault_proxy():
-    """Factory: ``fault_proxy(upstream_url)`` -> a started :class:`servers.FaultProxy`."""
+    """Factory: ``fault_proxy(upstream_url, **options)`` -> a started
+    :class:`servers.FaultProxy`."""
     from servers import FaultProxy
 
     started = []
 
-    def make(upstream):
-        proxy = FaultProxy(upstream).start()
+    def make(upstream, **options):
+        proxy = FaultProxy(upstream, **options).start()
         started.append(proxy)
         return proxy
 

@@ -39,7 +39,7 @@ fn write_chunk(dir: &Path, k: u64, videos: &[(&str, usize)]) -> ChunkPaths {
 fn written_chunk_reads_back_with_crc() {
     let dir = tempfile::tempdir().unwrap();
     let paths = write_chunk(dir.path(), 0, &[("a", 3), ("b", 0), ("c", 2)]);
-    let (r, warning) = ChunkReader::open(&paths).unwrap();
+    let (r, warning) = ChunkReader::open_mapped(&paths).unwrap();
     assert!(warning.is_none());
     assert_eq!(r.kind(), IndexKind::Binary);
     assert_eq!(r.video_count(), 3);
@@ -71,12 +71,12 @@ fn flipped_data_byte_is_a_crc_error_naming_video_and_frame() {
     let dir = tempfile::tempdir().unwrap();
     let paths = write_chunk(dir.path(), 0, &[("a", 2)]);
     let mut data = fs::read(&paths.data).unwrap();
-    let (r, _) = ChunkReader::open(&paths).unwrap();
+    let (r, _) = ChunkReader::open_mapped(&paths).unwrap();
     let second = r.frames(0).nth(1).unwrap();
     drop(r);
     data[second.offset as usize + 5] ^= 0x10;
     fs::write(&paths.data, &data).unwrap();
-    let (r, _) = ChunkReader::open(&paths).unwrap();
+    let (r, _) = ChunkReader::open_mapped(&paths).unwrap();
     assert!(r.frame_bytes(0, 0, true).is_ok());
     match r.frame_bytes(0, 1, true) {
         Err(Error::Crc { id, frame, .. }) => assert_eq!((id.as_str(), frame), ("a", 1)),
@@ -103,7 +103,7 @@ fn aborted_writer_leaves_nothing_and_append_keeps_published_bytes() {
     w.close().unwrap();
     let after = fs::read(&paths.data).unwrap();
     assert_eq!(&after[..before.len()], before.as_slice());
-    let (r, _) = ChunkReader::open(&paths).unwrap();
+    let (r, _) = ChunkReader::open_mapped(&paths).unwrap();
     assert_eq!(r.kind(), IndexKind::Binary);
     assert_eq!(r.frame_count(0), 3);
     assert_eq!(r.meta_data(0), br#"[{"label": "x"}, {"again": true}]"#);
@@ -127,7 +127,7 @@ fn unpublished_tail_is_ignored_and_cut_by_the_next_append() {
     let mut torn = published.clone();
     torn.extend_from_slice(b"half a frame from a crashed writer");
     fs::write(&paths.data, &torn).unwrap();
-    let (r, warning) = ChunkReader::open(&paths).unwrap();
+    let (r, warning) = ChunkReader::open_mapped(&paths).unwrap();
     assert!(warning.is_none());
     assert_eq!(
         r.frame_bytes(0, 0, true).unwrap(),
@@ -137,7 +137,7 @@ fn unpublished_tail_is_ignored_and_cut_by_the_next_append() {
     let mut w = ChunkWriter::open(&paths, WriteMode::Append).unwrap();
     w.append("b", b"{}", &[&fake_jpeg(4, 4, 0)]).unwrap();
     w.close().unwrap();
-    let (r, _) = ChunkReader::open(&paths).unwrap();
+    let (r, _) = ChunkReader::open_mapped(&paths).unwrap();
     assert_eq!(
         r.frame_bytes(1, 0, true).unwrap(),
         fake_jpeg(4, 4, 0).as_slice()
@@ -153,7 +153,7 @@ fn legacy_chunk_is_read_through_gmeta_and_upgraded_in_place() {
         fs::read(&paths.data).unwrap(),
         fs::read(&paths.meta).unwrap(),
     );
-    let (r, _) = ChunkReader::open(&paths).unwrap();
+    let (r, _) = ChunkReader::open_mapped(&paths).unwrap();
     assert_eq!(r.kind(), IndexKind::Legacy);
     assert_eq!(
         r.frame_bytes(1, 0, true).unwrap(),
@@ -163,7 +163,7 @@ fn legacy_chunk_is_read_through_gmeta_and_upgraded_in_place() {
     assert_eq!(write_index(&paths).unwrap(), 2);
     assert_eq!(fs::read(&paths.data).unwrap(), data);
     assert_eq!(fs::read(&paths.meta).unwrap(), meta);
-    let (r, _) = ChunkReader::open(&paths).unwrap();
+    let (r, _) = ChunkReader::open_mapped(&paths).unwrap();
     assert_eq!(r.kind(), IndexKind::Binary);
     let f = r.frames(0).next().unwrap();
     assert_eq!((f.width, f.height), (8, 4));
@@ -175,7 +175,7 @@ fn index_of_another_chunk_is_not_trusted() {
     let a = write_chunk(dir.path(), 0, &[("a", 2)]);
     let b = write_chunk(dir.path(), 1, &[("b", 3)]);
     fs::copy(&a.index, &b.index).unwrap();
-    let (r, warning) = ChunkReader::open(&b).unwrap();
+    let (r, warning) = ChunkReader::open_mapped(&b).unwrap();
     assert!(matches!(warning, Some(Error::StaleIndex { .. })));
     assert_eq!(r.kind(), IndexKind::Legacy);
     assert_eq!(r.id(0), "b");
@@ -217,6 +217,53 @@ fn video_shapes_come_from_the_indexes() {
         d.video_shapes(Some(&[3])),
         Err(Error::InvalidArgument(_))
     ));
+}
+
+#[test]
+fn new_chunks_never_replace_one_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let guess = ChunkPaths::numbered(dir.path(), 0);
+    let frame = fake_jpeg(8, 4, 3);
+    // Two writers guessed chunk 0; each publishes a chunk of its own.
+    let mut first = ChunkWriter::open(&guess, WriteMode::Next).unwrap();
+    let mut second = ChunkWriter::open(&guess, WriteMode::Next).unwrap();
+    first.append("first", b"{}", &[&frame]).unwrap();
+    second.append("second", b"{}", &[&frame]).unwrap();
+    let second = second.close().unwrap();
+    let first = first.close().unwrap();
+    assert_eq!(second, guess);
+    assert_eq!(first, ChunkPaths::numbered(dir.path(), 1));
+    let d = Directory::open(dir.path()).unwrap();
+    assert_eq!(d.ids().iter().collect::<Vec<_>>(), ["second", "first"]);
+    assert!(d.problems().is_empty());
+    // A chunk created by explicit paths that another writer published first: a conflict, and
+    // nothing of the late writer is left behind.
+    let explicit = ChunkPaths::numbered(dir.path(), 5);
+    let mut late = ChunkWriter::open(&explicit, WriteMode::Create).unwrap();
+    late.append("late", b"{}", &[&frame]).unwrap();
+    write_chunk(dir.path(), 5, &[("early", 1)]);
+    assert!(matches!(late.close(), Err(Error::Conflict { .. })));
+    let names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.starts_with(".gulpio-tmp.")),
+        "{names:?}"
+    );
+    // One writer per chunk: a second one is refused while the first is open.
+    let holder = ChunkWriter::open(&explicit, WriteMode::Append).unwrap();
+    for mode in [WriteMode::Append, WriteMode::Create] {
+        assert!(matches!(
+            ChunkWriter::open(&explicit, mode),
+            Err(Error::Conflict { .. })
+        ));
+    }
+    holder.abort().unwrap();
+    ChunkWriter::open(&explicit, WriteMode::Append)
+        .unwrap()
+        .abort()
+        .unwrap();
 }
 
 #[test]

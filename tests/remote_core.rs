@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use gulpio_rs::chunk::reader::IndexKind;
-use gulpio_rs::io::{runtime, LocalIo, RemoteSettings, RemoteStore, Store};
+use gulpio_rs::io::{runtime, LocalIo, RemoteNumber, RemoteSettings, RemoteStore, Store};
 use gulpio_rs::{ChunkPaths, ChunkWriter, Directory, Error, WriteMode};
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
@@ -214,9 +214,28 @@ fn staged_chunks_publish_with_meta_last_and_read_back() {
     let store = Store::Remote(rs.clone());
     // Chunk 1 of the local dataset published as chunk 7, then chunk 0 as chunk 0 (data and
     // index only first: not yet part of the dataset).
-    store
-        .publish_staged(&ChunkPaths::numbered(tmp.path(), 1), 7)
-        .unwrap();
+    let root = Path::new("memory:///out");
+    let staged1 = ChunkPaths::numbered(tmp.path(), 1);
+    assert_eq!(
+        store
+            .publish_staged(root, &staged1, RemoteNumber::Exactly(7))
+            .unwrap(),
+        7
+    );
+    // An upload of the same chunk again (a rerun) is the same chunk; other bytes under that
+    // number are a conflict, never a replacement.
+    assert_eq!(
+        store
+            .publish_staged(root, &staged1, RemoteNumber::Exactly(7))
+            .unwrap(),
+        7
+    );
+    let clash = store.publish_staged(
+        root,
+        &ChunkPaths::numbered(tmp.path(), 0),
+        RemoteNumber::Exactly(7),
+    );
+    assert!(matches!(clash, Err(Error::Conflict { .. })), "{clash:?}");
     let staged0 = ChunkPaths::numbered(tmp.path(), 0);
     rs.put_file("data_0.gulp", &staged0.data).unwrap();
     rs.put_file("data_0.gidx", &staged0.index).unwrap();
@@ -233,6 +252,19 @@ fn staged_chunks_publish_with_meta_last_and_read_back() {
     let mut want = all_frames(&local);
     want.retain(|(id, _)| id.starts_with("c0") || id.starts_with("c1"));
     assert_eq!(all_frames(&dir), want);
+    // A new chunk whose number is taken takes the next free one (8: after 7, the last used).
+    let staged2 = ChunkPaths::numbered(tmp.path(), 2);
+    assert_eq!(
+        store
+            .publish_staged(root, &staged2, RemoteNumber::FirstFree(0))
+            .unwrap(),
+        8
+    );
+    let dir = Directory::open_in(store.clone(), "memory:///out").unwrap();
+    assert_eq!(
+        dir.chunks().iter().map(|c| c.number).collect::<Vec<_>>(),
+        [0, 7, 8]
+    );
     // The plan-file primitive: created once, then refused.
     assert!(store
         .create_file(Path::new("memory:///out"), "plan.json", b"{}")

@@ -60,14 +60,14 @@ fuzz_target!(|input: &[u8]| {
         std::fs::write(&paths.index, index).unwrap();
     }
 
-    let before = ChunkReader::open(&paths).ok().map(|(r, _)| {
+    let before = ChunkReader::open_mapped(&paths).ok().map(|(r, _)| {
         read_everything(&r);
         snapshot(&r)
     });
     directory(dir);
 
     if files.index.is_none() && write_index(&paths).is_ok() {
-        let (r, warning) = ChunkReader::open(&paths).expect("a chunk just indexed opens");
+        let (r, warning) = ChunkReader::open_mapped(&paths).expect("a chunk just indexed opens");
         assert!(warning.is_none(), "fresh index not used: {warning:?}");
         assert_eq!(r.kind(), IndexKind::Binary);
         for v in 0..r.video_count() {
@@ -170,7 +170,8 @@ fn directory(dir: &Path) {
             "the directory resolved {id:?} to another video"
         );
         for k in 0..r.frame_count(v) {
-            let _ = r.frame_bytes(v, k as i64, true);
+            // Any source: a directory reads with positional reads by default.
+            let _ = r.read_frame(v, k as i64, true);
         }
     }
 }
@@ -189,7 +190,7 @@ fn append(paths: &ChunkPaths, before: Option<Snapshot>) {
     if w.close().is_err() {
         return;
     }
-    let (r, warning) = ChunkReader::open(paths).expect("a chunk just appended to opens");
+    let (r, warning) = ChunkReader::open_mapped(paths).expect("a chunk just appended to opens");
     assert!(
         warning.is_none(),
         "index written by the append not used: {warning:?}"

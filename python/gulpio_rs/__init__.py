@@ -48,7 +48,9 @@ from .errors import (
     RemoteNotFoundError,
     RemotePermissionError,
     StaleIndexError,
+    UnsafeFileError,
     UnsupportedJpegError,
+    WriteConflictError,
 )
 from .ingest import ChunkWriter, GulpIngestor, IngestError, IngestReport, IngestWarning
 from .video import VideoDecodeError
@@ -146,6 +148,8 @@ __all__ = [
     "RemoteNotFoundError",
     "RemotePermissionError",
     "RemoteConfigError",
+    "UnsafeFileError",
+    "WriteConflictError",
     "GulpWarning",
     "BrokenChunkWarning",
     "EmptyDirectoryWarning",

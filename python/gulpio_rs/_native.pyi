@@ -74,7 +74,12 @@ class NativeDirectory:
     def is_remote(self) -> bool: ...
     def chunk_sizes(self) -> list[tuple[int, int]]: ...
     def listed_numbers(self) -> list[int]: ...
-    def upload_chunk(self, data_path: str, meta_path: str, number: int) -> None: ...
+    def upload_chunk(
+        self, data_path: str, meta_path: str, number: int, first_free: bool = False
+    ) -> int:
+        """Publishes a staged chunk (index first: the claim of the number; the ``.gmeta``
+        last: the commit) as ``number``, or with ``first_free`` as the first number from
+        ``number`` on that no object uses; returns the number taken."""
     def upload_file(self, local_path: str, name: str) -> None: ...
     def read_file(self, name: str) -> bytes | None: ...
     def __len__(self) -> int: ...
@@ -90,8 +95,16 @@ class NativeDirectory:
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint16]]: ...
 
 class NativeWriter:
-    def __init__(self, data_path: str, meta_path: str, append: bool = False) -> None:
-        """A crash-safe writer of one chunk: empty, or adding to it with ``append``."""
+    def __init__(
+        self, data_path: str, meta_path: str, append: bool = False, new: bool = False
+    ) -> None:
+        """A crash-safe writer of one chunk: empty, or adding to it with ``append``; with
+        ``new``, published under the first free chunk number from this one on. Holds the
+        chunk's writer lock (``WriteConflictError`` if another writer has it)."""
+    @property
+    def paths(self) -> tuple[str, str]:
+        """``(data, meta)`` where the chunk is published (final after the first
+        publication of a new chunk), also after ``close``."""
     def append(
         self, id: str, meta_json: str, frames: list[bytes | bytearray | memoryview]
     ) -> None: ...
@@ -109,6 +122,18 @@ def feistel(
     epoch)`` (``inverse``: where each sits in it); see ``gulpio_rs.torch.shuffled_positions``."""
 
 def restore_meta(data_path: str, meta_path: str) -> bool: ...
+
+def cut_tail(data_path: str, meta_path: str) -> int:
+    """Cuts a chunk's unpublished tail (never through a symlink); returns the bytes cut."""
+
+def open_for_reading(path: str) -> int:
+    """A descriptor of ``path`` for reading: a regular file within its kind's size limit
+    (``FormatError`` otherwise, before anything is read; never blocks on a FIFO)."""
+
+def open_for_writing(path: str, truncate: bool = False) -> int:
+    """A descriptor of ``path`` for writing (created if missing): never through a symlink,
+    only a regular file with one hard link (``UnsafeFileError`` otherwise)."""
+
 def read_batch(
     items: list[tuple[Chunk, int, list[int] | None]],
     check: bool = True,

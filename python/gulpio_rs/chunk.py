@@ -18,6 +18,7 @@ from contextlib import contextmanager, nullcontext
 import numpy as np
 
 from . import _native
+from ._files import open_for_reading, open_for_writing
 from ._metadict import LazyMetaDict, native_entry
 from ._reading import (
     ImgInfo,
@@ -66,8 +67,8 @@ class GulpChunk:
     ``data_file_path``, ``meta_file_path``, ``serializer`` and ``jpeg_decoder`` keep exactly
     what was passed (a ``Path`` stays a ``Path``), as in gulpio2.
 
-    Reading does not need :meth:`open` (frames come from a shared read-only mapping, so any
-    number of threads may read at once); ``open('rb')`` opens ``fp`` as gulpio2 does.
+    Reading does not need :meth:`open` (frames are read with positional reads, so any number
+    of threads may read at once); ``open('rb')`` opens ``fp`` as gulpio2 does.
     Writing (``open('wb')`` / ``open('ab')``) publishes atomically on :meth:`flush` and on a
     normal exit; if the ``with`` body raises, nothing unpublished is kept.
 
@@ -104,6 +105,9 @@ class GulpChunk:
         self._writer = None
         self._pending: OrderedDict = OrderedDict()
         self._meta = None
+        # A chunk from GulpDirectory.new_chunks: its first publication takes the first free
+        # chunk number of its folder (another writer may have taken this one meanwhile).
+        self._new = False
         if isinstance(serializer, PickleSerializer):
             warnings.warn(
                 f"{meta_file_path}: metadata is read and written with pickle, which runs code "
@@ -299,7 +303,7 @@ class GulpChunk:
         (gulpio2's way), else from a file opened for the call."""
         fp = self.fp
         usable = fp is not None and not fp.closed and fp.readable()
-        with nullcontext(fp) if usable else open(self._data_path, "rb") as f:
+        with nullcontext(fp) if usable else open_for_reading(self._data_path) as f:
             out = []
             for info in infos:
                 f.seek(info.loc)
@@ -346,7 +350,7 @@ class GulpChunk:
     # -- writing -----------------------------------------------------------------------------
     def _open_for_reading(self):
         """``fp`` for ``open('rb')``: the data file, as in gulpio2."""
-        return open(self._data_path, "rb")
+        return open_for_reading(self._data_path)
 
     @contextmanager
     def open(self, flag: str = "rb"):
@@ -366,6 +370,14 @@ class GulpChunk:
             return
         if self._writer is not None or (self.fp is not None and self.fp.writable()):
             raise ValueError(f"{self.data_file_path} is already open for writing")
+        if _native.is_remote_url(self._data_path) or _native.is_remote_url(self._meta_path):
+            raise NotImplementedError(
+                f"{self.data_file_path}: a chunk of a remote dataset cannot be opened with "
+                f"{flag!r}: objects cannot be extended or rewritten in place under readers. "
+                "Write new chunks with GulpDirectory(url).new_chunks(n) (each is staged on "
+                "local disk and published when its open('wb') block ends) or with "
+                "GulpIngestor(..., output_folder=url) (docs/REMOTE.md)"
+            )
         if self._native_meta:
             with self._native_writing(flag):
                 yield None
@@ -375,7 +387,9 @@ class GulpChunk:
 
     @contextmanager
     def _native_writing(self, flag: str):
-        self._writer = _native.NativeWriter(self._data_path, self._meta_path, append=flag == "ab")
+        self._writer = _native.NativeWriter(
+            self._data_path, self._meta_path, append=flag == "ab", new=self._new
+        )
         self._pending.clear()
         try:
             yield
@@ -397,6 +411,7 @@ class GulpChunk:
         writer, self._writer = self._writer, None
         try:
             writer.close()
+            self._adopt(*writer.paths)
         finally:
             self._invalidate()
 
@@ -407,13 +422,22 @@ class GulpChunk:
             self._meta = OrderedDict()
             self._img_info.clear()
         _remove_index(self._data_path)
-        self.fp = open(self._data_path, flag)
+        self.fp = open_for_writing(self._data_path, flag)
         try:
             yield
             self.flush()
         finally:
             self.fp.close()
             self.fp = None
+
+    def _adopt(self, data: str, meta: str) -> None:
+        """The writer published the chunk at ``data``/``meta`` (a new chunk may have taken
+        another number): the paths follow it, keeping the type they were given as."""
+        self._new = False
+        if data != self._data_path:
+            self.data_file_path = _path_like(self.data_file_path, data)
+        if meta != self._meta_path:
+            self.meta_file_path = _path_like(self.meta_file_path, meta)
 
     def _invalidate(self):
         self._reader = None
@@ -427,6 +451,7 @@ class GulpChunk:
         if self._writer is not None:
             self._commit()
             self._writer.publish()
+            self._adopt(*self._writer.paths)
             self._reader = None
             self._img_info.clear()
             return
@@ -536,6 +561,15 @@ class GulpChunk:
             return _native.redact_url(path) if isinstance(path, str) else path
 
         return f"GulpChunk({shown(self.data_file_path)!r}, {shown(self.meta_file_path)!r})"
+
+
+def _path_like(original, path: str):
+    """``path`` in the form ``original`` was given in (``str``, ``bytes`` or a path class)."""
+    if isinstance(original, str):
+        return path
+    if isinstance(original, bytes):
+        return os.fsencode(path)
+    return type(original)(path) if isinstance(original, os.PathLike) else path
 
 
 def _records_end(meta_dict) -> int:

@@ -89,6 +89,11 @@ class GulpDirectory:
     ``fallback_decoder=callable`` is used only for frames the built-in decoder does not support
     (arithmetic coding, 12-bit). Both are called with the JPEG ``bytes``.
 
+    Local ``.gulp`` files are read with positional reads (``io="pread"``, the default: a file
+    cut short under a running reader raises ``FormatError`` naming the frame); ``io="mmap"``
+    maps them instead (zero-copy ``frame_bytes``, but a file cut under the mapping is a
+    SIGBUS). See docs/REMOTE.md.
+
     Dataset URLs (``s3://``, ``gs://``, ``az://``, ``http(s)://``) are read with
     ``storage_options`` (docs/REMOTE.md). ``cache_dir=`` (or ``$GULPIO_CACHE_DIR``) keeps the
     fetched bytes in 4 MiB blocks on local disk, bounded by ``cache_size`` (bytes or
@@ -559,8 +564,14 @@ class GulpDirectory:
     def new_chunks(self, total_new_chunks: int) -> Iterator[GulpChunk]:
         """``total_new_chunks`` new chunks numbered after every existing one.
 
+        Several writers (threads, processes, machines) may add chunks to one directory at
+        once: a chunk's number is final only when it is first published, and if another
+        writer published that number first, the chunk takes the next free one (its
+        ``data_file_path`` and ``meta_file_path`` then change). Publication never replaces
+        another writer's chunk (docs/FORMAT.md §4).
+
         In a remote directory each chunk is written to a local staging file and uploaded when
-        its ``open('wb')`` block ends (data, index, then the ``.gmeta`` that makes it visible:
+        its ``open('wb')`` block ends (index, data, then the ``.gmeta`` that makes it visible:
         docs/FORMAT.md §4a); reopen the directory to read it.
         """
         if self.is_remote:
@@ -569,11 +580,17 @@ class GulpDirectory:
                 yield _RemoteNewChunk(self, number)
             return
         for data, meta in self._allocate_new_file_paths(total_new_chunks):
-            yield GulpChunk(data, meta, jpeg_decoder=self.jpeg_decoder)
+            chunk = GulpChunk(data, meta, jpeg_decoder=self.jpeg_decoder)
+            chunk._new = True
+            yield chunk
 
     def _load_label_dict(self):
-        with open(os.path.join(self._path, "label2idx.json")) as f:
-            return json.load(f)
+        raw = self.read_file("label2idx.json")  # local or remote, by the core's file rules
+        if raw is None:
+            raise FileNotFoundError(
+                errno.ENOENT, os.strerror(errno.ENOENT), f"{self._path.rstrip('/')}/label2idx.json"
+            )
+        return json.loads(raw)
 
     def write_indexes(self) -> int:
         """Write the checksummed index of every chunk that lacks a valid one (legacy data).
@@ -581,6 +598,11 @@ class GulpDirectory:
         ``.gulp`` and ``.gmeta`` files are not modified. Returns how many chunks were indexed;
         reopen the directory to read through the new indexes.
         """
+        if self.is_remote:
+            raise NotImplementedError(
+                f"{self._path}: indexes of a remote dataset cannot be written in place; run "
+                "`gulpio index` on a local copy and upload the .gidx files"
+            )
         written = 0
         for pos, (_number, data, meta, _index, _first, _count) in enumerate(self._table):
             if not self._chunk(pos).indexed:
@@ -756,9 +778,12 @@ class _RemoteNewChunk(GulpChunk):
             with super().open(flag) as fp:
                 yield fp
             if flag == "wb":
-                self._directory._handle().upload_chunk(
-                    self.data_file_path, self.meta_file_path, self.number
+                # Another writer may have published this number meanwhile: the chunk then
+                # takes the next free one, never replacing theirs.
+                self.number = self._directory._handle().upload_chunk(
+                    self.data_file_path, self.meta_file_path, self.number, first_free=True
                 )
+                self.url = f"{self._directory._path.rstrip('/')}/{chunk_names(self.number)[0]}"
         finally:
             if flag == "wb":
                 shutil.rmtree(self._stage, ignore_errors=True)
@@ -793,3 +818,17 @@ class _DirectoryChunk(GulpChunk):
     def _open_for_reading(self):
         # A remote chunk has no local file; its reads never use fp.
         return None if self._directory.is_remote else super()._open_for_reading()
+
+    @contextmanager
+    def open(self, flag: str = "rb"):
+        if flag in ("wb", "ab") and self._directory.is_remote:
+            raise NotImplementedError(
+                f"{self._directory._path}: chunk {self.data_file_path} of a remote dataset "
+                f"cannot be opened with {flag!r}: published objects are never extended or "
+                "rewritten under readers. Write new chunks with "
+                "GulpDirectory(url).new_chunks(n) (each is staged on local disk and published "
+                "when its open('wb') block ends) or GulpIngestor(..., output_folder=url) "
+                "(docs/REMOTE.md)"
+            )
+        with super().open(flag) as fp:
+            yield fp

@@ -66,6 +66,19 @@ class RemoteConfigError(RemoteError, ValueError):
     """The URL or ``storage_options`` cannot be used (unknown key, bad value, scheme)."""
 
 
+class UnsafeFileError(GulpError, PermissionError):
+    """A write, truncation or deletion was refused to protect files: the dataset file is a
+    symbolic link (it could lead outside the dataset), not a regular file, or has other hard
+    links. gulpio never changes a file through a symlink; replace the link with the file."""
+
+
+class WriteConflictError(GulpError, FileExistsError):
+    """Another writer got there first: the chunk is being written by another writer (one
+    chunk has one writer at a time), or another writer published a chunk under the name this
+    one was to create. Nothing of this writer's was published; chunks from
+    ``GulpDirectory.new_chunks`` take the next free number instead of failing."""
+
+
 class GulpWarning(UserWarning):
     """Base class of gulpio-rs warnings."""
 
@@ -97,6 +110,8 @@ __all__ = [
     "RemoteNotFoundError",
     "RemotePermissionError",
     "RemoteConfigError",
+    "UnsafeFileError",
+    "WriteConflictError",
     "GulpWarning",
     "BrokenChunkWarning",
     "EmptyDirectoryWarning",

@@ -9,6 +9,8 @@ import pickle
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 
+from ._files import open_for_reading, open_for_writing
+
 
 class AbstractSerializer(ABC):  # pragma: no cover - interface only
     @abstractmethod
@@ -37,21 +39,21 @@ class PickleSerializer(AbstractSerializer):
     """
 
     def load(self, file_name):
-        with open(file_name, "rb") as file_pointer:
+        with open_for_reading(file_name, "rb") as file_pointer:
             return _Unpickler(file_pointer).load()
 
     def dump(self, thing, file_name):
-        with open(file_name, "wb") as file_pointer:
+        with open_for_writing(file_name, "wb") as file_pointer:
             pickle.dump(thing, file_pointer)
 
 
 class JSONSerializer(AbstractSerializer):
     def load(self, file_name):
-        with open(file_name) as file_pointer:
+        with open_for_reading(file_name, "r") as file_pointer:
             return json.load(file_pointer, object_pairs_hook=OrderedDict)
 
     def dump(self, thing, file_name):
-        with open(file_name, "w") as file_pointer:
+        with open_for_writing(file_name, "w") as file_pointer:
             json.dump(thing, file_pointer)
 
 

@@ -3,7 +3,6 @@
 //! (bytes damaged in transit are fetched again; only bytes that fail the same way twice are
 //! the file's). The directory drives the probe; the reader completes it.
 
-use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
@@ -106,8 +105,7 @@ fn front_need(path: &Path, header: &Header, len: u64) -> Result<usize> {
 
 /// One open, one `fstat`, two reads: opening a directory does this for every chunk.
 fn read_front_local(path: &Path) -> Result<Front> {
-    let mut file = File::open(path).at(path)?;
-    let len = file.metadata().at(path)?.len();
+    let (mut file, len) = crate::io::local::open_read(path)?;
     too_short(path, len)?;
     let mut header_bytes = [0u8; HEADER_LEN];
     file.read_exact(&mut header_bytes).at(path)?;

@@ -1,7 +1,6 @@
 //! Reading a chunk: the `.gulp` is memory-mapped and frames are located through the index,
 //! either the binary `.gidx` (checksummed) or one built in memory from a legacy `.gmeta`.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::OnceLock;
@@ -180,6 +179,16 @@ impl ChunkReader {
             return Ok((Self::open_legacy(paths)?, None));
         }
         Self::open_in(&Store::default(), paths, KnownSizes::default())
+    }
+
+    /// [`ChunkReader::open`] with the `.gulp` memory-mapped, so that
+    /// [`ChunkReader::frame_bytes`] hands out slices of it (the default reads with `pread`).
+    pub fn open_mapped(paths: &ChunkPaths) -> Result<(ChunkReader, Option<Error>)> {
+        Self::open_in(
+            &Store::Local(crate::io::LocalIo::Mmap),
+            paths,
+            KnownSizes::default(),
+        )
     }
 
     /// [`ChunkReader::open`] in any store; `sizes.index` must be known to exist (None for
@@ -368,34 +377,6 @@ impl ChunkReader {
     pub fn mapped(&self) -> Option<&[u8]> {
         self.data.mapped()
     }
-    /// Bytes `0..min(len, published_len)` of the `.gulp` whatever the source (a copy unless
-    /// mapped), for full checks and rewrites.
-    pub fn whole_data(&self) -> Result<Cow<'_, [u8]>> {
-        if let Some(m) = self.data.mapped() {
-            return Ok(Cow::Borrowed(m));
-        }
-        let len = self.data.len();
-        let step = plan::MAX_REQUEST;
-        let ranges: Vec<Range<u64>> = (0..len.div_ceil(step))
-            .map(|i| i * step..((i + 1) * step).min(len))
-            .collect();
-        let mut out = vec![0u8; len as usize];
-        let mut failed = None;
-        self.data
-            .read_ranges(&self.paths.data, &ranges, |i, got| match got {
-                Ok(b) => {
-                    let start = ranges[i].start as usize;
-                    out[start..start + b.len()].copy_from_slice(&b);
-                }
-                Err(e) => {
-                    failed.get_or_insert(e);
-                }
-            })?;
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(Cow::Owned(out)),
-        }
-    }
     pub fn video_count(&self) -> usize {
         self.index.video_count()
     }
@@ -482,7 +463,12 @@ impl ChunkReader {
         if rec.jpeg_end() <= len {
             return Ok(());
         }
-        Err(Error::format(
+        Err(self.truncated(video, k, rec, len))
+    }
+
+    /// Frame `k` of `video` ends past byte `len`, where the `.gulp` ends.
+    pub(crate) fn truncated(&self, video: usize, k: usize, rec: &FrameRec, len: u64) -> Error {
+        Error::format(
             &self.paths.data,
             format!(
                 "truncated: video {:?} frame {k} needs bytes {}..{}, the file has {}",
@@ -491,11 +477,17 @@ impl ChunkReader {
                 rec.jpeg_end(),
                 len
             ),
-        ))
+        )
     }
 
     /// The frame's CRC32 against the index (legacy chunks have none to check).
-    fn check_crc(&self, video: usize, k: usize, rec: &FrameRec, bytes: &[u8]) -> Result<()> {
+    pub(crate) fn check_crc(
+        &self,
+        video: usize,
+        k: usize,
+        rec: &FrameRec,
+        bytes: &[u8],
+    ) -> Result<()> {
         if self.kind != IndexKind::Binary {
             return Ok(());
         }
@@ -619,9 +611,36 @@ impl ChunkReader {
                         Ok(()) => Ok(FrameData::Owned(frame)),
                     }
                 }
-                Err(e) => Err(e.clone()),
+                Err(e) => match self.cut_under_us(video, k, fp.recs[i].as_ref(), e) {
+                    // Intact, but in a request that ran past the new end: read it alone.
+                    None => {
+                        retry.push(i);
+                        continue;
+                    }
+                    Some(e) => Err(e),
+                },
             };
             each(i, out);
+        }
+    }
+
+    /// For a failed read of a local file read with positional reads, which can be cut after
+    /// it was opened: a truncation error naming the frame when the frame now ends past the
+    /// end of the file, None when the frame is still whole (to be read alone). Other sources
+    /// and errors are returned as they came.
+    fn cut_under_us(
+        &self,
+        video: usize,
+        k: usize,
+        rec: Option<&FrameRec>,
+        e: &Error,
+    ) -> Option<Error> {
+        match (&self.data, rec, e) {
+            (DataSource::Pread { .. }, Some(rec), Error::Format { .. }) => {
+                let now = self.data.current_len();
+                (rec.jpeg_end() > now).then(|| self.truncated(video, k, rec, now))
+            }
+            _ => Some(e.clone()),
         }
     }
 
@@ -648,14 +667,19 @@ impl ChunkReader {
         self.data.read_ranges(&self.paths.data, &again, |j, got| {
             let i = retry[j];
             let (video, k) = fp.wanted[i];
-            let got = got.and_then(|frame| match &fp.recs[i] {
-                Some(rec) => self
-                    .check_crc(video, k, rec, &frame)
-                    .map(|_| FrameData::Owned(frame)),
-                None => Err(Error::Internal(
-                    "a frame without a record was fetched".into(),
-                )),
-            });
+            let got = got
+                .map_err(|e| {
+                    self.cut_under_us(video, k, fp.recs[i].as_ref(), &e)
+                        .unwrap_or(e)
+                })
+                .and_then(|frame| match &fp.recs[i] {
+                    Some(rec) => self
+                        .check_crc(video, k, rec, &frame)
+                        .map(|_| FrameData::Owned(frame)),
+                    None => Err(Error::Internal(
+                        "a frame without a record was fetched".into(),
+                    )),
+                });
             each(i, got);
         })
     }

@@ -1,12 +1,21 @@
-//! Writing a chunk crash-safely. New data goes to a temporary file (mode `Create`) or past the
-//! published end of the existing one (mode `Append`); `publish` then fsyncs the data, writes
-//! the `.gmeta` and the index under temporary names, fsyncs them and renames them into place,
-//! index last. Published bytes are never rewritten or truncated, so a reader that has the old
-//! version mapped keeps working, and a crash at any point leaves the old or the new state plus
+//! Writing a chunk crash-safely. New data goes to a temporary file (modes `Create`, `Next`) or
+//! past the published end of the existing one (mode `Append`); `publish` then fsyncs the data,
+//! writes the `.gmeta` and the index under temporary names, fsyncs them and publishes them.
+//! Published bytes are never rewritten or truncated, so a reader that has the old version
+//! mapped keeps working, and a crash at any point leaves the old or the new state plus
 //! temporary files or an unpublished tail (both ignored by readers, removed by repair).
+//!
+//! Concurrent writers (docs/FORMAT.md §4): a writer holds an exclusive lock on its chunk's
+//! data file for its whole life, so a second writer of the same chunk fails at once instead of
+//! publishing over the first. A chunk that did not exist is published without replacing
+//! anything: the index, the data and last the `.gmeta` (the commit point) are each linked
+//! under their names only if the name is free; if another writer took the number first, what
+//! was linked is removed again and the writer takes the next free number (`Next`) or fails
+//! (`Create` of an explicit chunk). Every file is reached without following a symlink
+//! (`io::local`).
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -14,18 +23,38 @@ use crate::chunk::reader::{ChunkReader, IndexKind};
 use crate::error::{Error, IoContext, Result};
 use crate::format::index::{FrameRec, IndexBuilder, MAX_JPEG_LEN};
 use crate::format::json::Scanner;
-use crate::format::paths::{temp_for, ChunkPaths};
+use crate::format::paths::{chunk_number, first_free_number, temp_for, ChunkPaths};
 use crate::format::{gmeta, pad_for};
+use crate::io::local;
 use crate::jpeg::header::read_info;
 use crate::jpeg::restart;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {
-    /// gulpio's `'wb'`: start an empty chunk (replacing an existing one when published).
+    /// gulpio's `'wb'`: start an empty chunk (replacing it when it exists; when it does not,
+    /// another writer publishing it first is a [`Error::Conflict`]).
     Create,
     /// gulpio's `'ab'`: keep what the chunk holds and add to it.
     Append,
+    /// A new chunk (`GulpDirectory.new_chunks`): published under the first chunk number of
+    /// its directory, from the one given on, that no file uses when it is published.
+    Next,
 }
+
+/// How the first publication of the chunk takes its names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Naming {
+    /// The chunk existed when the writer was opened ('wb' rewrites it): renames replace it.
+    Replace,
+    /// Exactly the given names, which must still be free.
+    Exact,
+    /// The first free chunk number from the given one on.
+    NextFree,
+}
+
+/// Attempts at taking a chunk number before giving up (each failed attempt means another
+/// writer published a chunk meanwhile).
+const MAX_CLAIMS: usize = 10_000;
 
 struct Entry {
     id: String,
@@ -48,6 +77,10 @@ pub struct ChunkWriter {
     data_path: PathBuf,
     out: Option<BufWriter<File>>,
     data_published: bool,
+    naming: Naming,
+    /// While a 'wb' rewrites an existing chunk: the old data file, locked against other
+    /// writers until this one is done.
+    _old_data: Option<File>,
     entries: Vec<Entry>,
     by_id: HashMap<String, usize>,
     data_len: u64,
@@ -62,16 +95,41 @@ const WRITE_BUFFER: usize = 1 << 20;
 
 impl ChunkWriter {
     pub fn open(paths: &ChunkPaths, mode: WriteMode) -> Result<ChunkWriter> {
-        if mode == WriteMode::Append && paths.data.exists() && paths.meta.exists() {
+        local::refuse_url(&paths.data)?;
+        local::refuse_url(&paths.meta)?;
+        if mode == WriteMode::Next {
+            return Self::create(paths, Naming::NextFree, None);
+        }
+        let data_exists = local::name_exists(&paths.data);
+        let meta_exists = local::name_exists(&paths.meta);
+        if mode == WriteMode::Append && data_exists && meta_exists {
             return Self::open_append(paths);
         }
+        if !(data_exists || meta_exists || local::name_exists(&paths.index)) {
+            return Self::create(paths, Naming::Exact, None);
+        }
+        // A rewrite (or the leftovers of an interrupted one): no other writer may work on the
+        // chunk meanwhile.
+        let old = if data_exists {
+            Some(lock_chunk(&paths.data, local::open_to_lock(&paths.data)?)?)
+        } else {
+            None
+        };
+        Self::create(paths, Naming::Replace, old)
+    }
+
+    fn create(paths: &ChunkPaths, naming: Naming, old: Option<File>) -> Result<ChunkWriter> {
         let data_path = temp_for(&paths.data);
-        let file = File::create(&data_path).at(&data_path)?;
+        let file = local::create_new(&data_path)?;
+        // Fresh, so free; once published under the chunk's name it keeps the chunk locked.
+        local::lock_writer(&file, &data_path)?;
         Ok(ChunkWriter {
             paths: paths.clone(),
             data_path,
             out: Some(BufWriter::with_capacity(WRITE_BUFFER, file)),
             data_published: false,
+            naming,
+            _old_data: old,
             entries: Vec::new(),
             by_id: HashMap::new(),
             data_len: 0,
@@ -82,13 +140,13 @@ impl ChunkWriter {
     }
 
     fn open_append(paths: &ChunkPaths) -> Result<ChunkWriter> {
+        // Locked before the published state is read, so a writer that finished just before
+        // is seen whole, and none can publish over what this one will.
+        let file = lock_chunk(&paths.data, local::open_in_place(&paths.data)?)?;
         let (reader, _) = ChunkReader::open(paths)?;
         let (entries, crc, published_len) = indexed_entries(&reader)?;
         drop(reader);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .open(&paths.data)
-            .at(&paths.data)?;
+        let mut file = file;
         // Bytes past the published end are the leftovers of an interrupted writer: never
         // published, so removing them touches nothing a reader may use.
         file.set_len(published_len).at(&paths.data)?;
@@ -103,6 +161,8 @@ impl ChunkWriter {
             data_path: paths.data.clone(),
             out: Some(BufWriter::with_capacity(WRITE_BUFFER, file)),
             data_published: true,
+            naming: Naming::Replace,
+            _old_data: None,
             entries,
             by_id,
             data_len: published_len,
@@ -233,6 +293,8 @@ impl ChunkWriter {
     }
 
     /// Makes everything appended so far durable and visible to readers (gulpio's `flush`).
+    /// The first publication of a new chunk may take another number ([`WriteMode::Next`]):
+    /// [`ChunkWriter::paths`] says where it went.
     pub fn publish(&mut self) -> Result<()> {
         if self.poisoned {
             return Err(Error::InvalidArgument(format!(
@@ -257,41 +319,117 @@ impl ChunkWriter {
             meta.len() as u64,
             crc32fast::hash(&meta),
         );
-        // Everything is written and fsynced under temporary names first, so the renames that
-        // publish it follow each other immediately: a crash can fall between two renames, but
+        // Everything is written and fsynced under temporary names first, so the steps that
+        // publish it follow each other immediately: a crash can fall between two of them, but
         // the window is microseconds, not the time of an fsync.
         let meta_tmp = write_temp(&self.paths.meta, &meta)?;
         let index_tmp = match write_temp(&self.paths.index, &index) {
             Ok(t) => t,
             Err(e) => {
-                let _ = std::fs::remove_file(&meta_tmp);
+                let _ = std::fs::remove_file(&meta_tmp.0);
                 return Err(e);
             }
         };
-        let renamed = (|| {
-            if !self.data_published {
-                std::fs::rename(&self.data_path, &self.paths.data).at(&self.paths.data)?;
-                self.data_path = self.paths.data.clone();
-                self.data_published = true;
-            }
-            std::fs::rename(&meta_tmp, &self.paths.meta).at(&self.paths.meta)?;
-            std::fs::rename(&index_tmp, &self.paths.index).at(&self.paths.index)
-        })();
-        if let Err(e) = renamed {
-            let _ = std::fs::remove_file(&meta_tmp);
-            let _ = std::fs::remove_file(&index_tmp);
-            return Err(e);
-        }
+        let published = if self.data_published || self.naming == Naming::Replace {
+            self.replace_names(&meta_tmp.0, &index_tmp.0)
+        } else {
+            self.claim(&meta_tmp, &index_tmp)
+        };
+        // Gone after a rename; a second name of the published file after a link.
+        let _ = std::fs::remove_file(&meta_tmp.0);
+        let _ = std::fs::remove_file(&index_tmp.0);
+        published?;
         sync_dir(&self.paths.index)?;
         self.published_len = self.data_len;
         Ok(())
     }
 
-    /// Publishes and closes.
-    pub fn close(mut self) -> Result<()> {
+    /// Publishes by renaming over the chunk's names (a rewrite, or a later publication of a
+    /// chunk this writer holds): data (first time only), `.gmeta`, then the index.
+    fn replace_names(&mut self, meta_tmp: &Path, index_tmp: &Path) -> Result<()> {
+        if !self.data_published {
+            std::fs::rename(&self.data_path, &self.paths.data).at(&self.paths.data)?;
+            self.data_path = self.paths.data.clone();
+            self.data_published = true;
+        }
+        std::fs::rename(meta_tmp, &self.paths.meta).at(&self.paths.meta)?;
+        std::fs::rename(index_tmp, &self.paths.index).at(&self.paths.index)
+    }
+
+    /// First publication of a chunk that did not exist: takes the names without replacing
+    /// anything, the next free number when another writer took this one ([`Naming::NextFree`]).
+    fn claim(&mut self, meta_tmp: &(PathBuf, File), index_tmp: &(PathBuf, File)) -> Result<()> {
+        let dir = match self.paths.data.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let mut target = self.paths.clone();
+        for _ in 0..MAX_CLAIMS {
+            if self.naming == Naming::NextFree {
+                let from = chunk_number(&target.data).unwrap_or(0);
+                target = ChunkPaths::numbered(&dir, next_free(&dir, from)?);
+            }
+            if self.try_claim(&target, meta_tmp, index_tmp)? {
+                let _ = std::fs::remove_file(&self.data_path);
+                self.paths = target;
+                self.data_path = self.paths.data.clone();
+                self.data_published = true;
+                return Ok(());
+            }
+            if self.naming != Naming::NextFree {
+                return Err(Error::Conflict {
+                    path: target.meta,
+                    msg: "another writer published this chunk first; nothing of this writer's \
+                          was published (chunks from GulpDirectory.new_chunks() take the next \
+                          free number instead)"
+                        .into(),
+                });
+            }
+        }
+        Err(Error::Internal(format!(
+            "{}: no free chunk number after {MAX_CLAIMS} attempts",
+            dir.display()
+        )))
+    }
+
+    /// Links index, data and `.gmeta` (the commit point) under `target`'s names, each only if
+    /// the name is free. False, with whatever was linked removed again, if one was taken.
+    fn try_claim(
+        &self,
+        target: &ChunkPaths,
+        meta_tmp: &(PathBuf, File),
+        index_tmp: &(PathBuf, File),
+    ) -> Result<bool> {
+        if local::name_exists(&target.meta) || local::name_exists(&target.data) {
+            return Ok(false);
+        }
+        let data = self
+            .out
+            .as_ref()
+            .ok_or_else(|| closed(&self.data_path))?
+            .get_ref();
+        let steps: [(&Path, &Path, &File); 3] = [
+            (&index_tmp.0, &target.index, &index_tmp.1),
+            (&self.data_path, &target.data, data),
+            (&meta_tmp.0, &target.meta, &meta_tmp.1),
+        ];
+        for (done, &(src, dst, _)) in steps.iter().enumerate() {
+            let linked = local::link_new(src, dst);
+            if !matches!(linked, Ok(true)) {
+                for &(_, dst, file) in &steps[..done] {
+                    local::remove_if_names(dst, file);
+                }
+                return linked;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Publishes and closes; returns where the chunk was published.
+    pub fn close(mut self) -> Result<ChunkPaths> {
         self.publish()?;
         self.out = None;
-        Ok(())
+        Ok(self.paths.clone())
     }
 
     /// Discards everything not yet published: removes the temporary data file, or cuts the
@@ -327,16 +465,17 @@ fn closed(path: &Path) -> Error {
     Error::InvalidArgument(format!("{}: writer is closed", path.display()))
 }
 
-/// Writes `bytes` to a new temporary file beside `target` and fsyncs it; returns its path.
-fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
+/// Writes `bytes` to a new temporary file beside `target` and fsyncs it; returns its path and
+/// the open file (which identifies it after it is published).
+fn write_temp(target: &Path, bytes: &[u8]) -> Result<(PathBuf, File)> {
     let tmp = temp_for(target);
-    let result = (|| {
-        let mut f = File::create(&tmp).at(&tmp)?;
+    let result = local::create_new(&tmp).and_then(|mut f| {
         f.write_all(bytes).at(&tmp)?;
-        f.sync_all().at(&tmp)
-    })();
+        f.sync_all().at(&tmp)?;
+        Ok(f)
+    });
     match result {
-        Ok(()) => Ok(tmp),
+        Ok(f) => Ok((tmp, f)),
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
             Err(e)
@@ -344,12 +483,57 @@ fn write_temp(target: &Path, bytes: &[u8]) -> Result<PathBuf> {
     }
 }
 
-/// Writes `bytes` to a temporary file beside `target`, fsyncs it and renames it over `target`.
+/// Writes `bytes` to a temporary file beside `target`, fsyncs it and renames it over `target`
+/// (which replaces the name, never writes through it).
 pub fn write_atomically(target: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = write_temp(target, bytes)?;
+    let (tmp, _) = write_temp(target, bytes)?;
     std::fs::rename(&tmp, target).at(target).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
+}
+
+/// Takes the writer's lock of the chunk whose data file `file` was opened as `path`, and
+/// checks that the name still leads to it (another writer may have replaced it between the
+/// open and the lock).
+fn lock_chunk(path: &Path, file: File) -> Result<File> {
+    local::lock_writer(&file, path)?;
+    if !local::names_file(path, &file) {
+        return Err(Error::Conflict {
+            path: path.to_path_buf(),
+            msg: "another writer replaced the chunk while this one was opening it; try again"
+                .into(),
+        });
+    }
+    Ok(file)
+}
+
+/// The first chunk number, `from` or later, that no file in `dir` uses.
+fn next_free(dir: &Path, from: u64) -> Result<u64> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).at(dir)? {
+        names.push(entry.at(dir)?.file_name());
+    }
+    first_free_number(names.iter().filter_map(|n| n.to_str()), from).ok_or_else(|| {
+        Error::InvalidArgument(format!("{}: no chunk number is left", dir.display()))
+    })
+}
+
+/// Cuts the unpublished tail of a chunk's data file (bytes past its published end, left by an
+/// interrupted append); returns how many bytes were cut. The file is changed only if it is a
+/// regular file reached without a symlink and no writer holds the chunk.
+pub fn cut_tail(paths: &ChunkPaths) -> Result<u64> {
+    local::refuse_url(&paths.data)?;
+    let file = lock_chunk(&paths.data, local::open_in_place(&paths.data)?)?;
+    let (reader, _) = ChunkReader::open(paths)?;
+    let published = reader.published_len();
+    drop(reader);
+    let len = file.metadata().at(&paths.data)?.len();
+    if len <= published {
+        return Ok(0);
+    }
+    file.set_len(published).at(&paths.data)?;
+    file.sync_all().at(&paths.data)?;
+    Ok(len - published)
 }
 
 fn sync_dir(file_in_dir: &Path) -> Result<()> {
@@ -364,14 +548,13 @@ fn sync_dir(file_in_dir: &Path) -> Result<()> {
 /// data for legacy chunks), the CRC of its published data and its published length.
 fn indexed_entries(reader: &ChunkReader) -> Result<(Vec<Entry>, u32, u64)> {
     let published_len = reader.published_len();
-    let data = reader.whole_data()?;
-    if (data.len() as u64) < published_len {
+    let len = reader.source().current_len();
+    if len < published_len {
         return Err(Error::format(
             &reader.paths().data,
             format!(
-                "truncated: the chunk's records end at byte {published_len}, the file has {} \
-                 bytes; the chunk cannot be appended to",
-                data.len()
+                "truncated: the chunk's records end at byte {published_len}, the file has \
+                 {len} bytes; the chunk cannot be appended to"
             ),
         ));
     }
@@ -379,22 +562,14 @@ fn indexed_entries(reader: &ChunkReader) -> Result<(Vec<Entry>, u32, u64)> {
     let mut entries = Vec::with_capacity(reader.video_count());
     for v in 0..reader.video_count() {
         let mut frames: Vec<FrameRec> = reader.frames(v).collect();
-        let mut restarts = Vec::with_capacity(frames.len());
-        for (k, f) in frames.iter_mut().enumerate() {
-            if !legacy {
-                // Kept from the index (one of version 1 has none: the frames are not read).
-                restarts.push(reader.restarts(v, k).unwrap_or_default());
-                continue;
-            }
-            let jpeg = &data[f.offset as usize..f.jpeg_end() as usize];
-            f.crc = crc32fast::hash(jpeg);
-            let info = read_info(jpeg).ok();
-            if let Some(info) = info {
-                (f.width, f.height, f.channels) = (info.width, info.height, info.components);
-            }
-            let markers = info.and_then(|info| restart::scan(jpeg, &info));
-            restarts.push(markers.unwrap_or_default());
-        }
+        let restarts = if legacy {
+            measure_frames(reader, v, &mut frames)?
+        } else {
+            // Kept from the index (one of version 1 has none: the frames are not read).
+            (0..frames.len())
+                .map(|k| reader.restarts(v, k).unwrap_or_default())
+                .collect()
+        };
         entries.push(Entry {
             id: reader.id(v).to_owned(),
             frames,
@@ -403,7 +578,7 @@ fn indexed_entries(reader: &ChunkReader) -> Result<(Vec<Entry>, u32, u64)> {
         });
     }
     let crc = if legacy {
-        crc32fast::hash(&data[..published_len as usize])
+        data_crc(reader, published_len)?
     } else {
         reader.index().header().gulp_crc
     };
@@ -452,13 +627,73 @@ pub fn restore_meta(paths: &ChunkPaths) -> Result<bool> {
     Ok(true)
 }
 
+/// CRCs, shapes and restart markers of the frames of video `v` of a legacy chunk, computed
+/// from their bytes (read a video at a time, never the whole file at once).
+fn measure_frames(
+    reader: &ChunkReader,
+    v: usize,
+    frames: &mut [FrameRec],
+) -> Result<Vec<Vec<u32>>> {
+    let wanted: Vec<(usize, usize)> = (0..frames.len()).map(|k| (v, k)).collect();
+    let mut restarts = vec![Vec::new(); frames.len()];
+    let mut failed = None;
+    reader.read_frames(&wanted, false, |k, got| match got {
+        Ok(jpeg) => {
+            let f = &mut frames[k];
+            f.crc = crc32fast::hash(&jpeg);
+            let info = read_info(&jpeg).ok();
+            if let Some(info) = info {
+                (f.width, f.height, f.channels) = (info.width, info.height, info.components);
+            }
+            let markers = info.and_then(|info| restart::scan(&jpeg, &info));
+            restarts[k] = markers.unwrap_or_default();
+        }
+        Err(e) => {
+            failed.get_or_insert(e);
+        }
+    })?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(restarts),
+    }
+}
+
+/// CRC of data bytes `[0, len)`, read in pieces of bounded size.
+fn data_crc(reader: &ChunkReader, len: u64) -> Result<u32> {
+    const PIECE: u64 = 8 << 20;
+    let mut hasher = crc32fast::Hasher::new();
+    let mut at = 0;
+    while at < len {
+        let piece = at..(at + PIECE).min(len);
+        let mut failed = None;
+        reader.source().read_ranges(
+            &reader.paths().data,
+            std::slice::from_ref(&piece),
+            |_, got| match got {
+                Ok(bytes) => hasher.update(&bytes),
+                Err(e) => failed = Some(e),
+            },
+        )?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        at = piece.end;
+    }
+    Ok(hasher.finalize())
+}
+
 /// Writes the checksummed index of a chunk that has none (or a stale one), without touching
 /// its `.gulp` and `.gmeta`. CRCs are computed from the bytes as they are now. Returns the
 /// number of videos indexed.
 pub fn write_index(paths: &ChunkPaths) -> Result<usize> {
+    local::refuse_url(&paths.data)?;
+    local::refuse_url(&paths.meta)?;
+    // No writer may publish while the index is computed from the files.
+    let (data, _) = local::open_read(&paths.data)?;
+    local::lock_writer(&data, &paths.data)?;
     let reader = ChunkReader::open_legacy(paths)?;
     let (entries, gulp_crc, gulp_len) = indexed_entries(&reader)?;
-    let meta = std::fs::read(&paths.meta).at(&paths.meta)?;
+    let meta = local::read_whole(&paths.meta)?;
     let mut builder = IndexBuilder::new();
     for e in &entries {
         builder

@@ -107,6 +107,26 @@ pub fn parse_chunk_file_name(name: &str) -> Option<(FileKind, u64)> {
     Some((kind, decimal(digits)?))
 }
 
+/// The first chunk number, `from` or later, that none of the file names `names` uses: not
+/// gulpio's `data*.gulp` / `meta*.gmeta` (by the number gulpio reads from the name, which is
+/// what readers pair by) and not an index (`data_{k}.gidx`, a chunk being published). None
+/// when no number is left.
+pub fn first_free_number<'a>(names: impl IntoIterator<Item = &'a str>, from: u64) -> Option<u64> {
+    let mut last = None;
+    for name in names {
+        let number = match (glob_kind(name), parse_chunk_file_name(name)) {
+            (Some(_), _) => chunk_number(Path::new(name)),
+            (None, Some((FileKind::Index, k))) => Some(k),
+            _ => None,
+        };
+        last = last.max(number);
+    }
+    match last {
+        Some(k) => k.checked_add(1).map(|next| next.max(from)),
+        None => Some(from),
+    }
+}
+
 fn decimal(s: &str) -> Option<u64> {
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -185,6 +205,27 @@ mod tests {
         ] {
             assert_eq!(parse_chunk_file_name(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn free_numbers() {
+        let names = [
+            "data_0.gulp",
+            "meta_0.gmeta",
+            "data_007.gulp",
+            "label2idx.json",
+        ];
+        assert_eq!(first_free_number(names, 0), Some(8));
+        assert_eq!(first_free_number(names, 12), Some(12));
+        assert_eq!(first_free_number(["data_9.gidx"], 3), Some(10));
+        assert_eq!(
+            first_free_number([".gulpio-tmp.data_5.gulp.1-1"], 0),
+            Some(0)
+        );
+        assert_eq!(
+            first_free_number(["meta_18446744073709551615.gmeta"], 0),
+            None
+        );
     }
 
     #[test]

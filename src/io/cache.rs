@@ -112,8 +112,9 @@ impl DiskCache {
         let got = read_part(&path, key, block_len, part);
         match got {
             Ok(Some(bytes)) => {
-                // A hit is a use: the LRU order is the files' modification times.
-                if let Ok(f) = fs::File::options().write(true).open(&path) {
+                // A hit is a use: the LRU order is the files' modification times. Only a
+                // regular file reached without a symlink is touched (the folder may be shared).
+                if let Ok(f) = super::local::open_in_place(&path) {
                     let _ = f.set_modified(SystemTime::now());
                 }
                 Some(bytes)
@@ -150,7 +151,8 @@ impl DiskCache {
             for piece in data.chunks(PIECE as usize) {
                 head.extend_from_slice(&crc32fast::hash(piece).to_le_bytes());
             }
-            let mut f = fs::File::create(&tmp)?;
+            // Created exclusively: never through a name someone else put there.
+            let mut f = super::local::create_new(&tmp).map_err(std::io::Error::other)?;
             f.write_all(&head)?;
             f.write_all(data)?;
             fs::rename(&tmp, self.path(key, index))?;
@@ -238,8 +240,12 @@ fn read_part(
     part: Option<std::ops::Range<u64>>,
 ) -> std::io::Result<Option<Bytes>> {
     use std::os::unix::fs::FileExt;
-    let file = fs::File::open(path)?;
-    let file_len = file.metadata()?.len();
+    // A regular file only, opened without blocking (a FIFO here would hang the reader).
+    let (file, file_len) = match super::local::open_read_limited(path, u64::MAX) {
+        Ok(opened) => opened,
+        Err(crate::error::Error::Io { source, .. }) => return Err(source),
+        Err(_) => return Ok(None),
+    };
     let fixed = MAGIC.len() + 4 + key.len() + 8;
     let mut head = vec![0u8; fixed];
     if file.read_exact_at(&mut head, 0).is_err()

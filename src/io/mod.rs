@@ -1,13 +1,15 @@
 //! Where a dataset's bytes come from: one seam, three sources. The chunk reader never opens a
 //! file itself; it asks its [`Store`] for whole small files (index, meta) and its
-//! [`DataSource`] for byte ranges of the `.gulp`. Local files are memory-mapped (zero-copy,
-//! the fast path) or read with positional reads (`pread`: network file systems, where page
-//! faults make 4 KiB round trips and a file truncated under a mapping is a SIGBUS); object
-//! stores are read with concurrent range requests.
+//! [`DataSource`] for byte ranges of the `.gulp`. Local `.gulp` files are read with positional
+//! reads (`pread`, the default: a file cut short under a reader is a `FormatError`) or
+//! memory-mapped (zero-copy, where a file cut short under the mapping is a SIGBUS: opt in
+//! with `io="mmap"`, docs/DECISIONS.md); object stores are read with concurrent range
+//! requests. Local files are opened by the rules of [`local`].
 
 pub mod aws_profile;
 pub mod cache;
 pub mod fork;
+pub mod local;
 pub mod plan;
 pub mod remote;
 pub mod runtime;
@@ -25,13 +27,15 @@ use crate::format::Storage;
 pub use remote::redact::url as redact_url;
 pub use remote::{is_remote_url, RemoteSettings, RemoteStore};
 
-/// How local files are read.
+/// How local `.gulp` files are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LocalIo {
-    /// Memory-mapped: frames are slices of the mapping (zero-copy).
-    #[default]
+    /// Memory-mapped: frames are slices of the mapping (zero-copy). A file cut short under
+    /// the mapping kills the process with SIGBUS when a page past the new end is touched.
     Mmap,
-    /// Positional reads of the ranges a batch needs.
+    /// Positional reads of the ranges a batch needs (a copy and a system call per request):
+    /// a file cut short under a reader is a `FormatError` naming the frame.
+    #[default]
     Pread,
 }
 
@@ -57,7 +61,7 @@ pub enum Store {
 
 impl Default for Store {
     fn default() -> Self {
-        Store::Local(LocalIo::Mmap)
+        Store::Local(LocalIo::default())
     }
 }
 
@@ -107,7 +111,7 @@ impl Store {
     /// The whole of a small file (an index or a `.gmeta`).
     pub fn read_all(&self, path: &Path) -> Result<Storage> {
         match self {
-            Store::Local(_) => Ok(Storage::Owned(std::fs::read(path).at(path)?)),
+            Store::Local(_) => Ok(Storage::Owned(local::read_whole(path)?)),
             Store::Remote(r) => Ok(Storage::Owned(r.read_all(remote_name(path)?)?.into())),
         }
     }
@@ -125,11 +129,15 @@ impl Store {
     pub fn read_range(&self, path: &Path, range: Range<u64>) -> Result<Vec<u8>> {
         match self {
             Store::Local(_) => {
-                let file = File::open(path).at(path)?;
+                let (file, len) = local::open_read(path)?;
+                if range.end > len {
+                    return Err(beyond(path, &range, len));
+                }
                 let mut buf = crate::buffers::zeroed(range_len(&range)?, || {
                     format!("bytes {range:?} of {}", path.display())
                 })?;
-                read_exact_at(&file, &mut buf, range.start).at(path)?;
+                read_exact_at(&file, &mut buf, range.start)
+                    .map_err(|e| short_read(path, &file, &range, e))?;
                 Ok(buf)
             }
             Store::Remote(r) => Ok(r.read_range(remote_name(path)?, range)?.into()),
@@ -160,8 +168,7 @@ impl Store {
         match self {
             Store::Local(LocalIo::Mmap) => Ok(DataSource::Mapped(map_file(path)?)),
             Store::Local(LocalIo::Pread) => {
-                let file = File::open(path).at(path)?;
-                let len = file.metadata().at(path)?.len();
+                let (file, len) = local::open_read(path)?;
                 Ok(DataSource::Pread { file, len })
             }
             Store::Remote(r) => Ok(DataSource::Remote {
@@ -173,29 +180,130 @@ impl Store {
     }
 }
 
+/// How a chunk staged on local disk takes its number in a remote dataset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteNumber {
+    /// Exactly this number (an ingest's plan assigned it): an index or `.gmeta` already there
+    /// with the same bytes is an earlier attempt of the same upload; other bytes are a
+    /// conflict.
+    Exactly(u64),
+    /// The first number, this one or later, that no object uses (`new_chunks`).
+    FirstFree(u64),
+}
+
+/// Attempts at taking a chunk number in a remote dataset before giving up.
+const MAX_REMOTE_CLAIMS: usize = 1000;
+
 impl Store {
-    /// Publishes a chunk staged on local disk (complete and checked: data, index, meta) as
-    /// chunk `target`: uploads the data, then the index, then **last** the `.gmeta`, the commit
-    /// point (docs/FORMAT.md §4a): readers pair data with meta, so before it the chunk does not
-    /// exist for them and after it everything it describes is uploaded. Local stores are
-    /// published by the chunk writer itself and refuse this.
+    /// Publishes a chunk staged on local disk (complete and checked: data, index, meta) in a
+    /// remote dataset whose URL is `root`; returns the chunk number it took. The index is
+    /// uploaded first and only if no object has its name (a conditional `PUT`): that claims
+    /// the number, so two writers never publish under one number (the second takes the next
+    /// free number, or fails for [`RemoteNumber::Exactly`]). Then the data, then **last** the
+    /// `.gmeta`, the commit point (docs/FORMAT.md §4a), also conditionally: readers pair data
+    /// with meta, so before it the chunk does not exist for them and after it everything it
+    /// describes is uploaded. Local stores are published by the chunk writer itself and
+    /// refuse this.
     pub fn publish_staged(
         &self,
+        root: &Path,
         staged: &crate::format::paths::ChunkPaths,
-        target_number: u64,
-    ) -> Result<()> {
+        number: RemoteNumber,
+    ) -> Result<u64> {
         let Store::Remote(r) = self else {
             return Err(Error::InvalidArgument(
                 "staged publication is for remote datasets".into(),
             ));
         };
-        let names = crate::format::paths::ChunkPaths::numbered(Path::new(""), target_number);
-        let name = |p: &Path| -> Result<String> { Ok(remote_name(p)?.to_owned()) };
-        r.put_file(&name(&names.data)?, &staged.data)?;
-        if staged.index.exists() {
-            r.put_file(&name(&names.index)?, &staged.index)?;
+        if !local::name_exists(&staged.index) {
+            return Err(Error::InvalidArgument(format!(
+                "{}: a staged chunk needs its index to be published (the index claims the \
+                 chunk number); write it with the JSON serializer",
+                staged.index.display()
+            )));
         }
-        r.put_file(&name(&names.meta)?, &staged.meta)
+        let index = local::read_whole(&staged.index)?;
+        let meta = local::read_whole(&staged.meta)?;
+        let (mut k, exactly) = match number {
+            RemoteNumber::Exactly(k) => (k, true),
+            RemoteNumber::FirstFree(k) => (k, false),
+        };
+        for _ in 0..MAX_REMOTE_CLAIMS {
+            if !exactly {
+                k = self.first_free(root, k)?;
+            }
+            let names = crate::format::paths::ChunkPaths::numbered(Path::new(""), k);
+            let name = |p: &Path| -> Result<String> { Ok(remote_name(p)?.to_owned()) };
+            let (data_name, index_name, meta_name) =
+                (name(&names.data)?, name(&names.index)?, name(&names.meta)?);
+            if exactly && self.unindexed_chunk_at(root, &data_name, &index_name, &meta_name)? {
+                return Err(Error::Conflict {
+                    path: PathBuf::from(r.url_of(&meta_name)),
+                    msg: format!(
+                        "chunk {k} already exists (without an index); nothing was uploaded"
+                    ),
+                });
+            }
+            if !r.put_new(&index_name, index.clone())? {
+                if !exactly {
+                    continue; // another writer's chunk: `first_free` now sees its index
+                }
+                if r.read_all(&index_name)?.as_ref() != index.as_slice() {
+                    return Err(Error::Conflict {
+                        path: PathBuf::from(r.url_of(&index_name)),
+                        msg: format!(
+                            "chunk {k} is being published by another writer, or an interrupted \
+                             upload of other content left its index; if no other writer is \
+                             running, delete {index_name} and {data_name} (without a .gmeta \
+                             they are not part of the dataset) and run again"
+                        ),
+                    });
+                }
+            }
+            r.put_file(&data_name, &staged.data)?;
+            if r.put_new(&meta_name, meta.clone())? {
+                return Ok(k);
+            }
+            if exactly && r.read_all(&meta_name)?.as_ref() == meta.as_slice() {
+                return Ok(k);
+            }
+            return Err(Error::Conflict {
+                path: PathBuf::from(r.url_of(&meta_name)),
+                msg: format!(
+                    "a .gmeta was published under chunk number {k} by a writer that did not \
+                     claim the number first (an older gulpio-rs, or another tool); this \
+                     upload's {data_name} and {index_name} are left unpaired, not part of \
+                     the dataset (`gulpio check` lists them)"
+                ),
+            });
+        }
+        Err(Error::Internal(format!(
+            "{}: no free chunk number after {MAX_REMOTE_CLAIMS} attempts",
+            root.display()
+        )))
+    }
+
+    /// True when the dataset has the data or meta file of a chunk but not its index: a chunk
+    /// written by another tool, which a claim by index would not see.
+    fn unindexed_chunk_at(&self, root: &Path, data: &str, index: &str, meta: &str) -> Result<bool> {
+        let listed = self.list(root)?;
+        let has = |name: &str| {
+            listed
+                .iter()
+                .any(|(p, _)| p.file_name().and_then(|n| n.to_str()) == Some(name))
+        };
+        Ok((has(data) || has(meta)) && !has(index))
+    }
+
+    /// The first chunk number, `from` or later, that no file of the dataset at `root` uses.
+    fn first_free(&self, root: &Path, from: u64) -> Result<u64> {
+        let listed = self.list(root)?;
+        let names = listed
+            .iter()
+            .filter_map(|(p, _)| p.file_name().and_then(|n| n.to_str()));
+        crate::format::paths::first_free_number(names, from).ok_or_else(|| {
+            Error::InvalidArgument(format!("{}: no chunk number is left", root.display()))
+        })
     }
 
     /// Writes `bytes` as `name` beside the chunks unless it exists (local: a hard link from a
@@ -204,16 +312,14 @@ impl Store {
         match self {
             Store::Remote(r) => r.put_new(name, bytes.to_vec()),
             Store::Local(_) => {
+                use std::io::Write;
                 let target = root.join(name);
                 let tmp = crate::format::paths::temp_for(&target);
-                std::fs::write(&tmp, bytes).at(&tmp)?;
-                let linked = std::fs::hard_link(&tmp, &target);
+                let written = local::create_new(&tmp)
+                    .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_all()).at(&tmp))
+                    .and_then(|_| local::link_new(&tmp, &target));
                 let _ = std::fs::remove_file(&tmp);
-                match linked {
-                    Ok(()) => Ok(true),
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-                    Err(e) => Err(Error::io(target, e)),
-                }
+                written
             }
         }
     }
@@ -234,8 +340,7 @@ impl Store {
 /// Maps a whole file read-only. Files are never modified in place below their published
 /// length (see docs/FORMAT.md), which is what makes holding a mapping sound.
 pub(crate) fn map_file(path: &Path) -> Result<Storage> {
-    let file = File::open(path).at(path)?;
-    let len = file.metadata().at(path)?.len();
+    let (file, len) = local::open_read(path)?;
     if len == 0 {
         return Ok(Storage::Empty);
     }
@@ -273,6 +378,15 @@ impl DataSource {
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The file's length now, for local files read with positional reads (they can be cut
+    /// after opening); the length at opening otherwise.
+    pub fn current_len(&self) -> u64 {
+        match self {
+            DataSource::Pread { file, len } => file.metadata().map_or(*len, |m| m.len()),
+            other => other.len(),
+        }
     }
 
     /// The whole file as one slice, when it is mapped.
@@ -315,7 +429,8 @@ impl DataSource {
                             })
                         })
                         .and_then(|mut buf| {
-                            read_exact_at(file, &mut buf, r.start).at(path)?;
+                            read_exact_at(file, &mut buf, r.start)
+                                .map_err(|e| short_read(path, file, r, e))?;
                             Ok(Bytes::from(buf))
                         });
                     each(i, got);
@@ -347,6 +462,16 @@ fn range_len(r: &Range<u64>) -> Result<usize> {
         .checked_sub(r.start)
         .and_then(|n| usize::try_from(n).ok())
         .ok_or_else(|| Error::Internal(format!("byte range {r:?} runs backwards")))
+}
+
+/// A positional read that came back short: the file was cut after it was opened. A
+/// `FormatError` like any other truncation, not a bare I/O error.
+fn short_read(path: &Path, file: &File, r: &Range<u64>, e: std::io::Error) -> Error {
+    if e.kind() != std::io::ErrorKind::UnexpectedEof {
+        return Error::io(path, e);
+    }
+    let now = file.metadata().map_or(0, |m| m.len());
+    beyond(path, r, now)
 }
 
 fn beyond(path: &Path, r: &Range<u64>, len: u64) -> Error {

@@ -261,7 +261,12 @@ impl Chunk {
                     })
                     .collect::<crate::Result<Vec<_>>>()
             })?;
-            return PyList::new(py, fetched.iter().map(|b| PyBytes::new(py, b)));
+            // Read-only memoryviews as from a mapping (of bytes fetched for the call).
+            let views = fetched
+                .iter()
+                .map(|b| PyMemoryView::from(PyBytes::new(py, b).as_any()))
+                .collect::<PyResult<Vec<_>>>()?;
+            return PyList::new(py, views);
         };
         let base_ptr = whole.as_ptr() as usize;
         let spans = py.detach(|| {

@@ -12,7 +12,7 @@ use super::chunk::Chunk;
 use super::errors::Class;
 use crate::directory::Directory;
 use crate::format::paths::ChunkPaths;
-use crate::io::{LocalIo, RemoteStore, Store};
+use crate::io::{LocalIo, RemoteNumber, RemoteStore, Store};
 
 /// Per video: frame counts `(N,)` and first-frame `(height, width, channels)` `(N, 3)`.
 type VideoShapes<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray2<u16>>);
@@ -182,18 +182,27 @@ impl NativeDirectory {
         Ok(py.detach(|| dir.listed_numbers())?)
     }
 
-    /// Publishes a chunk staged on local disk as chunk `number` of this (remote) dataset:
-    /// data, index, then the `.gmeta` (the commit point).
+    /// Publishes a chunk staged on local disk in this (remote) dataset: index (the claim of
+    /// the number), data, then the `.gmeta` (the commit point). As chunk `number` exactly, or
+    /// with `first_free` under the first number from `number` on that no object uses; returns
+    /// the number taken.
+    #[pyo3(signature = (data_path, meta_path, number, first_free=false))]
     fn upload_chunk(
         &self,
         py: Python<'_>,
         data_path: &str,
         meta_path: &str,
         number: u64,
-    ) -> PyResult<()> {
+        first_free: bool,
+    ) -> PyResult<u64> {
         let dir = &self.inner;
         let staged = ChunkPaths::new(data_path, meta_path);
-        Ok(py.detach(|| dir.store().publish_staged(&staged, number))?)
+        let number = if first_free {
+            RemoteNumber::FirstFree(number)
+        } else {
+            RemoteNumber::Exactly(number)
+        };
+        Ok(py.detach(|| dir.store().publish_staged(dir.root(), &staged, number))?)
     }
 
     /// Uploads a small local file beside the chunks (e.g. `label2idx.json`).

@@ -28,10 +28,12 @@ pub enum Class {
     RemoteNotFound,
     RemotePermission,
     RemoteConfig,
+    UnsafeFile,
+    WriteConflict,
 }
 
 impl Class {
-    const ALL: usize = 11;
+    const ALL: usize = 13;
 
     fn name(self) -> &'static str {
         match self {
@@ -46,6 +48,8 @@ impl Class {
             Class::RemoteNotFound => "RemoteNotFoundError",
             Class::RemotePermission => "RemotePermissionError",
             Class::RemoteConfig => "RemoteConfigError",
+            Class::UnsafeFile => "UnsafeFileError",
+            Class::WriteConflict => "WriteConflictError",
         }
     }
 
@@ -72,9 +76,11 @@ fn gulp_error(py: Python<'_>, class: Class, err: &Error) -> PyErr {
 fn context(err: &Error) -> (Option<String>, Option<String>, Option<usize>) {
     let p = |p: &std::path::Path| Some(p.display().to_string());
     match err {
-        Error::Io { path, .. } | Error::Format { path, .. } | Error::StaleIndex { path, .. } => {
-            (p(path), None, None)
-        }
+        Error::Io { path, .. }
+        | Error::Format { path, .. }
+        | Error::StaleIndex { path, .. }
+        | Error::Unsafe { path, .. }
+        | Error::Conflict { path, .. } => (p(path), None, None),
         Error::Crc {
             path, id, frame, ..
         }
@@ -112,6 +118,8 @@ fn to_py(py: Python<'_>, err: Error) -> PyErr {
             gulp_error(py, Class::UnsupportedJpeg, &err)
         }
         Error::DuplicateId { .. } => gulp_error(py, Class::DuplicateId, &err),
+        Error::Unsafe { .. } => gulp_error(py, Class::UnsafeFile, &err),
+        Error::Conflict { .. } => gulp_error(py, Class::WriteConflict, &err),
         Error::UnknownId(id) => PyKeyError::new_err(id.clone()),
         Error::FrameOutOfRange { .. } => PyIndexError::new_err(err.to_string()),
         Error::InvalidArgument(m) => PyValueError::new_err(m.clone()),

@@ -11,6 +11,8 @@ use crate::format::paths::ChunkPaths;
 #[pyclass(module = "gulpio_rs._native")]
 pub struct NativeWriter {
     inner: Option<ChunkWriter>,
+    /// `(data, meta)` where the chunk is (or will be) published; kept after `close`.
+    paths: ChunkPaths,
 }
 
 impl NativeWriter {
@@ -21,21 +23,44 @@ impl NativeWriter {
     }
 }
 
+fn path_str(p: &std::path::Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
 #[pymethods]
 impl NativeWriter {
     /// Starts an empty chunk, or adds to the chunk with `append` (gulpio's `'wb'`/`'ab'`
-    /// modes are parsed in Python: `GulpChunk.open`).
+    /// modes are parsed in Python: `GulpChunk.open`). With `new`, the chunk is published
+    /// under the first chunk number of its folder, from this one on, that is free then
+    /// (`GulpDirectory.new_chunks`).
     #[new]
-    #[pyo3(signature = (data_path, meta_path, append=false))]
-    fn new(py: Python<'_>, data_path: &str, meta_path: &str, append: bool) -> PyResult<Self> {
-        let mode = if append {
-            WriteMode::Append
-        } else {
-            WriteMode::Create
+    #[pyo3(signature = (data_path, meta_path, append=false, new=false))]
+    fn new(
+        py: Python<'_>,
+        data_path: &str,
+        meta_path: &str,
+        append: bool,
+        new: bool,
+    ) -> PyResult<Self> {
+        let mode = match (new, append) {
+            (true, _) => WriteMode::Next,
+            (false, true) => WriteMode::Append,
+            (false, false) => WriteMode::Create,
         };
         let paths = ChunkPaths::new(data_path, meta_path);
         let w = py.detach(|| ChunkWriter::open(&paths, mode))?;
-        Ok(NativeWriter { inner: Some(w) })
+        Ok(NativeWriter {
+            inner: Some(w),
+            paths,
+        })
+    }
+
+    /// `(data path, meta path)` of the chunk: where it was published (a new chunk's number
+    /// is final after its first publication), also after `close`.
+    #[getter]
+    fn paths(&self) -> (String, String) {
+        let p = self.inner.as_ref().map_or(&self.paths, |w| w.paths());
+        (path_str(&p.data), path_str(&p.meta))
     }
 
     /// Appends a video; `frames` are JPEG files as bytes-like objects.
@@ -88,7 +113,10 @@ impl NativeWriter {
     /// Publishes and closes.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
         match self.inner.take() {
-            Some(w) => Ok(py.detach(|| w.close())?),
+            Some(w) => {
+                self.paths = py.detach(|| w.close())?;
+                Ok(())
+            }
             None => Ok(()),
         }
     }
@@ -124,4 +152,50 @@ pub fn write_index(py: Python<'_>, data_path: &str, meta_path: &str) -> PyResult
 pub fn restore_meta(py: Python<'_>, data_path: &str, meta_path: &str) -> PyResult<bool> {
     let paths = ChunkPaths::new(data_path, meta_path);
     Ok(py.detach(|| writer::restore_meta(&paths))?)
+}
+
+/// Cuts the unpublished tail of a chunk's data file (never through a symlink); returns the
+/// number of bytes cut.
+#[pyfunction]
+pub fn cut_tail(py: Python<'_>, data_path: &str, meta_path: &str) -> PyResult<u64> {
+    let paths = ChunkPaths::new(data_path, meta_path);
+    Ok(py.detach(|| writer::cut_tail(&paths))?)
+}
+
+/// A file descriptor of `path` opened for reading: a regular file within the size limit of
+/// its kind (`FormatError` otherwise, before anything is read; the open cannot block on a
+/// FIFO). The caller owns the descriptor.
+#[pyfunction]
+pub fn open_for_reading(py: Python<'_>, path: &str) -> PyResult<i32> {
+    use std::os::fd::IntoRawFd;
+    let path = std::path::Path::new(path);
+    let (file, _) = py.detach(|| crate::io::local::open_read(path))?;
+    Ok(file.into_raw_fd())
+}
+
+/// A file descriptor of `path` opened for writing in place (`truncate`: emptied first), or of
+/// a new file when there is none: never through a symlink, only a regular file without other
+/// hard links (`UnsafeFileError` otherwise). For gulpio2's serializer-based writing.
+#[pyfunction]
+#[pyo3(signature = (path, truncate=false))]
+pub fn open_for_writing(py: Python<'_>, path: &str, truncate: bool) -> PyResult<i32> {
+    use std::os::fd::IntoRawFd;
+    let path = std::path::Path::new(path);
+    let file = py.detach(|| -> crate::Result<std::fs::File> {
+        let file = match crate::io::local::create_new(path) {
+            Ok(f) => f,
+            Err(crate::Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::AlreadyExists =>
+            {
+                crate::io::local::open_in_place(path)?
+            }
+            Err(e) => return Err(e),
+        };
+        if truncate {
+            use crate::error::IoContext;
+            file.set_len(0).at(path)?;
+        }
+        Ok(file)
+    })?;
+    Ok(file.into_raw_fd())
 }

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from gulpio_rs import GulpDirectory, GulpIngestor
+from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor
 from gulpio_rs.errors import CorruptDataError
 
 ADAPTER = '''
@@ -229,3 +229,59 @@ def test_chunks_upload_while_the_ingest_runs(tmp_path, s3_server, adapter_module
             proc.kill()
     assert overlapped, "no chunk was uploaded before the last one was encoded"
     assert sum(k.endswith(".gmeta") for k in s3_server.keys(bucket, "streamed")) == 6
+
+
+def test_chunks_of_a_remote_directory_are_never_written_as_local_files(
+    tmp_path, s3_server, real_frames, monkeypatch
+):
+    """``open('wb'/'ab')`` on a chunk of an ``s3://`` directory, and every other API given a
+    URL where it writes, refuses clearly instead of writing ``./s3:/bucket/...`` here."""
+    from gulpio_rs import _native, write_index
+
+    bucket = s3_server.make_bucket()
+    url = f"s3://{bucket}/ds"
+    options = s3_server.storage_options()
+    for chunk in GulpDirectory(url, storage_options=options).new_chunks(1):
+        with chunk.open("wb"):
+            chunk.append("v", {}, real_frames)
+    keys = s3_server.keys(bucket, "ds")
+    monkeypatch.chdir(tmp_path)
+    gd = GulpDirectory(url, storage_options=options)
+    (chunk,) = list(gd.chunks())
+    for mode in ("wb", "ab"):
+        with pytest.raises(NotImplementedError, match="new_chunks"):
+            with chunk.open(mode):
+                chunk.append("w", {}, real_frames)
+    direct = GulpChunk(f"{url}/data_0.gulp", f"{url}/meta_0.gmeta")
+    with pytest.raises(NotImplementedError, match="GulpIngestor"):
+        with direct.open("wb"):
+            pass
+    with pytest.raises(ValueError, match="is a URL, not a local path"):
+        _native.NativeWriter(f"{url}/data_0.gulp", f"{url}/meta_0.gmeta")
+    with pytest.raises(ValueError, match="is a URL, not a local path"):
+        write_index(f"{url}/data_0.gulp", f"{url}/meta_0.gmeta")
+    with pytest.raises(NotImplementedError, match="local copy"):
+        gd.write_indexes()
+    assert os.listdir(tmp_path) == []
+    assert s3_server.keys(bucket, "ds") == keys
+
+
+def test_publishing_where_objects_cannot_be_created_only_if_absent_is_refused(
+    tmp_path, real_frames, http_server
+):
+    """A plain HTTP (WebDAV) store has no conditional create, so a new chunk could replace
+    another writer's there: publishing is refused with the reason, and nothing is uploaded."""
+    from gulpio_rs import RemoteConfigError
+
+    (tmp_path / "ds").mkdir()
+    for chunk in GulpDirectory(tmp_path / "ds").new_chunks(1):
+        with chunk.open("wb"):
+            chunk.append("v", {}, real_frames)
+    before = sorted(os.listdir(tmp_path / "ds"))
+    server = http_server(tmp_path)
+    gd = GulpDirectory(f"{server.url}/ds")
+    chunk = next(gd.new_chunks(1))
+    with pytest.raises(RemoteConfigError, match="only if none has its name"):
+        with chunk.open("wb"):
+            chunk.append("w", {}, real_frames)
+    assert sorted(os.listdir(tmp_path / "ds")) == before

@@ -24,6 +24,11 @@ Body faults hit ``GET`` and ``PROPFIND`` (a WebDAV listing) responses, and only 
 request target matches ``only``: ``"listing"`` (S3 ``list-type=``, or ``PROPFIND``), or a
 substring of the target such as ``".gidx"``, ``".gmeta"`` or ``".gulp"``; ``""`` matches all.
 
+With ``atomic_conditional_puts=True`` it forwards requests carrying ``If-None-Match`` one at a
+time (each until its response is in): s3s-fs checks the condition and then writes, so two
+conditional creates of one key at the same moment can both succeed there, where S3, GCS and
+Azure decide in one step. Tests of concurrent writers use it to get the real stores' behaviour.
+
 It counts requests and response body bytes (what a client really fetched). Plain class with
 ``start()``/``stop()`` and ``url``: usable from pytest, from benchmarks and by clients in other
 processes (they only see a TCP port). :class:`FaultProxyProcess` runs the same proxy in a
@@ -82,7 +87,7 @@ def _matches(only: str, method: str, target: str) -> bool:
 
 
 class FaultProxy:
-    def __init__(self, upstream: str, objects=None):
+    def __init__(self, upstream: str, objects=None, *, atomic_conditional_puts: bool = False):
         """``objects``: ``target -> bytes`` (the whole object a ``GET`` of ``target`` asks
         for), for ``ignore_range`` in front of a server whose requests are signed."""
         if not upstream.startswith("http://"):
@@ -97,6 +102,8 @@ class FaultProxy:
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
+        self.atomic_conditional_puts = atomic_conditional_puts
+        self._conditional: asyncio.Lock | None = None
 
     # -- control -----------------------------------------------------------------------------
     @property
@@ -206,8 +213,23 @@ class FaultProxy:
             self._counters.log.append((method, target, what))
 
     # -- HTTP plumbing -------------------------------------------------------------------------
+    async def _hold_if_conditional(self, headers) -> bool:
+        """Waits for the conditional-request lock when this request needs it."""
+        if not (self.atomic_conditional_puts and "if-none-match" in headers):
+            return False
+        if self._conditional is None:
+            self._conditional = asyncio.Lock()
+        await self._conditional.acquire()
+        return True
+
+    def _release(self, held: bool) -> bool:
+        if held and self._conditional is not None:
+            self._conditional.release()
+        return False
+
     async def _serve(self, creader, cwriter):
         up = None
+        held = False
         try:
             while True:
                 head = await _read_head(creader)
@@ -241,6 +263,7 @@ class FaultProxy:
                 if up is None:
                     up = await asyncio.open_connection(*self.upstream)
                 ureader, uwriter = up
+                held = await self._hold_if_conditional(headers)
                 uwriter.write(_encode_head(first, headers) + body)
                 await uwriter.drain()
                 _quickack(uwriter)
@@ -251,6 +274,7 @@ class FaultProxy:
                 if _DEBUG:
                     print("proxy:", first, "->", status_line, rheaders["__order__"], flush=True)
                 rbody = await _read_body(ureader, rheaders, response_to=method, ack=uwriter)
+                held = self._release(held)
                 if rheaders.get("connection", "").lower() == "close":
                     uwriter.close()
                     up = None
@@ -297,6 +321,7 @@ class FaultProxy:
         except (ConnectionError, asyncio.IncompleteReadError, OSError, asyncio.CancelledError):
             pass
         finally:
+            self._release(held)
             if up is not None:
                 up[1].close()
             cwriter.close()

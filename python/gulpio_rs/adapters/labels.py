@@ -17,7 +17,17 @@ class _Label2IdxMixin:
     output_folder: str | None
 
     def _label2idx_path(self) -> str:
-        return os.path.join(os.fspath(self.output_folder), LABEL2IDX_FILE)
+        return os.path.join(self._label2idx_folder(), LABEL2IDX_FILE)
+
+    def _label2idx_folder(self) -> str:
+        """The local folder of ``label2idx.json``: ``output_folder``, or for a dataset URL the
+        ingest's staging folder for it (uploaded with the chunks, as the command line does),
+        never a local path spelled like the URL."""
+        from .. import _native
+        from ..ingest.remote import staging_folder
+
+        folder = os.fsdecode(os.fspath(self.output_folder))
+        return staging_folder(folder) if _native.is_remote_url(folder) else folder
 
     def check_if_label2idx_exists(self) -> bool:
         """True if the output folder already has a ``label2idx.json``."""
@@ -52,7 +62,7 @@ class _Label2IdxMixin:
                 return
         except (OSError, ValueError):
             pass
-        os.makedirs(os.fspath(self.output_folder), exist_ok=True)
+        os.makedirs(self._label2idx_folder(), exist_ok=True)
         write_json_atomically(path, label2idx)
 
 

@@ -14,7 +14,13 @@ A dry run by default: it lists what it would do. With ``--apply`` it
   original chunk files are kept in ``gulpio-quarantine/`` (hard links made before anything
   is replaced).
 
-Run it while no writer is working on the directory.
+It never writes, truncates or deletes through a symbolic link or outside the directory: an
+action on a file that is a symlink (or not a regular file, or has other hard links, for a
+truncation), or a quarantine folder that is not a real folder inside the directory, is
+refused and listed as refused, with the reason; the exit code is then 1. The check is made
+again, race-free, when the action runs (files are opened without following symlinks).
+
+Run it while no writer is working on the directory (a chunk a writer holds is refused).
 """
 
 from __future__ import annotations
@@ -22,11 +28,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import warnings
 
 from .._atomic import write_json_atomically
+from .._files import open_for_reading
 from .._names import chunk_names, chunk_number, temporary_of
-from ..errors import BrokenChunkWarning, GulpError
+from ..errors import BrokenChunkWarning, GulpError, UnsafeFileError, WriteConflictError
 from ..ingest.locks import pid_alive
 from ._common import refuse_remote
 
@@ -57,8 +65,77 @@ def _alive(pid: int) -> bool:
     return pid != os.getpid() and pid_alive(pid)
 
 
+#: Why repair refuses to act on a file; said with every refusal.
+NEVER_THROUGH_LINKS = (
+    "repair never writes, truncates or deletes through a symlink or outside the directory"
+)
+
+
+def _unsafe(path: str, *, in_place: bool) -> str | None:
+    """Why ``path`` must not be changed (None if it may): a symlink, not a regular file, or
+    (for changes in place) a file with other hard links. ``lstat``: links are not followed."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return f"it is a symbolic link (to {os.readlink(path)!r})"
+    if not stat.S_ISREG(st.st_mode):
+        return "it is not a regular file"
+    if in_place and st.st_nlink != 1:
+        return f"it has {st.st_nlink} hard links (changing it would change the other names)"
+    return None
+
+
+def _refusal(path: str, why: str, action: str) -> dict:
+    return {
+        "action": "refuse",
+        "path": path,
+        "reason": f"not done ({action}): {why}; {NEVER_THROUGH_LINKS}",
+    }
+
+
+def _guarded(directory: str, a: dict) -> dict:
+    """``a``, or a refusal when it would change a file through a link or outside."""
+    kind, path = a["action"], a["path"]
+    if kind == "remove_temp":
+        # Removing a name never touches what a symlink points to; a folder is not ours.
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return a  # gone already: removing it is a no-op
+        if stat.S_ISDIR(st.st_mode):
+            return _refusal(path, "it is a folder, not a temporary file", "remove")
+        return a
+    if kind == "cut_tail":
+        why = _unsafe(path, in_place=True)
+        return _refusal(path, why, "cut the unpublished tail") if why else a
+    if kind in ("quarantine_file", "rewrite_chunk"):
+        why = _quarantine_problem(directory)
+        what = "move to quarantine" if kind == "quarantine_file" else "rewrite"
+        if why is None and kind == "rewrite_chunk":
+            why = _unsafe(path, in_place=False)
+        return _refusal(path, why, what) if why else a
+    return a
+
+
+def _quarantine_problem(directory: str) -> str | None:
+    """Why the quarantine folder cannot be used (None if it can, or does not exist yet)."""
+    path = os.path.join(directory, QUARANTINE)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return f"{path} is a symbolic link (to {os.readlink(path)!r}), which could lead outside"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a folder"
+    return None
+
+
 def plan(directory: str, decode: bool = False) -> list[dict]:
-    """The actions repair would take, from a full check of the directory."""
+    """The actions repair would take, from a full check of the directory; actions it must
+    not take (they would go through a symlink or outside) are ``refuse`` entries."""
     from .check import verify
 
     report = verify(directory, decode=decode)
@@ -93,7 +170,7 @@ def plan(directory: str, decode: bool = False) -> list[dict]:
     # A rewrite also produces a fresh index and drops any tail: don't do those twice.
     rewritten = set(damaged)
     return [
-        a
+        _guarded(directory, a)
         for a in actions
         if not (a["action"] in ("cut_tail", "reindex") and a["path"] in rewritten)
     ]
@@ -123,22 +200,28 @@ def _chunk_files(path: str) -> list[str]:
     root, name = os.path.split(path)
     k = chunk_number(name)
     if k is None:
-        return [path] if os.path.exists(path) else []
+        return [path] if os.path.lexists(path) else []
     names = chunk_names(k)
-    return [os.path.join(root, n) for n in names if os.path.exists(os.path.join(root, n))]
+    return [os.path.join(root, n) for n in names if os.path.lexists(os.path.join(root, n))]
 
 
 def _quarantine_dir(directory: str) -> str:
     path = os.path.join(directory, QUARANTINE)
-    os.makedirs(path, exist_ok=True)
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        pass
+    why = _quarantine_problem(directory)
+    if why is not None:
+        raise UnsafeFileError(f"{why}; {NEVER_THROUGH_LINKS}")
     return path
 
 
 def _record(directory: str, entries: list[dict]) -> None:
     path = os.path.join(_quarantine_dir(directory), "quarantine.json")
     existing = []
-    if os.path.exists(path):
-        with open(path) as f:
+    if os.path.lexists(path):
+        with open_for_reading(path, "r") as f:
             existing = json.load(f)
     write_json_atomically(path, existing + entries, indent=1)
 
@@ -158,11 +241,12 @@ def _rewrite(directory: str, data: str, damaged: dict[str, list[str]]) -> int:
     # The originals stay available until (and after) the new version is published.
     qdir = _quarantine_dir(directory)
     for path in (data, meta, data[: -len(".gulp")] + ".gidx"):
-        if os.path.exists(path):
+        if os.path.lexists(path):
             target = os.path.join(qdir, os.path.basename(path))
-            if os.path.exists(target):
+            if os.path.lexists(target):
                 os.remove(target)
-            os.link(path, target)
+            # The name itself (a symlink stays a link), never what a link points to.
+            os.link(path, target, follow_symlinks=False)
     _record(
         directory,
         [
@@ -185,31 +269,47 @@ def _rewrite(directory: str, data: str, damaged: dict[str, list[str]]) -> int:
     return len(keep)
 
 
-def apply(directory: str, actions: list[dict]) -> None:
+def apply(directory: str, actions: list[dict]) -> list[dict]:
+    """Takes the actions; returns those refused when they ran (as ``refuse`` entries): a
+    file that became unsafe since the plan, or a chunk a writer holds."""
+    refused = []
+    for a in actions:
+        if a["action"] == "refuse":
+            continue
+        try:
+            _apply_one(directory, a)
+        except (UnsafeFileError, WriteConflictError) as e:
+            refused.append(_refusal(a["path"], str(e), a["action"]))
+    return refused
+
+
+def _apply_one(directory: str, a: dict) -> None:
     from .. import _native
 
-    for a in actions:
-        kind, path = a["action"], a["path"]
-        if kind == "remove_temp":
+    kind, path = a["action"], a["path"]
+    if kind == "remove_temp":
+        try:
             os.remove(path)
-        elif kind == "cut_tail":
-            chunk, _ = _native.Chunk.open(path, _meta_path(path))
-            published = chunk.published_len
-            del chunk
-            os.truncate(path, published)
-        elif kind == "reindex":
-            _native.write_index(path, _meta_path(path))
-        elif kind == "restore_meta":
-            _native.restore_meta(path, _meta_path(path))
-        elif kind == "quarantine_file":
-            for f in _chunk_files(path):
-                os.replace(f, os.path.join(_quarantine_dir(directory), os.path.basename(f)))
-        elif kind == "rewrite_chunk":
-            _rewrite(directory, path, a["damaged_videos"])
+        except FileNotFoundError:
+            pass
+    elif kind == "cut_tail":
+        # Opened without following a symlink, checked, then cut through that descriptor.
+        _native.cut_tail(path, _meta_path(path))
+    elif kind == "reindex":
+        _native.write_index(path, _meta_path(path))
+    elif kind == "restore_meta":
+        _native.restore_meta(path, _meta_path(path))
+    elif kind == "quarantine_file":
+        for f in _chunk_files(path):
+            os.replace(f, os.path.join(_quarantine_dir(directory), os.path.basename(f)))
+    elif kind == "rewrite_chunk":
+        _rewrite(directory, path, a["damaged_videos"])
 
 
 def _describe(a: dict) -> str:
     kind, path = a["action"], a["path"]
+    if kind == "refuse":
+        return f"refuse to change {path}: {a['reason']}"
     if kind == "remove_temp":
         return f"remove leftover temporary file {path}"
     if kind == "cut_tail":
@@ -236,14 +336,31 @@ def run(args: argparse.Namespace) -> int:
     if not actions:
         print(f"{args.directory}: nothing to repair")
         return 0
-    for a in actions:
+    refused = [a for a in actions if a["action"] == "refuse"]
+    todo = [a for a in actions if a["action"] != "refuse"]
+    for a in todo:
         print(("" if args.apply else "would ") + _describe(a))
+    for a in refused:
+        print(_describe(a))
     if not args.apply:
-        print(f"dry run: {len(actions)} action(s); run again with --apply to do them")
-        return 0
-    apply(args.directory, actions)
-    print(f"done: {len(actions)} action(s); `gulpio check {args.directory}` should now pass")
-    if any(a["action"] in ("rewrite_chunk", "quarantine_file") for a in actions):
+        print(
+            f"dry run: {len(todo)} action(s); run again with --apply to do them"
+            + (f"; {len(refused)} refused (see above)" if refused else "")
+        )
+        return 1 if refused else 0
+    late = apply(args.directory, todo)
+    for a in late:
+        print(_describe(a))
+    refused += late
+    done = len(todo) - len(late)
+    if refused:
+        print(
+            f"done: {done} action(s); {len(refused)} refused (see above): deal with those "
+            f"files by hand, then run `gulpio repair {args.directory}` again"
+        )
+        return 1
+    print(f"done: {done} action(s); `gulpio check {args.directory}` should now pass")
+    if any(a["action"] in ("rewrite_chunk", "quarantine_file") for a in todo):
         # docs/INGEST.md, "Restart": a chunk that lost videos is written again by a rerun.
         print(
             "videos left out come back when the `gulpio ingest` (or GulpIngestor) that wrote "

@@ -3,11 +3,34 @@
 from __future__ import annotations
 
 import os
+import stat
 
 from filelock import FileLock
 
 #: Where a run keeps its plan, chunk records and lock, inside the output folder.
 STATE_DIR = ".gulpio-ingest"
+
+
+def state_folder(folder: str) -> str:
+    """``folder/.gulpio-ingest``, created if missing; ``UnsafeFileError`` when it is a symlink
+    or not a folder (the run's files would be written outside the dataset)."""
+    from ..errors import UnsafeFileError
+
+    path = os.path.join(folder, STATE_DIR)
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        pass
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISDIR(mode):
+        what = "a symbolic link" if stat.S_ISLNK(mode) else "not a folder"
+        err = UnsafeFileError(
+            f"{path} is {what}; the ingest keeps its plan and records there and never writes "
+            "through a symlink: remove it"
+        )
+        err.path = path
+        raise err
+    return path
 
 
 class RunLock:

@@ -14,7 +14,7 @@ from .._atomic import write_json_atomically
 from .._fingerprint import NOT_SETTINGS, NoCanonicalForm, digest, is_location, settings_of
 from .._names import chunk_number, temporary_of
 from .._reading import _id_str
-from .locks import STATE_DIR, RunLock, pid_alive
+from .locks import STATE_DIR, RunLock, pid_alive, state_folder
 from .report import IngestError, IngestWarning, SettingsChangedError
 
 
@@ -255,7 +255,7 @@ def _plan(
     ``extra``: more fields for a new plan (``todo``, ``num_slices``, ``data``, ...).
     ``num_slices``, when given, must match the plan's."""
     path = plan_path(folder, key)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    state_folder(folder)  # created; refused if it is a symlink or not a folder
     with RunLock(folder):
         if not os.path.exists(path):
             fields = dict(extra or {})

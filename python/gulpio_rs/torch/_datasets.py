@@ -737,8 +737,8 @@ class GulpVideoDataset(_GulpDataset):
     is: a :class:`GulpDistributedSampler` made with the dataset, or the DataLoader's default
     sequential order (no sampler, ``shuffle=False``). Remote reads are not divided among the
     loader's workers by the default thread count (a worker waiting for its bytes leaves its
-    cores to the others). ``io="pread"`` reads local files with positional reads instead of
-    mmap (network file systems).
+    cores to the others). ``io="mmap"`` memory-maps local files instead of the default
+    positional reads (``io="pread"``; docs/REMOTE.md).
 
     Crop and resize fused into the decode (docs/FUSED.md): ``size=(h, w)`` (or an int for a
     square) makes every clip ``h`` x ``w``; ``crop`` picks, once per clip for all its frames,

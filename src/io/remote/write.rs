@@ -73,6 +73,16 @@ impl RemoteStore {
                 object_store::Error::AlreadyExists { .. }
                 | object_store::Error::Precondition { .. },
             ) => Ok(false),
+            // Plain HTTP (WebDAV) stores cannot create only-if-absent; publishing there could
+            // replace another writer's chunk, so it is refused rather than done unconditionally.
+            Err(object_store::Error::NotImplemented { .. }) => Err(crate::error::Error::Remote {
+                url: self.url_of(name),
+                kind: crate::error::RemoteKind::Config,
+                msg: "this store cannot create an object only if none has its name, which \
+                      publishing a chunk needs (another writer's chunk could be replaced): \
+                      write to S3, GCS or Azure, or to a local folder and copy it"
+                    .into(),
+            }),
             Err(e) => Err(self.error(name, e)),
         }
     }
