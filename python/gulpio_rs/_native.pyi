@@ -122,7 +122,6 @@ def feistel(
     epoch)`` (``inverse``: where each sits in it); see ``gulpio_rs.torch.shuffled_positions``."""
 
 def restore_meta(data_path: str, meta_path: str) -> bool: ...
-
 def cut_tail(data_path: str, meta_path: str) -> int:
     """Cuts a chunk's unpublished tail (never through a symlink); returns the bytes cut."""
 
