@@ -176,7 +176,10 @@ fn index_of_another_chunk_is_not_trusted() {
     let b = write_chunk(dir.path(), 1, &[("b", 3)]);
     fs::copy(&a.index, &b.index).unwrap();
     let (r, warning) = ChunkReader::open_mapped(&b).unwrap();
-    assert!(matches!(warning, Some(Error::StaleIndex { .. })));
+    assert!(
+        matches!(warning, Some(Error::StaleIndex { .. })),
+        "{warning:?}"
+    );
     assert_eq!(r.kind(), IndexKind::Legacy);
     assert_eq!(r.id(0), "b");
 }

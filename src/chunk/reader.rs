@@ -743,13 +743,17 @@ pub fn judge_meta(index: &Index, meta: &[u8], data_len: u64) -> MetaVerdict {
         Ok(l) => l,
         Err(m) => return MetaVerdict::Damaged(format!("it does not parse ({m})")),
     };
-    let rewritten = data_len < index.header().gulp_len
-        && (0..legacy.frame_count()).all(|j| legacy.frame(j).record_end() <= data_len);
-    if rewritten {
+    // A data file of another length than the index was written for, which the `.gmeta`
+    // describes (every record inside it, and past the index's end if it grew), was written
+    // after the index: a flipped byte in a `.gmeta` does not change the data file's length.
+    let gulp_len = index.header().gulp_len;
+    let ends = || (0..legacy.frame_count()).map(|j| legacy.frame(j).record_end());
+    let fits = ends().all(|end| end <= data_len);
+    let grew_with_meta = data_len > gulp_len && ends().any(|end| end > gulp_len);
+    if fits && (data_len < gulp_len || grew_with_meta) {
         return MetaVerdict::Newer(format!(
-            "the data file is {data_len} bytes, shorter than the {} the index describes, and \
-             the .gmeta describes it: the chunk was rewritten by another tool",
-            index.header().gulp_len
+            "the data file is {data_len} bytes where the index describes {gulp_len}, and the \
+             .gmeta describes it: the chunk was rewritten by another tool"
         ));
     }
     if legacy.video_count() < index.video_count() {

@@ -623,10 +623,11 @@ mod tests {
             "status code: 404 Not Found: <Error><Code>NoSuchBucket</Code></Error>"
         ));
         assert!(!is_missing_bucket("<Error><Code>NoSuchKey</Code></Error>"));
-        assert_eq!(
-            http_status("Server returned non-2xx status code: 403 Forbidden"),
-            Some(403)
-        );
+        let forbidden = object_store::Error::Generic {
+            store: "S3",
+            source: "Server returned non-2xx status code: 403 Forbidden".into(),
+        };
+        assert_eq!(retry::http_status(&forbidden), Some(403));
         assert!(mentions_credentials(
             "Error getting credentials from instance metadata"
         ));

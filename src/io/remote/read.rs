@@ -142,7 +142,7 @@ impl RemoteStore {
     /// Forgets every cached byte of `name` (a fetch of it failed a check).
     pub fn forget(&self, name: &str) {
         if let Some((_, size)) = self.cache_key(name) {
-            self.invalidate(name, &[0..size]);
+            self.invalidate(name, std::slice::from_ref(&(0..size)));
         }
     }
 
