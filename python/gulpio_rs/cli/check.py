@@ -1,21 +1,25 @@
 """``gulpio check``: verify a dataset completely and say exactly where any damage is.
 
 Checks every chunk's index against its files, every frame's CRC32 (in parallel, at page-cache
-speed), the CRC of each chunk's published data, leftovers of interrupted writes, and with
-``--decode`` decodes every frame. Exit code 0 only when everything is intact.
+speed), the CRC of each chunk's published data, leftovers of interrupted writes (unpublished
+tails, and temporary files whose writer is gone), and with ``--decode`` decodes every frame.
+Exit code 0 only when everything is intact and nothing is left over.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
 
+from .._names import temporary_of
 from .._sizes import megabytes
 from ..errors import BrokenChunkWarning, GulpError
-from ._common import open_directory
+from ..ingest.locks import pid_alive
+from ._common import is_url, open_directory, say
 
 EPILOG = """examples:
   gulpio check /data/gulps              CRC of every frame, one line per problem
@@ -83,6 +87,8 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
         totals["data_bytes"] += data_bytes
         for kind, video_id, frame, message in findings:
             problems.append(_problem(data, kind, message, video_id, frame))
+    if not is_url(directory):
+        problems += leftovers(directory)
     seconds = time.perf_counter() - start
     return {
         "directory": directory,
@@ -93,6 +99,27 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
         "seconds": round(seconds, 6),
         "problems": problems,
     }
+
+
+def leftovers(directory: str) -> list[dict]:
+    """Temporary files of writers that are gone (killed, crashed): never read, only taking
+    space; ``gulpio repair --apply`` removes them. Those of a running writer are its work in
+    progress, not a problem. Liveness is judged on this machine (as repair judges it)."""
+    found = []
+    for name in sorted(os.listdir(directory)):
+        temp = temporary_of(name)
+        # Our own pid cannot be a live writer's: checking writes nothing.
+        if temp is None or (temp[1] != os.getpid() and pid_alive(temp[1])):
+            continue
+        found.append(
+            _problem(
+                os.path.join(directory, name),
+                "leftover",
+                f"temporary file of an interrupted write (its writer, process {temp[1]}, is "
+                "gone); `gulpio repair --apply` removes it",
+            )
+        )
+    return found
 
 
 def _line(p: dict) -> str:
@@ -115,21 +142,21 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=1))
         return 0 if report["ok"] else 1
     for p in report["problems"]:
-        print(_line(p))
+        say(_line(p))
     rate = report["data_bytes"] / report["seconds"] / 1e9 if report["seconds"] else 0.0
     what = "decoded and CRC-checked" if report["decoded"] else "CRC-checked"
-    print(
+    say(
         f"{what} {report['frames']:,} frames of {report['videos']:,} videos in "
         f"{report['chunks']} chunks ({megabytes(report['bytes'])}) in "
         f"{report['seconds']:.2f} s ({rate:.2f} GB/s)"
     )
     if report["legacy_chunks"]:
-        print(
+        say(
             f"{report['legacy_chunks']} chunk(s) have no checksummed index (written by "
             "gulpio/gulpio2): their frames were checked for placement only; run `gulpio index`"
         )
     if report["ok"]:
-        print("all intact")
+        say("all intact")
         return 0
-    print(f"{len(report['problems'])} problem(s) found")
+    say(f"{len(report['problems'])} problem(s) found")
     return 1

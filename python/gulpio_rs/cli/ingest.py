@@ -18,6 +18,7 @@ import warnings
 from dataclasses import asdict
 
 from ..errors import GulpError
+from ._common import error_line, say
 
 #: command name -> (class name in gulpio_rs.adapters, example arguments)
 BUILTIN = {
@@ -268,20 +269,16 @@ def run_argv(argv: list[str]) -> int:
     try:
         cls = _adapter_class(spec)
     except GulpError as e:
-        print(f"gulpio ingest: error: {e}", file=sys.stderr)
-        return 2
+        return error_line("gulpio ingest", e, status=2)
     args = build_parser(cls, spec).parse_args(rest)
     from ..ingest.report import NothingToIngestError, SettingsChangedError
 
     try:
         return _run(cls, args)
     except (NothingToIngestError, SettingsChangedError) as e:
-        print(f"gulpio ingest: error: {e}", file=sys.stderr)
-        return 2
+        return error_line("gulpio ingest", e, status=2)
     except (GulpError, OSError, KeyError, ValueError) as e:
-        message = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"gulpio ingest: error: {message}", file=sys.stderr)
-        return 1
+        return error_line("gulpio ingest", e)
 
 
 def _run(cls, args: argparse.Namespace) -> int:
@@ -365,7 +362,8 @@ def ingest_with(
             executor="process" if ray is None else "ray",
             ray_address=ray,
         )()
-    print(result.summary())
+    for line in result.summary().splitlines():
+        say(line)
     if report:
         with open(report, "w") as f:
             json.dump(asdict(result), f, indent=1)

@@ -23,10 +23,9 @@ import os
 import warnings
 
 from .._atomic import write_json_atomically
-from .._names import chunk_names, chunk_number, temporary_of
+from .._names import chunk_names, chunk_number
 from ..errors import BrokenChunkWarning, GulpError
-from ..ingest.locks import pid_alive
-from ._common import refuse_remote
+from ._common import refuse_remote, say
 
 QUARANTINE = "gulpio-quarantine"
 
@@ -50,23 +49,20 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def _alive(pid: int) -> bool:
-    # Our own temporaries cannot belong to a live writer: repair is not writing.
-    return pid != os.getpid() and pid_alive(pid)
-
-
 def plan(directory: str, decode: bool = False) -> list[dict]:
     """The actions repair would take, from a full check of the directory."""
     from .check import verify
 
     report = verify(directory, decode=decode)
-    actions = []
-    for name in sorted(os.listdir(directory)):
-        temp = temporary_of(name)
-        if temp and not _alive(temp[1]):
-            actions.append({"action": "remove_temp", "path": os.path.join(directory, name)})
+    actions = [
+        {"action": "remove_temp", "path": p["path"]}
+        for p in report["problems"]
+        if p["kind"] == "leftover"
+    ]
     damaged: dict[str, dict] = {}
     for p in report["problems"]:
+        if p["kind"] == "leftover":
+            continue
         if p["kind"] == "unpublished_tail":
             actions.append({"action": "cut_tail", "path": p["path"], "reason": p["message"]})
         elif p["kind"] == "index":
@@ -218,13 +214,13 @@ def run(args: argparse.Namespace) -> int:
     )
     actions = plan(args.directory, decode=args.decode)
     if not actions:
-        print(f"{args.directory}: nothing to repair")
+        say(f"{args.directory}: nothing to repair")
         return 0
     for a in actions:
-        print(("" if args.apply else "would ") + _describe(a))
+        say(("" if args.apply else "would ") + _describe(a))
     if not args.apply:
-        print(f"dry run: {len(actions)} action(s); run again with --apply to do them")
+        say(f"dry run: {len(actions)} action(s); run again with --apply to do them")
         return 0
     apply(args.directory, actions)
-    print(f"done: {len(actions)} action(s); `gulpio check {args.directory}` should now pass")
+    say(f"done: {len(actions)} action(s); `gulpio check {args.directory}` should now pass")
     return 0
