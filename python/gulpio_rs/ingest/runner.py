@@ -18,7 +18,7 @@ from .._reading import _usable_cores
 from ..chunk import GulpChunk
 from ..directory import GulpDirectory
 from ..errors import GulpError
-from .locks import STATE_DIR, RunLock
+from .locks import STATE_DIR, RunLock, pid_alive
 from .plan import (
     _chunk_done,
     _fingerprint,
@@ -154,37 +154,52 @@ class _Redo(Exception):
 _WORKER: _Worker | None = None
 
 
-def _init_worker(*args) -> None:
+def _init_worker(main_pid: int, *args) -> None:
     global _WORKER
-    _die_with_parent()
+    _die_with(main_pid)
     _WORKER = _Worker(*args)
 
 
-def _die_with_parent() -> None:
+def _die_with(main_pid: int) -> None:
     """A worker must not outlive a killed ingest: it would go on publishing chunks while a
-    restarted run writes the same ones. Linux: the kernel sends SIGKILL when the parent dies;
-    elsewhere a thread polls the parent pid."""
-    parent = os.getppid()
+    restarted run writes the same ones. ``main_pid`` is the ingest's process, taken there (a
+    worker asking for its parent's pid could already get the reaper's, if the ingest was
+    killed before the worker got that far).
+
+    Linux: the kernel sends SIGKILL when the parent exits (``PR_SET_PDEATHSIG``), and the
+    parent is checked to still be the ingest afterwards (it may have died before the request
+    took effect). When the ingest is not the parent (a forkserver started the worker), or
+    elsewhere, a thread checks every 0.5 s that the ingest still runs. Nothing happens when
+    "worker" code runs inside the ingest's own process (an executor of threads)."""
+    if os.getpid() == main_pid:
+        return
+    if _kill_me_with_parent() and os.getppid() == main_pid:
+        return
+    if not pid_alive(main_pid):
+        os._exit(1)
+    import threading
+
+    def watch() -> None:
+        while pid_alive(main_pid):
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="gulpio-ingest-watch").start()
+
+
+def _kill_me_with_parent() -> bool:
+    """``prctl(PR_SET_PDEATHSIG, SIGKILL)``; False where that does not exist."""
+    if not sys.platform.startswith("linux"):
+        return False
     try:
         import ctypes
         import signal
 
         libc = ctypes.CDLL(None, use_errno=True)
         PR_SET_PDEATHSIG = 1
-        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
-            if os.getppid() != parent:  # the parent died before prctl took effect
-                os._exit(1)
-            return
+        return libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
     except (OSError, AttributeError):
-        pass
-    import threading
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="gulpio-parent-watch").start()
+        return False
 
 
 def _run_in_worker(number: int, input_slice: slice) -> ChunkResult:
@@ -362,7 +377,7 @@ class GulpIngestor:
             max_workers=self.num_workers,
             mp_context=ctx,
             initializer=_init_worker,
-            initargs=(*args, events),
+            initargs=(os.getpid(), *args, events),
         ) as ex:
             pending = {ex.submit(_run_in_worker, n, s) for n, s in todo}
             try:
