@@ -18,6 +18,7 @@ from .._reading import _usable_cores
 from ..chunk import GulpChunk
 from ..directory import GulpDirectory
 from ..errors import GulpError
+from ..utils import _gulpio2_encoding, _gulpio2_quality_changed
 from .locks import STATE_DIR, RunLock, pid_alive
 from .plan import (
     _chunk_done,
@@ -29,7 +30,23 @@ from .plan import (
     run_settings,
 )
 from .report import ChunkResult, IngestError, IngestReport, IngestWarning, NothingToIngestError
-from .write import write_chunk
+from .write import ChunkWriter, write_chunk
+
+
+def _our_executor():
+    return ProcessPoolExecutor
+
+
+def _our_writer():
+    return ChunkWriter
+
+
+#: How GulpIngestor finds gulpio2's executor class and chunk writer class, at call time:
+#: gulpio_rs.fileio installs lookups of its own ``ProcessPoolExecutor`` and ``ChunkWriter``,
+#: so replacing those names in ``fileio`` (as gulpio2's tests and some users do, e.g. with a
+#: ThreadPoolExecutor to debug) takes effect as it did in gulpio2.
+executor_lookup = _our_executor
+writer_lookup = _our_writer
 
 
 class _Worker:
@@ -217,7 +234,9 @@ class GulpIngestor:
     Beyond gulpio2:
 
     - ``quality`` / ``subsampling``: how arrays are encoded (default q90 4:2:0; gulpio2 wrote
-      4:4:4, about 15% larger and 25% slower to read). JPEG inputs are stored unchanged.
+      4:4:4, about 15% larger and 25% slower to read). JPEG inputs are stored unchanged. With
+      neither given and gulpio2's knob ``utils._JPEG_WRITE_QUALITY`` changed, frames are
+      written as gulpio2 wrote them with it (4:4:4 at that quality).
     - ``restart_rows=True``: a restart marker after every MCU row of the encoded frames
       (+0.1% bytes), so that cropped reads (``read(..., crop=)``, the PyTorch datasets'
       ``crop=``) skip the rows above the crop; whole-frame decodes get 4-10% slower. Off by
@@ -249,8 +268,8 @@ class GulpIngestor:
         videos_per_chunk,
         num_workers,
         *,
-        quality: int = 90,
-        subsampling: str = "4:2:0",
+        quality: int | None = None,
+        subsampling: str | None = None,
         restart_rows: bool = False,
         strict: bool = False,
         shard_index: int = 0,
@@ -281,7 +300,17 @@ class GulpIngestor:
             # A Ray task asks for one CPU per encode thread; one thread keeps tasks small.
             cores = 1 if executor == "ray" else _usable_cores() // self.num_workers
             threads = max(1, cores)
-        self.options = EncodeOptions(int(quality), subsampling, int(threads), bool(restart_rows))
+        if quality is None and subsampling is None and _gulpio2_quality_changed():
+            # gulpio2's quality knob was set (as its tests do): write what gulpio2's ingestor
+            # wrote with it, its encoder's 4:4:4 at that quality.
+            quality, subsampling = _gulpio2_encoding().quality, "4:4:4"
+        default = EncodeOptions()
+        self.options = EncodeOptions(
+            default.quality if quality is None else int(quality),
+            subsampling or default.subsampling,
+            int(threads),
+            bool(restart_rows),
+        )
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
         self.storage_options = storage_options
         self.staging_dir = staging_dir
@@ -342,10 +371,13 @@ class GulpIngestor:
         total = sum(s.stop - s.start for _, s in todo)
         with _Progress(total, self.progress) as bar:
             args = (self.adapter, folder, self.options, self.strict, (first, first + len(slices)))
+            executor_cls, writer_cls = executor_lookup(), writer_lookup()
             if self.executor == "ray":
                 from ..ray._ingest import run_chunks
 
                 run_chunks(_Worker, args, plan["run"], todo, report, bar, self.ray_address)
+            elif executor_cls is not ProcessPoolExecutor or writer_cls is not ChunkWriter:
+                self._run_as_gulpio2(executor_cls, writer_cls, folder, todo, report, bar)
             elif self.num_workers == 1:
                 worker = _Worker(*args, _Callback(bar.update))
                 try:
@@ -365,6 +397,29 @@ class GulpIngestor:
                 stacklevel=2,
             )
         return report
+
+    def _run_as_gulpio2(self, executor_cls, writer_cls, folder, todo, report, bar) -> None:
+        """gulpio2's way, for an executor class or chunk writer put in place of ours
+        (``fileio.ProcessPoolExecutor`` / ``fileio.ChunkWriter``): ``writer_cls(adapter)``'s
+        ``write_chunk`` mapped over the chunks and their slices in
+        ``executor_cls(max_workers=num_workers)``, whatever ``num_workers``. The plan still
+        numbers the chunks, and chunks an earlier run finished are not written again."""
+        writer = writer_cls(self.adapter)
+        chunks = [GulpChunk(*chunk_paths(folder, number)) for number, _ in todo]
+        with executor_cls(max_workers=self.num_workers) as ex:
+            results = ex.map(writer.write_chunk, chunks, [s for _, s in todo])
+            skipped: dict[str, None] = {}
+            # (A stand-in executor, such as a test's mock, may return fewer results.)
+            for (number, _), result in zip(todo, results, strict=False):
+                # Our ChunkWriter returns the ids it skipped so far (each warned about).
+                if isinstance(result, (list, tuple)):
+                    skipped.update(dict.fromkeys(str(i) for i in result))
+                done = _chunk_done(folder, number)
+                if done is not None:
+                    done.resumed = False
+                    report.add(done)
+                    bar.update(done.videos, done.frames)
+        report.failures.extend((id_, "skipped by the chunk writer") for id_ in skipped)
 
     def _run_pool(self, args, todo, report: IngestReport, bar) -> None:
         import multiprocessing
