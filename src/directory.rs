@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::chunk::reader::{probe_index_in, ChunkReader, KnownSizes, Probe};
-use crate::error::{Error, Result};
+use crate::error::{At, Error, Result};
 use crate::format::index::{front_ids, HEADER_LEN};
 use crate::format::paths::{chunk_number, glob_kind, ChunkPaths, FileKind};
 use crate::io::Store;
@@ -23,6 +23,8 @@ pub struct Problem {
     /// True when the chunk's videos are unavailable; false for a warning (e.g. a stale index
     /// that was ignored in favour of the `.gmeta`).
     pub chunk_skipped: bool,
+    /// The video (and frame) the message names, when the problem is about one.
+    pub at: Option<At>,
 }
 
 pub struct ChunkSlot {
@@ -275,6 +277,7 @@ impl Directory {
                     path: paths.index.clone(),
                     message: format!("{e}; reading the chunk through its .gmeta instead"),
                     chunk_skipped: false,
+                    at: e.at(),
                 }),
             }
         }
@@ -297,6 +300,7 @@ impl Directory {
                     path: paths.meta.clone(),
                     message: format!("{e}; the chunk's videos are unavailable"),
                     chunk_skipped: true,
+                    at: e.at(),
                 });
                 Ok(())
             }
@@ -472,6 +476,7 @@ fn find_chunks(
                 path,
                 message: format!("{what} file name has no chunk number; ignored"),
                 chunk_skipped: true,
+                at: None,
             });
             continue;
         };
@@ -511,6 +516,7 @@ fn find_chunks(
                 ),
                 path: d,
                 chunk_skipped: true,
+                at: None,
             }),
             (None, Some(m)) => problems.push(Problem {
                 message: format!(
@@ -518,6 +524,7 @@ fn find_chunks(
                 ),
                 path: m,
                 chunk_skipped: true,
+                at: None,
             }),
             (None, None) => {}
         }

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{At, Error, IoContext, Problem, Result};
 use crate::format::index::{
     check_front, decode_header, front_len, FrameRec, Header, Index, IndexBuilder, HEADER_LEN,
 };
@@ -538,11 +538,11 @@ impl ChunkReader {
         if rec.jpeg_end() <= len {
             return Ok(());
         }
-        Err(Error::format(
+        Err(Error::format_at(
             &self.paths.data,
+            At::frame(self.id(video), k),
             format!(
-                "truncated: video {:?} frame {k} needs bytes {}..{}, the file has {}",
-                self.id(video),
+                "truncated: needs bytes {}..{}, the file has {}",
                 rec.offset,
                 rec.jpeg_end(),
                 len
@@ -753,15 +753,16 @@ impl ChunkReader {
 }
 
 /// Builds an in-memory index from `.gmeta` text. Frame CRCs and sizes are unknown (zero).
-pub fn legacy_index(text: &[u8]) -> Result<Index, String> {
+pub fn legacy_index(text: &[u8]) -> Result<Index, Problem> {
     let entries = gmeta::parse(text)?;
     let mut builder = IndexBuilder::new();
     let mut frames = Vec::new();
     for e in &entries {
         frames.clear();
         for (k, &(loc, pad, length)) in e.frame_info.iter().enumerate() {
-            let jpeg_len = u32::try_from(length - pad)
-                .map_err(|_| format!("video {:?} frame {k}: length {length} is too large", e.id))?;
+            let jpeg_len = u32::try_from(length - pad).map_err(|_| {
+                Problem::at(At::frame(&e.id, k), format!("length {length} is too large"))
+            })?;
             frames.push(FrameRec {
                 offset: loc,
                 jpeg_len,
