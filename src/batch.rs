@@ -5,7 +5,7 @@
 use rayon::prelude::*;
 
 use crate::chunk::reader::{read_many, ChunkReader, FrameData};
-use crate::error::{Error, Result};
+use crate::error::{At, Error, Result};
 use crate::jpeg::header::read_info;
 use crate::jpeg::{
     check_frame_size, decode_into, decode_reframed, output_shape, Colorspace, DecodeFailure,
@@ -132,11 +132,7 @@ pub fn plan<'a>(
         let (h, w) = match reframe {
             None => (h, w),
             Some(r) => r.output(h, w).map_err(|msg| {
-                Error::InvalidArgument(format!(
-                    "{}: video {:?} frame {k}: {msg}",
-                    chunk.paths().data.display(),
-                    chunk.id(video)
-                ))
+                Error::invalid_for(&chunk.paths().data, At::frame(chunk.id(video), k), msg)
             })?,
         };
         // (A stacked gray frame may become RGB below: the total is a lower bound.)

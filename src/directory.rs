@@ -11,7 +11,7 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::chunk::probe::{probe_index_in, KnownSizes, Probe};
 use crate::chunk::reader::ChunkReader;
-use crate::error::{Error, Result};
+use crate::error::{At, Error, Result};
 use crate::format::index::{front_ids, HEADER_LEN};
 use crate::format::paths::{chunk_number, glob_kind, ChunkPaths, FileKind};
 use crate::io::Store;
@@ -24,6 +24,8 @@ pub struct Problem {
     /// True when the chunk's videos are unavailable; false for a warning (e.g. a stale index
     /// that was ignored in favour of the `.gmeta`).
     pub chunk_skipped: bool,
+    /// The video (and frame) the message names, when the problem is about one.
+    pub at: Option<At>,
 }
 
 pub struct ChunkSlot {
@@ -295,6 +297,7 @@ impl Directory {
                                     "{e}; reading the chunk through its .gmeta instead"
                                 ),
                                 chunk_skipped: false,
+                                at: e.at(),
                             })
                         }
                         Err(e) => return Err(e),
@@ -306,6 +309,7 @@ impl Directory {
                     path: paths.index.clone(),
                     message: format!("{e}; reading the chunk through its .gmeta instead"),
                     chunk_skipped: false,
+                    at: e.at(),
                 }),
             }
         }
@@ -316,6 +320,7 @@ impl Directory {
                     path: paths.meta.clone(),
                     message: format!("{e}; the chunk's videos are unavailable"),
                     chunk_skipped: true,
+                    at: e.at(),
                 });
                 Ok(())
             }
@@ -523,6 +528,7 @@ fn find_chunks(
                 path,
                 message: format!("{what} file name has no chunk number; ignored"),
                 chunk_skipped: true,
+                at: None,
             });
             continue;
         };
@@ -562,6 +568,7 @@ fn find_chunks(
                 ),
                 path: d,
                 chunk_skipped: true,
+                at: None,
             }),
             (None, Some(m)) => problems.push(Problem {
                 message: format!(
@@ -569,6 +576,7 @@ fn find_chunks(
                 ),
                 path: m,
                 chunk_skipped: true,
+                at: None,
             }),
             (None, None) => {}
         }

@@ -17,9 +17,14 @@ pub enum Error {
     },
 
     /// A file is not what the format says it must be (bad magic, bad JSON, a limit exceeded,
-    /// an offset beyond the end of the data file, ...).
-    #[error("{path}: {msg}")]
-    Format { path: PathBuf, msg: String },
+    /// an offset beyond the end of the data file, ...); `at` when it concerns one video (or
+    /// frame) of a chunk, such as a frame a truncated `.gulp` cut.
+    #[error("{path}: {}{msg}", At::prefix(.at))]
+    Format {
+        path: PathBuf,
+        at: Option<At>,
+        msg: String,
+    },
 
     /// An index exists but no longer describes its `.gulp`/`.gmeta` pair (or belongs to another
     /// chunk). It is never trusted.
@@ -69,6 +74,11 @@ pub enum Error {
     #[error("unknown video id {0:?}")]
     UnknownId(String),
 
+    /// A caller's argument that is wrong for one stored video (or frame): a crop that does not
+    /// fit it, a frame to store that is not a JPEG, metadata that is not JSON.
+    #[error("{path}: {at}: {msg}")]
+    InvalidFor { path: PathBuf, at: At, msg: String },
+
     #[error("{path}: video {id:?} has {count} frames; frame index {frame} is out of range")]
     FrameOutOfRange {
         path: PathBuf,
@@ -117,6 +127,82 @@ pub enum Error {
     Internal(String),
 }
 
+/// The video (and frame) of a chunk an error is about. Every error whose message names a
+/// video carries it as data too, so the Python exception's `video_id` and `frame` are set
+/// (`python/errors.rs`) and the text cannot say something the attributes do not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct At {
+    pub id: String,
+    pub frame: Option<usize>,
+}
+
+impl At {
+    pub fn video(id: impl Into<String>) -> Self {
+        At {
+            id: id.into(),
+            frame: None,
+        }
+    }
+
+    pub fn frame(id: impl Into<String>, frame: usize) -> Self {
+        At {
+            id: id.into(),
+            frame: Some(frame),
+        }
+    }
+
+    /// `video "id" frame k: ` (or nothing), to start a message with.
+    fn prefix(at: &Option<At>) -> String {
+        at.as_ref().map_or_else(String::new, |at| format!("{at}: "))
+    }
+}
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "video {:?}", self.id)?;
+        match self.frame {
+            Some(k) => write!(f, " frame {k}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What a parser or index builder found wrong, with the video (and frame) it concerns when
+/// there is one. Whoever knows the file turns it into an [`Error`] (`Error::format`, which
+/// keeps the location), so format errors about one video carry it as data too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub at: Option<At>,
+    pub msg: String,
+}
+
+impl Problem {
+    pub fn at(at: At, msg: impl Into<String>) -> Self {
+        Problem {
+            at: Some(at),
+            msg: msg.into(),
+        }
+    }
+}
+
+impl From<String> for Problem {
+    fn from(msg: String) -> Self {
+        Problem { at: None, msg }
+    }
+}
+
+impl From<&str> for Problem {
+    fn from(msg: &str) -> Self {
+        msg.to_owned().into()
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", At::prefix(&self.at), self.msg)
+    }
+}
+
 /// Why a remote request failed, for the Python exception type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RemoteKind {
@@ -138,9 +224,64 @@ impl Error {
         }
     }
 
-    pub fn format(path: impl Into<PathBuf>, msg: impl Into<String>) -> Self {
+    /// A format error in `path`; a [`Problem`] about one video keeps that location.
+    pub fn format(path: impl Into<PathBuf>, problem: impl Into<Problem>) -> Self {
+        let Problem { at, msg } = problem.into();
         Error::Format {
             path: path.into(),
+            at,
+            msg,
+        }
+    }
+
+    /// A format error about one video (or frame): its message starts with where.
+    pub fn format_at(path: impl Into<PathBuf>, at: At, msg: impl Into<String>) -> Self {
+        Error::format(path, Problem::at(at, msg))
+    }
+
+    /// The video (and frame) this error is about, if it names one.
+    pub fn at(&self) -> Option<At> {
+        match self {
+            Error::Format { at, .. } => at.clone(),
+            Error::InvalidFor { at, .. } => Some(at.clone()),
+            Error::Crc { id, frame, .. }
+            | Error::Decode { id, frame, .. }
+            | Error::UnsupportedJpeg { id, frame, .. } => Some(At::frame(id.clone(), *frame)),
+            Error::DuplicateId { id, .. } | Error::FrameOutOfRange { id, .. } => {
+                Some(At::video(id.clone()))
+            }
+            Error::UnknownId(id) => Some(At::video(id.clone())),
+            Error::Io { .. }
+            | Error::StaleIndex { .. }
+            | Error::Jpeg(_)
+            | Error::InvalidArgument(_)
+            | Error::Remote { .. }
+            | Error::Unsafe { .. }
+            | Error::Conflict { .. }
+            | Error::OutOfMemory { .. }
+            | Error::Internal(_) => None,
+        }
+    }
+
+    /// A caller's data refused while writing `path`: `InvalidFor` when the problem is about
+    /// one video, else `InvalidArgument` naming the file.
+    pub fn refused(path: impl Into<PathBuf>, problem: Problem) -> Self {
+        let path = path.into();
+        match problem.at {
+            Some(at) => Error::InvalidFor {
+                path,
+                at,
+                msg: problem.msg,
+            },
+            None => Error::InvalidArgument(format!("{}: {}", path.display(), problem.msg)),
+        }
+    }
+
+    /// An argument that is wrong for one stored video (or frame).
+    pub fn invalid_for(path: impl Into<PathBuf>, at: At, msg: impl Into<String>) -> Self {
+        Error::InvalidFor {
+            path: path.into(),
+            at,
             msg: msg.into(),
         }
     }
@@ -164,8 +305,14 @@ impl Clone for Error {
                     None => io::Error::new(source.kind(), source.to_string()),
                 },
             },
-            Error::Format { path, msg } => Error::Format {
+            Error::Format { path, at, msg } => Error::Format {
                 path: path.clone(),
+                at: at.clone(),
+                msg: msg.clone(),
+            },
+            Error::InvalidFor { path, at, msg } => Error::InvalidFor {
+                path: path.clone(),
+                at: at.clone(),
                 msg: msg.clone(),
             },
             Error::StaleIndex { path, msg } => Error::StaleIndex {

@@ -39,19 +39,44 @@ def _id_str(id_) -> str:
     return str(id_)
 
 
+#: The frame indices the core takes (i64); any index beyond is out of range for every video.
+_INDEX_MIN, _INDEX_MAX = -(2**63), 2**63 - 1
+
+
 def _selection(selection, native_chunk, video: int) -> list[int] | None:
     """gulpio2's frame selection forms as a list of frame indices for the core (``None`` =
-    all frames). Negative indices count from the end; the core raises IndexError for indices
-    out of range."""
+    all frames). Negative indices count from the end; indices out of range raise IndexError
+    (from the core, or here for those too large to pass to it)."""
     if selection is None:
         return None
     if isinstance(selection, slice):
         return list(range(*selection.indices(native_chunk.frame_count(video))))
     if isinstance(selection, (int, np.integer)) and not isinstance(selection, bool):
-        return [int(selection)]
-    if isinstance(selection, list):
-        return selection
-    return np.asarray(selection).reshape(-1).tolist()
+        frames = [int(selection)]
+    elif isinstance(selection, list):
+        frames = selection
+    else:
+        frames = np.asarray(selection).reshape(-1).tolist()
+    if frames:
+        try:
+            lowest, highest = min(frames), max(frames)
+        except TypeError:
+            return frames  # not all numbers: the core says which argument is wrong
+        if lowest < _INDEX_MIN or highest > _INDEX_MAX:
+            bad = lowest if lowest < _INDEX_MIN else highest
+            raise _frame_out_of_range(native_chunk, video, bad)
+    return frames
+
+
+def _frame_out_of_range(native_chunk, video: int, frame: int) -> IndexError:
+    """The IndexError the core raises for an index out of range, for one it cannot take."""
+    path, video_id = native_chunk.data_path, native_chunk.id(video)
+    count = native_chunk.frame_count(video)
+    err = IndexError(
+        f"{path}: video {video_id!r} has {count} frames; frame index {frame} is out of range"
+    )
+    err.path, err.video_id, err.frame = path, video_id, frame
+    return err
 
 
 def _first_meta(meta_data_json: str) -> dict:
@@ -112,9 +137,11 @@ def _stack(frames: list, video_id: str) -> np.ndarray:
     if not frames:
         return np.zeros((0, 0, 0, 3), np.uint8)
     if any(f.shape != frames[0].shape for f in frames):
-        raise ValueError(
+        err = ValueError(
             f"video {video_id!r} has frames of different sizes; use gd[id] for a list of frames"
         )
+        err.path, err.video_id, err.frame = None, video_id, None
+        raise err
     return np.ascontiguousarray(np.stack(frames), dtype=np.uint8)
 
 

@@ -79,8 +79,10 @@ class GulpDirectory:
     ``gd[id]``, ``gd[id, slice]``, ``gd[id, [0, 2]]``, ``gd[id, ndarray]`` and ``gd[id, 3]``
     return ``(frames, meta)`` as gulpio2 does. Every frame's CRC32 is verified on read unless
     ``check_data=False``. Chunks that cannot be read (a data file without meta, a damaged
-    ``.gmeta``) are reported as :class:`BrokenChunkWarning` and in :attr:`problems`; the rest
-    stays readable, unless ``strict=True``, which raises instead.
+    ``.gmeta``) are reported as :class:`BrokenChunkWarning` and in :attr:`problems` (dicts of
+    ``path``, ``message``, ``chunk_skipped`` and the ``video_id`` / ``frame`` the message
+    names, else ``None``); the rest stays readable, unless ``strict=True``, which raises a
+    :class:`FormatError` with the same attributes instead.
 
     ``iter(gd)`` yields chunks (gulpio2's meaning); ``gd.keys()`` iterates video ids.
 
@@ -155,15 +157,16 @@ class GulpDirectory:
         self._all_meta = None
         self._chunk_lookup = None
         self.problems = [
-            {"path": p, "message": m, "chunk_skipped": skipped}
-            for p, m, skipped in self._dir.problems()
+            {"path": p, "message": m, "chunk_skipped": skipped, "video_id": v, "frame": k}
+            for p, m, skipped, v, k in self._dir.problems()
         ]
         for problem in self.problems:
             if strict:
                 from .errors import FormatError
 
                 err = FormatError(problem_text(problem))
-                err.path = problem["path"]
+                err.path, err.video_id = problem["path"], problem["video_id"]
+                err.frame = problem["frame"]
                 raise err
             warnings.warn(problem_text(problem), BrokenChunkWarning, stacklevel=2)
         if not self._table and not self.problems:

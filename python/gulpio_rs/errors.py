@@ -6,7 +6,11 @@ builtin exception that gulpio2 code would have caught for the same situation, so
 ``except ValueError`` / ``except AssertionError`` handlers keep working.
 
 Unknown ids raise :class:`KeyError`, out-of-range frames :class:`IndexError`, and operating
-system failures :class:`OSError` (``FileNotFoundError``, ``PermissionError``, ...).
+system failures :class:`OSError` (``FileNotFoundError``, ``PermissionError``, ...). Whenever a
+message names a video or frame, the exception carries them as attributes too: also the
+``KeyError`` of an unknown id (``video_id``), the ``IndexError`` of a frame out of range and
+the ``ValueError`` of an argument that does not fit a stored video (``path``, ``video_id``,
+``frame``).
 """
 
 from __future__ import annotations

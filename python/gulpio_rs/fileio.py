@@ -2,12 +2,16 @@
 ``chunk``, ``directory``, ``ingest``, ``serializers`` and ``_reading`` (see
 docs/COMPATIBILITY.md for what differs on purpose).
 
-A facade: it only re-exports, and installs its ``img_to_jpeg_bytes`` as the encoder of
-``GulpChunk.append``. No module of the package imports it (the package root does, to install
-the encoder); tests/package/test_import_graph.py checks both.
+A facade: it only re-exports, installs its ``img_to_jpeg_bytes`` as the encoder of
+``GulpChunk.append`` and its ``ProcessPoolExecutor`` and ``ChunkWriter`` as the ones
+``GulpIngestor`` uses (replaced here, they are replaced there, as in gulpio2). No module of
+the package imports it (the package root does, to install these);
+tests/package/test_import_graph.py checks both.
 """
 
 from __future__ import annotations
+
+from concurrent.futures import ProcessPoolExecutor
 
 from . import chunk as _chunk
 from . import utils
@@ -15,6 +19,7 @@ from ._reading import ImgInfo, extract_input_for_getitem
 from .chunk import GulpChunk
 from .directory import GulpDirectory
 from .ingest import ChunkWriter, GulpIngestor, calculate_chunk_slices
+from .ingest import runner as _runner
 from .serializers import (
     AbstractSerializer,
     JSONSerializer,
@@ -35,6 +40,20 @@ def _installed_encoder():
 
 _chunk.encoder_lookup = _installed_encoder
 
+
+def _installed_executor():
+    # As gulpio2's GulpIngestor used `fileio.ProcessPoolExecutor` and `fileio.ChunkWriter`:
+    # replacing them here (mock.patch, a ThreadPoolExecutor to debug) reaches the ingestor.
+    return ProcessPoolExecutor
+
+
+def _installed_writer():
+    return ChunkWriter
+
+
+_runner.executor_lookup = _installed_executor
+_runner.writer_lookup = _installed_writer
+
 __all__ = [
     "AbstractSerializer",
     "ChunkWriter",
@@ -44,6 +63,7 @@ __all__ = [
     "ImgInfo",
     "JSONSerializer",
     "PickleSerializer",
+    "ProcessPoolExecutor",
     "calculate_chunk_slices",
     "extract_input_for_getitem",
     "img_to_jpeg_bytes",

@@ -11,6 +11,8 @@ from __future__ import annotations
 import collections
 import os
 
+from .chunk import GulpChunk
+
 
 def check_meta_file_size_larger_zero(gulp_directory) -> list[str]:
     """Paths of empty meta files."""
@@ -46,9 +48,10 @@ def check_data_file_size(gulp_directory) -> list[str]:
 
 
 def _records_end(chunk) -> int:
-    fast = getattr(chunk, "_sanity_records_end", None)
-    if fast is not None:
-        end = fast()
+    # The index's answer, only from this package's own chunks: on any other object (gulpio2's,
+    # a test double) an attribute of that name means nothing, and `meta_dict` is the truth.
+    if isinstance(chunk, GulpChunk):
+        end = chunk._sanity_records_end()
         if end is not None:
             return end
     end = 0

@@ -23,14 +23,28 @@ import simplejpeg
 from PIL import Image
 
 from . import _native
-from ._encode_options import GULPIO2
+from ._encode_options import GULPIO2, EncodeOptions
 from ._pixels import pil_to_array, to_frame
 from ._reading import thread_count
 from .errors import EmptyDirectoryWarning
 
-#: JPEG quality used by :func:`img_to_jpeg_bytes` (gulpio2's); read on every call (tests may
-#: change it).
-_JPEG_WRITE_QUALITY = GULPIO2.quality
+#: gulpio2's JPEG quality: the default of the knob below.
+_GULPIO2_QUALITY = GULPIO2.quality
+#: JPEG quality used by :func:`img_to_jpeg_bytes`; read on every call (gulpio2's knob: its
+#: tests set it to 100). ``ChunkWriter`` encodes at it too, and ``GulpIngestor`` without
+#: ``quality``/``subsampling`` writes gulpio2's bytes at it when it was changed.
+_JPEG_WRITE_QUALITY = _GULPIO2_QUALITY
+
+
+def _gulpio2_encoding(threads: int = 1) -> EncodeOptions:
+    """``EncodeOptions`` that write what :func:`img_to_jpeg_bytes` writes now (quality
+    ``_JPEG_WRITE_QUALITY``, gulpio2's 4:4:4): the same bytes, from the built-in encoder."""
+    return EncodeOptions(int(_JPEG_WRITE_QUALITY), GULPIO2.subsampling, threads)
+
+
+def _gulpio2_quality_changed() -> bool:
+    """Whether gulpio2's knob ``_JPEG_WRITE_QUALITY`` was set away from gulpio2's default."""
+    return _JPEG_WRITE_QUALITY != _GULPIO2_QUALITY
 
 
 class FFMPEGNotFound(Exception):
@@ -108,9 +122,12 @@ def jpeg_bytes_to_img(jpeg_bytes) -> np.ndarray:
 
 
 def _open_image(img) -> Image.Image:
-    # What PIL.Image.open takes (str, Path, file object), as gulpio2 passed it straight there.
+    # What PIL.Image.open takes (str, Path, file object), as gulpio2 passed it straight there;
+    # and what it returns is used as gulpio2 used it, also when a caller (or a test) has
+    # replaced PIL.Image.open with something returning another kind of object.
     pil = Image.open(img)
-    pil.load()
+    if isinstance(pil, Image.Image):
+        pil.load()
     return pil
 
 

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 
 use super::probe::{probe_index_in, until_settled, KnownSizes};
-use crate::error::{Error, Result};
+use crate::error::{At, Error, Problem, Result};
 use crate::format::index::{FrameRec, Index, IndexBuilder, HEADER_LEN};
 use crate::format::paths::ChunkPaths;
 use crate::format::{gmeta, Storage};
@@ -468,11 +468,11 @@ impl ChunkReader {
 
     /// Frame `k` of `video` ends past byte `len`, where the `.gulp` ends.
     pub(crate) fn truncated(&self, video: usize, k: usize, rec: &FrameRec, len: u64) -> Error {
-        Error::format(
+        Error::format_at(
             &self.paths.data,
+            At::frame(self.id(video), k),
             format!(
-                "truncated: video {:?} frame {k} needs bytes {}..{}, the file has {}",
-                self.id(video),
+                "truncated: needs bytes {}..{}, the file has {}",
                 rec.offset,
                 rec.jpeg_end(),
                 len
@@ -874,15 +874,16 @@ fn extends_meta(older: &[u8], newer: &[u8]) -> bool {
 }
 
 /// Builds an in-memory index from `.gmeta` text. Frame CRCs and sizes are unknown (zero).
-pub fn legacy_index(text: &[u8]) -> Result<Index, String> {
+pub fn legacy_index(text: &[u8]) -> Result<Index, Problem> {
     let entries = gmeta::parse(text)?;
     let mut builder = IndexBuilder::new();
     let mut frames = Vec::new();
     for e in &entries {
         frames.clear();
         for (k, &(loc, pad, length)) in e.frame_info.iter().enumerate() {
-            let jpeg_len = u32::try_from(length - pad)
-                .map_err(|_| format!("video {:?} frame {k}: length {length} is too large", e.id))?;
+            let jpeg_len = u32::try_from(length - pad).map_err(|_| {
+                Problem::at(At::frame(&e.id, k), format!("length {length} is too large"))
+            })?;
             frames.push(FrameRec {
                 offset: loc,
                 jpeg_len,

@@ -20,7 +20,7 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::chunk::reader::{ChunkReader, IndexKind};
-use crate::error::{Error, IoContext, Result};
+use crate::error::{At, Error, IoContext, Result};
 use crate::format::index::{FrameRec, IndexBuilder, MAX_JPEG_LEN};
 use crate::format::json::Scanner;
 use crate::format::paths::{chunk_number, first_free_number, temp_for, ChunkPaths};
@@ -201,23 +201,33 @@ impl ChunkWriter {
                 }
             })
             .map_err(|m| {
-                Error::InvalidArgument(format!("metadata of video {id:?} is not valid JSON: {m}"))
+                Error::invalid_for(
+                    &self.paths.data,
+                    At::video(id),
+                    format!("metadata is not valid JSON: {m}"),
+                )
             })?;
         let mut recs = Vec::with_capacity(frames.len());
         let mut restarts = Vec::with_capacity(frames.len());
         let mut offset = self.data_len;
         for (k, jpeg) in frames.iter().enumerate() {
             let info = read_info(jpeg)
-                .map_err(|m| Error::InvalidArgument(format!("video {id:?} frame {k}: {m}")))?;
+                .map_err(|m| Error::invalid_for(&self.paths.data, At::frame(id, k), m))?;
             // Every reader refuses such a frame: refuse it before it is stored.
             crate::jpeg::check_frame_size(info.width as usize, info.height as usize).map_err(
-                |m| Error::InvalidArgument(format!("video {id:?} frame {k}: {m}; not stored")),
+                |m| {
+                    Error::invalid_for(
+                        &self.paths.data,
+                        At::frame(id, k),
+                        format!("{m}; not stored"),
+                    )
+                },
             )?;
             let jpeg_len = u32::try_from(jpeg.len())
                 .ok()
                 .filter(|&n| n <= MAX_JPEG_LEN)
                 .ok_or_else(|| {
-                    Error::InvalidArgument(format!("video {id:?} frame {k} is too large"))
+                    Error::invalid_for(&self.paths.data, At::frame(id, k), "the JPEG is too large")
                 })?;
             let pad = pad_for(jpeg.len() as u64);
             recs.push(FrameRec {
@@ -311,7 +321,7 @@ impl ChunkWriter {
         for e in &self.entries {
             builder
                 .push_video_with_restarts(&e.id, &e.meta_data, &e.frames, &e.restart_slices())
-                .map_err(Error::InvalidArgument)?;
+                .map_err(|p| Error::refused(&self.paths.data, p))?;
         }
         let index = builder.encode(
             self.data_len,

@@ -4,6 +4,7 @@
 //! that are byte-identical to what gulpio2 writes for the same content.
 
 use super::json::{write_str, Scanner};
+use crate::error::{At, Problem};
 
 /// One video's entry, in file order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,7 +18,7 @@ pub struct Entry {
 
 /// Parses a whole `.gmeta`. Duplicate ids are refused: Python's loader would silently keep the
 /// last one, which means a damaged or hand-edited file.
-pub fn parse(text: &[u8]) -> Result<Vec<Entry>, String> {
+pub fn parse(text: &[u8]) -> Result<Vec<Entry>, Problem> {
     let mut s = Scanner::new(text);
     let mut entries = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -29,7 +30,10 @@ pub fn parse(text: &[u8]) -> Result<Vec<Entry>, String> {
             s.eat(b':')?;
             let entry = parse_entry(&mut s, id)?;
             if !seen.insert(entry.id.clone()) {
-                return Err(format!("duplicate video id {:?}", entry.id));
+                return Err(Problem::at(
+                    At::video(entry.id),
+                    "the id appears twice in the file",
+                ));
             }
             entries.push(entry);
             if !s.next_or_close(b'}')? {
@@ -38,12 +42,12 @@ pub fn parse(text: &[u8]) -> Result<Vec<Entry>, String> {
         }
     }
     if !s.at_end() {
-        return Err(s.err("trailing data after the top-level object"));
+        return Err(s.err("trailing data after the top-level object").into());
     }
     Ok(entries)
 }
 
-fn parse_entry(s: &mut Scanner, id: String) -> Result<Entry, String> {
+fn parse_entry(s: &mut Scanner, id: String) -> Result<Entry, Problem> {
     let mut frame_info = None;
     let mut meta_data = None;
     s.eat(b'{')?;
@@ -56,7 +60,7 @@ fn parse_entry(s: &mut Scanner, id: String) -> Result<Entry, String> {
                 "frame_info" => frame_info = Some(parse_frame_info(s)?),
                 "meta_data" => {
                     if s.peek() != Some(b'[') {
-                        return Err(s.err(&format!("meta_data of {id:?} is not a list")));
+                        return Err(Problem::at(At::video(id), s.err("meta_data is not a list")));
                     }
                     meta_data = Some(s.skip_value(0)?.to_vec());
                 }
@@ -71,8 +75,11 @@ fn parse_entry(s: &mut Scanner, id: String) -> Result<Entry, String> {
             }
         }
     }
+    let Some(frame_info) = frame_info else {
+        return Err(Problem::at(At::video(id), "no frame_info"));
+    };
     Ok(Entry {
-        frame_info: frame_info.ok_or_else(|| format!("video {id:?} has no frame_info"))?,
+        frame_info,
         meta_data: meta_data.unwrap_or_else(|| b"[]".to_vec()),
         id,
     })
@@ -446,7 +453,7 @@ mod tests {
                     metas.push(meta);
                 }
                 finish(&mut out);
-                let parsed = parse(&out).map_err(TestCaseError::fail)?;
+                let parsed = parse(&out).map_err(|p| TestCaseError::fail(p.to_string()))?;
                 prop_assert_eq!(parsed.len(), videos.len());
                 for ((entry, video), meta) in parsed.iter().zip(&videos).zip(&metas) {
                     prop_assert_eq!(&entry.id, &video.id);

@@ -12,6 +12,7 @@
 //! checks the frame table and meta blob, once, before a chunk is first read from.
 
 use super::Storage;
+use crate::error::{At, Problem};
 
 pub const MAGIC: [u8; 8] = *b"GULPIDX\0";
 /// The version written when some frame has restart markers; 1 otherwise.
@@ -325,7 +326,7 @@ impl IndexBuilder {
         id: &str,
         meta_json: &[u8],
         frames: &[FrameRec],
-    ) -> Result<(), String> {
+    ) -> Result<(), Problem> {
         let id_len = u32::try_from(id.len())
             .ok()
             .filter(|&n| n <= MAX_ID_LEN)
@@ -334,15 +335,19 @@ impl IndexBuilder {
             .ok()
             .filter(|&n| n <= MAX_META_LEN)
             .ok_or_else(|| {
-                format!(
-                    "metadata of video {id:?} is {} bytes, over the limit {MAX_META_LEN}",
-                    meta_json.len()
+                let n = meta_json.len();
+                Problem::at(
+                    At::video(id),
+                    format!("metadata is {n} bytes, over the limit {MAX_META_LEN}"),
                 )
             })?;
         let frame_count = u32::try_from(frames.len())
             .ok()
             .filter(|&n| n <= MAX_FRAMES_PER_VIDEO)
-            .ok_or_else(|| format!("video {id:?} has too many frames ({})", frames.len()))?;
+            .ok_or_else(|| {
+                let n = frames.len();
+                Problem::at(At::video(id), format!("too many frames ({n})"))
+            })?;
         self.videos.push(VideoRec {
             frame_start: self.frames.len() as u64,
             frame_count,
@@ -365,10 +370,11 @@ impl IndexBuilder {
         meta_json: &[u8],
         frames: &[FrameRec],
         restarts: &[&[u32]],
-    ) -> Result<(), String> {
+    ) -> Result<(), Problem> {
         if restarts.len() != frames.len() {
-            return Err(format!(
-                "video {id:?}: restart markers for another frame count"
+            return Err(Problem::at(
+                At::video(id),
+                "restart markers for another frame count",
             ));
         }
         let before = self.frames.len();

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use numpy::PyArray4;
 use pyo3::exceptions::{PyBufferError, PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice};
+use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice, PyString};
 
 use super::decode::{self, Layout};
 use crate::chunk::reader::{ChunkReader, IndexKind};
@@ -192,8 +192,8 @@ impl Chunk {
             .collect()
     }
 
-    fn lookup(&self, id: &str) -> Option<usize> {
-        self.inner.lookup(id)
+    fn lookup(&self, id: &Bound<'_, PyString>) -> Option<usize> {
+        self.inner.lookup(&super::ids::stored(id)?)
     }
 
     fn id(&self, video: usize) -> PyResult<&str> {

@@ -13,6 +13,7 @@ use pyo3::types::PyList;
 use super::arrays;
 use super::chunk::Chunk;
 use crate::batch::{self, FrameJob};
+use crate::error::{At, Error};
 use crate::jpeg::{Colorspace, CropBox, Reframe};
 
 pub fn colorspace(name: Option<&str>) -> PyResult<Colorspace> {
@@ -99,18 +100,13 @@ pub fn plan<'a>(
                 .iter()
                 .find(|j| j.shape != first.shape)
                 .map_or((first.frame, first.shape), |j| (j.frame, j.shape));
-            return Err(PyValueError::new_err(format!(
-                "{}: video {:?} has frames of different sizes (frame {} is {}x{}, frame {} is \
-                 {}x{}); read() stacks frames into one array: use gd[id] for a list of frames",
-                reader.paths().data.display(),
-                reader.id(video),
-                first.frame,
-                first.shape.1,
-                first.shape.0,
-                k,
-                other.1,
-                other.0
-            )));
+            let msg = format!(
+                "frames of different sizes (frame {} is {}x{}, frame {k} is {}x{}); read() \
+                 stacks frames into one array: use gd[id] for a list of frames",
+                first.frame, first.shape.1, first.shape.0, other.1, other.0
+            );
+            let at = At::frame(reader.id(video), k);
+            return Err(Error::invalid_for(&reader.paths().data, at, msg).into());
         }
     };
     Ok(Plan { jobs, shape })

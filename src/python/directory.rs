@@ -6,10 +6,11 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::{PyIndexError, PyKeyError};
 use pyo3::prelude::*;
 
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyString};
 
 use super::chunk::Chunk;
 use super::errors::Class;
+use super::ids;
 use crate::directory::Directory;
 use crate::format::paths::ChunkPaths;
 use crate::io::{LocalIo, RemoteNumber, RemoteStore, Store};
@@ -96,8 +97,8 @@ impl NativeDirectory {
         self.inner.ids().iter().collect()
     }
 
-    fn lookup(&self, id: &str) -> Option<usize> {
-        self.inner.lookup(id)
+    fn lookup(&self, id: &Bound<'_, PyString>) -> Option<usize> {
+        self.inner.lookup(&ids::stored(id)?)
     }
 
     /// `(chunk position, video position in chunk)` of global video `g`.
@@ -131,12 +132,11 @@ impl NativeDirectory {
     }
 
     /// `(chunk, video position)` of a video id; KeyError if unknown.
-    fn resolve(&self, py: Python<'_>, id: &str) -> PyResult<(Py<Chunk>, usize)> {
-        let (pos, video) = self
-            .inner
-            .lookup(id)
+    fn resolve(&self, py: Python<'_>, id: &Bound<'_, PyString>) -> PyResult<(Py<Chunk>, usize)> {
+        let (pos, video) = ids::stored(id)
+            .and_then(|id| self.inner.lookup(&id))
             .and_then(|g| self.inner.location(g))
-            .ok_or_else(|| PyKeyError::new_err(id.to_owned()))?;
+            .ok_or_else(|| ids::unknown(id))?;
         Ok((self.chunk_obj(py, pos)?, video))
     }
 
@@ -229,8 +229,10 @@ impl NativeDirectory {
         Ok(sizes)
     }
 
-    /// `[(path, message, chunk_skipped), ...]`: chunks that could not be (fully) used.
-    fn problems(&self) -> Vec<(String, String, bool)> {
+    /// `[(path, message, chunk_skipped, video_id, frame), ...]`: chunks that could not be
+    /// (fully) used, and the video (and frame) the message names, if any.
+    #[allow(clippy::type_complexity)]
+    fn problems(&self) -> Vec<(String, String, bool, Option<String>, Option<usize>)> {
         self.inner
             .problems()
             .iter()
@@ -239,6 +241,8 @@ impl NativeDirectory {
                     p.path.display().to_string(),
                     p.message.clone(),
                     p.chunk_skipped,
+                    p.at.as_ref().map(|at| at.id.clone()),
+                    p.at.as_ref().and_then(|at| at.frame),
                 )
             })
             .collect()

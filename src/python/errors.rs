@@ -1,6 +1,7 @@
 //! Maps core errors to the Python exception hierarchy defined in `gulpio_rs/errors.py`
 //! (defined in Python so classes can inherit from both `GulpError` and a builtin such as
-//! `ValueError`). Each exception carries `path`, `video_id` and `frame` attributes.
+//! `ValueError`). Each exception carries `path`, `video_id` and `frame` attributes; so do the
+//! builtin `KeyError`, `IndexError` and `ValueError` raised for an error that names a video.
 //!
 //! The mapping is `impl From<Error> for PyErr`, so binding functions use `?` on core results.
 
@@ -64,41 +65,55 @@ impl Class {
 fn gulp_error(py: Python<'_>, class: Class, err: &Error) -> PyErr {
     let build = || -> PyResult<PyErr> {
         let exc = class.get(py)?.call1((err.to_string(),))?;
-        let (path, id, frame) = context(err);
-        exc.setattr("path", path)?;
-        exc.setattr("video_id", id)?;
-        exc.setattr("frame", frame)?;
-        Ok(PyErr::from_value(exc))
+        Ok(located(py, PyErr::from_value(exc), err))
     };
     build().unwrap_or_else(|e| e)
 }
 
-fn context(err: &Error) -> (Option<String>, Option<String>, Option<usize>) {
-    let p = |p: &std::path::Path| Some(p.display().to_string());
-    match err {
+/// `exc` with `path`, `video_id` and `frame` set from `err` (also on the builtin `KeyError`,
+/// `IndexError` and `ValueError` raised for errors that name a video or frame).
+fn located(py: Python<'_>, exc: PyErr, err: &Error) -> PyErr {
+    let (path, id, frame) = context(err);
+    let value = exc.value(py);
+    let set = || -> PyResult<()> {
+        value.setattr("path", path)?;
+        value.setattr("video_id", id)?;
+        value.setattr("frame", frame)
+    };
+    match set() {
+        Ok(()) => exc,
+        Err(e) => e,
+    }
+}
+
+/// Where `err` is: the file (or URL), the video id and the frame (for `FrameOutOfRange`, the
+/// index asked for); the video and frame are those `Error::at` names.
+fn context(err: &Error) -> (Option<String>, Option<String>, Option<i64>) {
+    let path = match err {
         Error::Io { path, .. }
         | Error::Format { path, .. }
         | Error::StaleIndex { path, .. }
+        | Error::InvalidFor { path, .. }
+        | Error::Crc { path, .. }
+        | Error::Decode { path, .. }
+        | Error::UnsupportedJpeg { path, .. }
+        | Error::FrameOutOfRange { path, .. }
         | Error::Unsafe { path, .. }
-        | Error::Conflict { path, .. } => (p(path), None, None),
-        Error::Crc {
-            path, id, frame, ..
-        }
-        | Error::Decode {
-            path, id, frame, ..
-        }
-        | Error::UnsupportedJpeg {
-            path, id, frame, ..
-        } => (p(path), Some(id.clone()), Some(*frame)),
-        Error::DuplicateId { id, second, .. } => (p(second), Some(id.clone()), None),
-        Error::FrameOutOfRange { path, id, .. } => (p(path), Some(id.clone()), None),
-        Error::UnknownId(id) => (None, Some(id.clone()), None),
-        Error::Remote { url, .. } => (Some(url.clone()), None, None),
-        Error::Jpeg(_)
+        | Error::Conflict { path, .. }
+        | Error::DuplicateId { second: path, .. } => Some(path.display().to_string()),
+        Error::Remote { url, .. } => Some(url.clone()),
+        Error::UnknownId(_)
+        | Error::Jpeg(_)
         | Error::InvalidArgument(_)
         | Error::OutOfMemory { .. }
-        | Error::Internal(_) => (None, None, None),
-    }
+        | Error::Internal(_) => None,
+    };
+    let at = err.at();
+    let frame = match err {
+        Error::FrameOutOfRange { frame, .. } => Some(*frame),
+        _ => at.as_ref().and_then(|a| a.frame).map(|k| k as i64),
+    };
+    (path, at.map(|a| a.id), frame)
 }
 
 fn to_py(py: Python<'_>, err: Error) -> PyErr {
@@ -120,8 +135,9 @@ fn to_py(py: Python<'_>, err: Error) -> PyErr {
         Error::DuplicateId { .. } => gulp_error(py, Class::DuplicateId, &err),
         Error::Unsafe { .. } => gulp_error(py, Class::UnsafeFile, &err),
         Error::Conflict { .. } => gulp_error(py, Class::WriteConflict, &err),
-        Error::UnknownId(id) => PyKeyError::new_err(id.clone()),
-        Error::FrameOutOfRange { .. } => PyIndexError::new_err(err.to_string()),
+        Error::UnknownId(id) => located(py, PyKeyError::new_err(id.clone()), &err),
+        Error::FrameOutOfRange { .. } => located(py, PyIndexError::new_err(err.to_string()), &err),
+        Error::InvalidFor { .. } => located(py, PyValueError::new_err(err.to_string()), &err),
         Error::InvalidArgument(m) => PyValueError::new_err(m.clone()),
         Error::Remote { kind, .. } => gulp_error(
             py,

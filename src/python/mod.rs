@@ -7,6 +7,7 @@ mod chunk;
 mod decode;
 mod directory;
 mod errors;
+mod ids;
 mod jpeg;
 mod paths;
 mod permute;

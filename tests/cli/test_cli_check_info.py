@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -78,6 +80,31 @@ def test_truncation_tail_and_missing_meta(dataset, capsys):
     assert any(
         p["kind"] == "chunk" and p["path"].endswith("data_7.gulp") for p in report["problems"]
     )
+
+
+def test_a_dead_writers_temporary_file_is_reported_and_repaired(dataset, capsys):
+    # A writer that is gone (its pid, reaped) and one that is running (this test's parent).
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    leftover = dataset / f".gulpio-tmp.data_2.gulp.{dead.pid}-0"
+    leftover.write_bytes(b"half a chunk")
+    running = dataset / f".gulpio-tmp.data_3.gulp.{os.getppid()}-0"
+    running.write_bytes(b"work in progress")
+    assert main(["check", str(dataset)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        f"{leftover}: temporary file of an interrupted write (its writer, process "
+        f"{dead.pid}, is gone); `gulpio repair --apply` removes it"
+    )
+    assert out[-1] == "1 problem(s) found" and "all intact" not in out
+    code, report = _report(capsys, str(dataset))
+    assert code == 1
+    assert [(p["kind"], p["path"]) for p in report["problems"]] == [("leftover", str(leftover))]
+    assert main(["repair", str(dataset), "--apply"]) == 0
+    assert f"remove leftover temporary file {leftover}" in capsys.readouterr().out
+    assert not leftover.exists() and running.exists()
+    running.unlink()
+    assert main(["check", str(dataset)]) == 0
 
 
 def test_legacy_chunks_are_named(dataset, capsys):

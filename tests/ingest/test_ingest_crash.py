@@ -86,16 +86,19 @@ ADAPTERS = (
 
 CHILD = textwrap.dedent(
     """
-    import json, sys, warnings
+    import json, multiprocessing, sys, warnings
     sys.path.insert(0, sys.argv[1])
     import {module} as adapters
     from gulpio_rs import GulpIngestor
-    job = json.loads(sys.argv[2])
-    adapter = getattr(adapters, job["class"])(**job["args"])
-    warnings.simplefilter("ignore")
-    r = GulpIngestor(adapter, job["out"], job["vpc"], job["nw"], progress=False)()
-    print(json.dumps({{"written": r.chunks_written, "resumed": r.chunks_resumed,
-                      "videos": r.videos, "failures": r.failures}}))
+    if __name__ == "__main__":  # (spawned workers import this file again)
+        job = json.loads(sys.argv[2])
+        if job.get("start_method"):
+            multiprocessing.set_start_method(job["start_method"])
+        adapter = getattr(adapters, job["class"])(**job["args"])
+        warnings.simplefilter("ignore")
+        r = GulpIngestor(adapter, job["out"], job["vpc"], job["nw"], progress=False)()
+        print(json.dumps({{"written": r.chunks_written, "resumed": r.chunks_resumed,
+                          "videos": r.videos, "failures": r.failures}}))
     """
 ).format(module=MODULE)
 
@@ -310,7 +313,9 @@ def test_keyboard_interrupt_in_the_adapter_then_restart(tmp_path, env, num_worke
 # ------------------------------------------------------------------------------------------
 # what a kill of the main process alone leaves running
 # ------------------------------------------------------------------------------------------
-def test_workers_do_not_outlive_a_killed_ingest(tmp_path, env):
+# forkserver: the workers' parent is the fork server, not the ingest (Python 3.14's default).
+@pytest.mark.parametrize("start_method", ["fork", "spawn", "forkserver"])
+def test_workers_do_not_outlive_a_killed_ingest(tmp_path, env, start_method):
     folder, _, _ = env
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
@@ -320,6 +325,7 @@ def test_workers_do_not_outlive_a_killed_ingest(tmp_path, env):
         "out": str(tmp_path / "out"),
         "vpc": VPC,
         "nw": 2,
+        "start_method": start_method,
     }
     # stdout not piped: orphans holding the pipe would keep it open
     proc = start_child(folder, job, stdout=subprocess.DEVNULL, **{DELAY_ENV: str(DELAY)})
@@ -329,7 +335,7 @@ def test_workers_do_not_outlive_a_killed_ingest(tmp_path, env):
         workers = [int(p.name) for p in pid_dir.iterdir()]
         os.kill(proc.pid, signal.SIGKILL)  # the main process only (kill -9 <pid>)
         proc.wait(timeout=30)
-        survivors = wait_dead(workers, 3.0)
+        survivors = wait_dead(workers, 60.0)  # a hang guard, not a speed check
     finally:
         for pid in workers:  # our own grandchildren, by pid
             if alive(pid):
@@ -338,6 +344,81 @@ def test_workers_do_not_outlive_a_killed_ingest(tmp_path, env):
     assert proc.returncode == -signal.SIGKILL
     assert len(workers) == 2 and proc.pid not in workers
     assert survivors == []
+    assert_nothing_half_published(tmp_path / "out")
+
+
+# A child whose worker processes stop right after the fork, before multiprocessing runs
+# anything in them (the pool's initializer included): each records its pid, then waits there.
+HELD_CHILD = textwrap.dedent(
+    """
+    import json, multiprocessing, os, sys, time, warnings
+    sys.path.insert(0, sys.argv[1])
+    import {module} as adapters
+    from gulpio_rs import GulpIngestor
+    job = json.loads(sys.argv[2])
+
+    def hold_new_process():
+        open(os.path.join(job["held"], str(os.getpid())), "w").close()
+        time.sleep(job["hold"])
+
+    multiprocessing.set_start_method("fork")  # workers are forks of this process
+    os.register_at_fork(after_in_child=hold_new_process)
+    warnings.simplefilter("ignore")
+    adapter = getattr(adapters, job["class"])(**job["args"])
+    GulpIngestor(adapter, job["out"], job["vpc"], job["nw"], progress=False)()
+    """
+).format(module=MODULE)
+
+
+def test_workers_killed_with_the_ingest_before_they_start_end_too(tmp_path, env):
+    """The main process SIGKILLed while its 2 workers are still starting: when they get to
+    run, their parent is already gone (they were reparented), and they must notice that
+    rather than wait for work forever or do some."""
+    folder, _, _ = env
+    (folder / "held_child.py").write_text(HELD_CHILD)
+    held, out = tmp_path / "held", tmp_path / "out"
+    held.mkdir()
+    job = {"class": "Synth", "args": {"n": N}, "out": str(out), "vpc": VPC, "nw": 2}
+    job.update(held=str(held), hold=2.0)
+    proc = subprocess.Popen(
+        [sys.executable, str(folder / "held_child.py"), str(folder), json.dumps(job)],
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    workers: list[int] = []
+    try:
+        wait_for(lambda: len(os.listdir(held)) >= 2, proc)
+        workers = [int(p.name) for p in held.iterdir()]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        survivors = wait_dead(workers, 60.0)  # a hang guard: they end once the hold is over
+    finally:
+        for pid in workers:  # our own grandchildren, by pid
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        wait_dead(workers, 10.0)
+    assert proc.returncode == -signal.SIGKILL
+    assert len(workers) == 2 and proc.pid not in workers
+    assert survivors == []
+    assert_nothing_half_published(out)
+
+
+def assert_nothing_half_published(out) -> None:
+    """What a killed ingest left is safe to read: every chunk a reader uses is completely
+    published and reads back with its CRCs; the only other trace may be a data file whose
+    publication was cut before its meta file (skipped with a warning; never visible)."""
+    if not out.exists() or not any(n.endswith(".gulp") for n in os.listdir(out)):
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gd = GulpDirectory(out)
+    for w in caught:
+        assert "has a data file but no meta file" in str(w.message), w.message
+    finished = finished_chunks(out)
+    for chunk in gd.chunks():
+        assert os.path.basename(chunk.data_file_path) in finished
+    for id_ in gd.keys():
+        assert len(gd.frame_bytes(id_)) == FRAMES
 
 
 # ------------------------------------------------------------------------------------------

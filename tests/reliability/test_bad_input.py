@@ -72,7 +72,7 @@ def test_truncated_data_file_fails_only_for_the_frames_it_cut(two_chunks):
     data.write_bytes(data.read_bytes()[: info[2][0] + 10])
     gd = GulpDirectory(two_chunks)
     assert len(gd["a", [0, 1]][0]) == 2
-    with pytest.raises(FormatError, match=r"truncated: video \"a\" frame 2") as e:
+    with pytest.raises(FormatError, match=r"video \"a\" frame 2: truncated") as e:
         gd["a"]
     assert e.value.path == str(data)
 

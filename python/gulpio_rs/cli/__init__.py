@@ -2,7 +2,9 @@
 and ``run(args) -> int``.
 
 Expected problems (missing directory, not a gulp directory, damaged data) are one line on
-stderr and exit code 1, never a traceback; Ctrl-C is one line and exit code 130.
+stderr and exit code 1, never a traceback; Ctrl-C is one line and exit code 130. Data in human
+output (ids, labels, paths, messages) is escaped (``_terminal.printable``); when the reader of
+the output goes away (``| head``) the command stops quietly (``_common.entry_point``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 from .. import __version__
 from ..errors import GulpError
 from . import check, demo, index, info, ingest, ls, repair, show
+from ._common import entry_point, error_line
 
 COMMANDS = [demo, ingest, check, info, ls, index, repair, show]
 
@@ -28,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:
@@ -44,12 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gulpio {args.command}: interrupted", file=sys.stderr)
         return ingest.EXIT_INTERRUPTED
     except demo.DemoOutputError as e:
-        print(f"gulpio {args.command}: error: {e}", file=sys.stderr)
-        return 2
+        return error_line(f"gulpio {args.command}", e, status=2)
     except (GulpError, OSError, KeyError) as e:
-        message = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"gulpio {args.command}: error: {message}", file=sys.stderr)
-        return 1
+        return error_line(f"gulpio {args.command}", e)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,85 @@
-"""What every subcommand needs: open a dataset directory, or say in one line why not."""
+"""What every subcommand needs: open a dataset directory or say in one line why not, print
+data safely, and stop quietly when the reader of its output goes away."""
 
 from __future__ import annotations
 
+import functools
 import os
+import select
+import signal
+import sys
 import warnings
 
+from .._terminal import printable
 from ..errors import BrokenChunkWarning, EmptyDirectoryWarning, GulpError
+
+#: Exit status after the reader of stdout went away (``gulpio ls DIR | head -1``): what a
+#: shell reports for ``ls`` or ``cat`` killed by SIGPIPE in the same place.
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
+
+
+def say(*parts, file=None) -> None:
+    """``print`` for human output: the line with data escaped by :func:`printable`."""
+    print(printable(" ".join(str(p) for p in parts)), file=file)
+
+
+def error_line(prog: str, e: BaseException, status: int = 1) -> int:
+    """Print the one-line error of an expected failure on stderr; returns ``status``.
+
+    A ``BrokenPipeError`` from our own stdout (the reader went away) is re-raised for
+    :func:`entry_point`: that is no error, and saying so would only add a line to stderr."""
+    if output_closed(e):
+        raise e
+    message = e.args[0] if isinstance(e, KeyError) and e.args else e
+    say(f"{prog}: error: {message}", file=sys.stderr)
+    return status
+
+
+def output_closed(e: BaseException) -> bool:
+    """True if ``e`` is the EPIPE of writing to stdout after its reader went away."""
+    return isinstance(e, BrokenPipeError) and _reader_gone(sys.stdout)
+
+
+def _reader_gone(stream) -> bool:
+    # A pipe (or socket) whose reading end is closed polls as POLLERR for its writer.
+    try:
+        fd = stream.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def entry_point(main):
+    """Wraps a console script's ``main`` (returning an exit status) so that it behaves like
+    a Unix tool when the reader of its output goes away (``| head -1``): it stops quietly,
+    without a traceback or an error line, with :data:`EXIT_BROKEN_PIPE`."""
+
+    @functools.wraps(main)
+    def run(*args, **kwargs):
+        try:
+            try:
+                return main(*args, **kwargs)
+            finally:
+                # Piped output is block-buffered: a reader that went away usually shows up
+                # here (or at interpreter exit, as "Exception ignored ... BrokenPipeError").
+                sys.stdout.flush()
+        except BrokenPipeError:
+            if not _reader_gone(sys.stdout):
+                raise
+            # What is still buffered (and any later output) goes nowhere, so the flush at
+            # interpreter exit cannot fail again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                for stream in (sys.stdout, sys.stderr):
+                    if _reader_gone(stream):
+                        os.dup2(devnull, stream.fileno())
+            finally:
+                os.close(devnull)
+            return EXIT_BROKEN_PIPE
+
+    return run
 
 
 def count_arg(name: str, *, zero_means_all: bool = True):

@@ -1,23 +1,27 @@
 """``gulpio check``: verify a dataset completely and say exactly where any damage is.
 
 Checks every chunk's index against its files, every frame's CRC32 (in parallel, at page-cache
-speed), the CRC of each chunk's published data, leftovers of interrupted writes, and with
-``--decode`` decodes every frame. Exit code 0 only when everything is intact.
+speed), the CRC of each chunk's published data, leftovers of interrupted writes (unpublished
+tails, and temporary files whose writer is gone), and with ``--decode`` decodes every frame.
+Exit code 0 only when everything is intact and nothing is left over.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import warnings
 
 from .._atomic import write_text_atomically
+from .._names import temporary_of
 from .._reading import thread_count
 from .._sizes import megabytes
 from ..errors import BrokenChunkWarning, GulpError
-from ._common import count_arg, open_directory
+from ..ingest.locks import pid_alive
+from ._common import count_arg, is_url, open_directory, say
 
 EPILOG = """examples:
   gulpio check /data/gulps              CRC of every frame, one line per problem
@@ -61,7 +65,13 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
     gd = open_directory(directory, quiet=True)  # problems are reported below instead
     # A skipped chunk is unreadable; otherwise only its index was ignored.
     problems = [
-        _problem(p["path"], "chunk" if p["chunk_skipped"] else "index", p["message"])
+        _problem(
+            p["path"],
+            "chunk" if p["chunk_skipped"] else "index",
+            p["message"],
+            p["video_id"],
+            p["frame"],
+        )
         for p in gd.problems
     ]
     # bytes: the frames' JPEG bytes (as ingest, info and ls count them); data_bytes: what was
@@ -102,6 +112,8 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
             problems.append(_problem(data, kind, message, video_id, frame))
             if video_id is not None:
                 bad_ids.append(video_id)
+    if not is_url(directory):
+        problems += leftovers(directory)
     seconds = time.perf_counter() - start
     return {
         "directory": directory,
@@ -114,6 +126,27 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
         # Videos that failed, each once: what --bad-list writes.
         "bad_ids": list(dict.fromkeys(bad_ids)),
     }
+
+
+def leftovers(directory: str) -> list[dict]:
+    """Temporary files of writers that are gone (killed, crashed): never read, only taking
+    space; ``gulpio repair --apply`` removes them. Those of a running writer are its work in
+    progress, not a problem. Liveness is judged on this machine (as repair judges it)."""
+    found = []
+    for name in sorted(os.listdir(directory)):
+        temp = temporary_of(name)
+        # Our own pid cannot be a live writer's: checking writes nothing.
+        if temp is None or (temp[1] != os.getpid() and pid_alive(temp[1])):
+            continue
+        found.append(
+            _problem(
+                os.path.join(directory, name),
+                "leftover",
+                f"temporary file of an interrupted write (its writer, process {temp[1]}, is "
+                "gone); `gulpio repair --apply` removes it",
+            )
+        )
+    return found
 
 
 def _line(p: dict) -> str:
@@ -136,7 +169,7 @@ def _write_bad_list(path: str, ids: list[str], quiet: bool) -> None:
             print(f"not in {path}: video {i!r} has a line break in its id", file=sys.stderr)
     write_text_atomically(path, "".join(f"{i}\n" for i in listable))
     if not quiet:
-        print(f"{len(listable)} failing video id(s) written to {path}")
+        say(f"{len(listable)} failing video id(s) written to {path}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -150,21 +183,21 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=1))
         return 0 if report["ok"] else 1
     for p in report["problems"]:
-        print(_line(p))
+        say(_line(p))
     rate = report["data_bytes"] / report["seconds"] / 1e9 if report["seconds"] else 0.0
     what = "decoded and CRC-checked" if report["decoded"] else "CRC-checked"
-    print(
+    say(
         f"{what} {report['frames']:,} frames of {report['videos']:,} videos in "
         f"{report['chunks']} chunks ({megabytes(report['bytes'])}) in "
         f"{report['seconds']:.2f} s ({rate:.2f} GB/s)"
     )
     if report["legacy_chunks"]:
-        print(
+        say(
             f"{report['legacy_chunks']} chunk(s) have no checksummed index (written by "
             "gulpio/gulpio2): their frames were checked for placement only; run `gulpio index`"
         )
     if report["ok"]:
-        print("all intact")
+        say("all intact")
         return 0
-    print(f"{len(report['problems'])} problem(s) found")
+    say(f"{len(report['problems'])} problem(s) found")
     return 1

@@ -13,6 +13,7 @@ from importlib import resources
 from .. import JPEG_BACKEND, __version__, _decoder_note, _zune_fallback_reason
 from .._sizes import megabytes
 from ..errors import GulpError
+from ._common import say
 
 EPILOG = """examples:
   gulpio demo                      gulp into ./gulpio-demo/ (replaced on the next run) and report
@@ -54,9 +55,9 @@ def run(args: argparse.Namespace) -> int:
         raise GulpError(f"the built-in sample is missing from the installation: {clips_json}")
     out = args.output or DEFAULT_OUTPUT
     _prepare(out, given=args.output is not None)
-    print(f"gulpio-rs {__version__} demo: Big Buck Bunny clips (CC BY 3.0, Blender Foundation)")
-    print(f"  sample:  {sample}")
-    print(f"  output:  {out}")
+    say(f"gulpio-rs {__version__} demo: Big Buck Bunny clips (CC BY 3.0, Blender Foundation)")
+    say(f"  sample:  {sample}")
+    say(f"  output:  {out}")
 
     adapter = JpegFolderClipsAdapter(clips_json, sample)
     t0 = time.perf_counter()
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     gd = GulpDirectory(out)
     n_frames = sum(gd.num_frames(i) for i in gd.keys())
     size = sum(os.path.getsize(os.path.join(out, n)) for n in os.listdir(out))
-    print(
+    say(
         f"1. gulped {len(gd)} videos, {n_frames} frames into {gd.num_chunks} chunks "
         f"({megabytes(size)}) in {t_ingest * 1e3:.0f} ms ({n_frames / t_ingest:,.0f} frames/s)"
     )
@@ -74,14 +75,14 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     checked = sum(len(gd.frame_bytes(i)) for i in gd.keys())
     t_check = time.perf_counter() - t0
-    print(f"2. verified the CRC32 of {checked} frames in {t_check * 1e3:.1f} ms: all intact")
+    say(f"2. verified the CRC32 of {checked} frames in {t_check * 1e3:.1f} ms: all intact")
 
     gd.read_batch(gd.keys()[:1])  # start the decode threads outside the timing
     t0 = time.perf_counter()
     batch = gd.read_batch(gd.keys())
     t_read = time.perf_counter() - t0
     h, w = batch.shape[2:4]
-    print(
+    say(
         f"3. read back and decoded {n_frames} frames ({w}x{h}) in one batch of shape "
         f"{batch.shape} in {t_read * 1e3:.1f} ms ({n_frames / t_read:,.0f} frames/s, "
         f"{JPEG_BACKEND})"
@@ -95,11 +96,11 @@ def run(args: argparse.Namespace) -> int:
     )
     sheet_path = os.path.join(out, "contact_sheet.png")
     sheet.save(sheet_path)
-    print(f"4. contact sheet of {first!r}: {sheet_path}")
+    say(f"4. contact sheet of {first!r}: {sheet_path}")
     note = _decoder_note(_zune_fallback_reason())
-    print(f"decoder: {JPEG_BACKEND}" + (f"; note: {note}" if note else ""))
+    say(f"decoder: {JPEG_BACKEND}" + (f"; note: {note}" if note else ""))
     shown = os.path.abspath(out)
-    print(f"the dataset and contact sheet are in {shown}; remove them with: {_removal(out)}")
+    say(f"the dataset and contact sheet are in {shown}; remove them with: {_removal(out)}")
     return 0
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from .._encode_options import DEFAULT, SUBSAMPLINGS
 from ..errors import GulpError
-from ._common import count_arg
+from ._common import count_arg, entry_point, error_line
 
 
 @dataclass(frozen=True)
@@ -165,13 +165,12 @@ def run(name: str, argv: list[str] | None = None) -> int:
             subsampling=args.subsampling,
         )
     except (GulpError, OSError, KeyError, ValueError, AttributeError) as e:
-        print(f"{name}: error: {e}", file=sys.stderr)
-        return 1
+        return error_line(name, e)
 
 
 def _entry(name: str):
     def main() -> None:
-        sys.exit(run(name))
+        sys.exit(entry_point(run)(name))
 
     main.__name__ = name
     main.__doc__ = f"Console script {name}."

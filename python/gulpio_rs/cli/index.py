@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import open_directory, refuse_remote
+from ._common import open_directory, refuse_remote, say
 
 EPILOG = """examples:
   gulpio index /data/something_something_gulps
@@ -31,5 +31,5 @@ def run(args: argparse.Namespace) -> int:
     )
     gd = open_directory(args.directory)
     written = gd.write_indexes()
-    print(f"{args.directory}: wrote {written} index file(s); {gd.num_chunks} chunk(s) in all")
+    say(f"{args.directory}: wrote {written} index file(s); {gd.num_chunks} chunk(s) in all")
     return 0

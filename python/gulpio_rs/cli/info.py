@@ -8,7 +8,7 @@ import json
 from collections import Counter
 
 from .._sizes import megabytes
-from ._common import open_directory
+from ._common import open_directory, say
 
 EPILOG = """examples:
   gulpio info /data/gulps
@@ -108,27 +108,25 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(info, indent=1))
         return 0
     fpv = info["frames_per_video"]
-    print(f"{info['directory']}")
-    print(
+    say(f"{info['directory']}")
+    say(
         f"  chunks   {info['chunks']} ({info['indexed_chunks']} with a checksummed index"
         + (f", {info['broken_chunks']} unreadable" if info["broken_chunks"] else "")
         + ")"
     )
-    print(f"  videos   {info['videos']:,}")
-    print(
-        f"  frames   {info['frames']:,} ({fpv['min']}-{fpv['max']} per video, mean {fpv['mean']})"
-    )
-    print(
+    say(f"  videos   {info['videos']:,}")
+    say(f"  frames   {info['frames']:,} ({fpv['min']}-{fpv['max']} per video, mean {fpv['mean']})")
+    say(
         f"  bytes    {megabytes(info['bytes'])} of JPEG frames "
         f"({megabytes(info['disk_bytes'])} in .gulp and .gmeta files)"
     )
     top = list(info["frame_sizes"].items())[:5]
-    print("  sizes    " + ", ".join(f"{s} ({n:,})" for s, n in top))
-    print("  channels " + ", ".join(f"{c} ({n:,})" for c, n in info["channels"].items()))
+    say("  sizes    " + ", ".join(f"{s} ({n:,})" for s, n in top))
+    say("  channels " + ", ".join(f"{c} ({n:,})" for c, n in info["channels"].items()))
     if info["labels"]:
         shown = list(info["labels"].items())[:10]
         more = len(info["labels"]) - len(shown)
-        print(
+        say(
             f"  labels   {len(info['labels'])}: "
             + ", ".join(f"{k} ({n:,})" for k, n in shown)
             + (f", ... {more} more" if more > 0 else "")

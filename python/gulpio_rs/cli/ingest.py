@@ -20,7 +20,7 @@ from dataclasses import asdict
 
 from .._encode_options import DEFAULT, GULPIO2, SUBSAMPLINGS
 from ..errors import GulpError
-from ._common import count_arg
+from ._common import count_arg, error_line, say
 
 #: command name -> (class name in gulpio_rs.adapters, example arguments)
 BUILTIN = {
@@ -300,8 +300,7 @@ def run_argv(argv: list[str]) -> int:
     try:
         cls = _adapter_class(spec)
     except GulpError as e:
-        print(f"gulpio ingest: error: {e}", file=sys.stderr)
-        return 2
+        return error_line("gulpio ingest", e, status=2)
     args = build_parser(cls, spec).parse_args(rest)
     from ..ingest.report import NothingToIngestError, SettingsChangedError
 
@@ -323,12 +322,9 @@ def run_argv(argv: list[str]) -> int:
         )
         return EXIT_INTERRUPTED
     except (NothingToIngestError, SettingsChangedError) as e:
-        print(f"gulpio ingest: error: {e}", file=sys.stderr)
-        return 2
+        return error_line("gulpio ingest", e, status=2)
     except (GulpError, OSError, KeyError, ValueError) as e:
-        message = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"gulpio ingest: error: {message}", file=sys.stderr)
-        return 1
+        return error_line("gulpio ingest", e)
 
 
 def _run(cls, args: argparse.Namespace) -> int:
@@ -419,7 +415,8 @@ def ingest_with(
             ray_address=ray or None,
             **options,
         )()
-    print(result.summary())
+    for line in result.summary().splitlines():
+        say(line)
     if report:
         with open(report, "w") as f:
             json.dump(asdict(result), f, indent=1)

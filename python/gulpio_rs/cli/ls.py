@@ -9,6 +9,7 @@ import json
 import os
 
 from .._sizes import kilobytes
+from .._terminal import json_text, printable
 from ._common import open_directory
 
 EPILOG = """examples:
@@ -63,14 +64,21 @@ def entries(directory: str, label_field: str = "label", details: bool = True) ->
 def run(args: argparse.Namespace) -> int:
     rows = entries(args.directory, args.label_field, details=args.long or args.json)
     if args.json:
-        print(json.dumps(rows, indent=1, ensure_ascii=False))
+        print(json_text(rows, indent=1))
         return 0
     if not args.long:
         for row in rows:
-            print(row["id"])
+            print(printable(row["id"]))
         return 0
+    # Escaped before the widths are taken, so the columns line up as shown.
     table = [
-        (r["id"], f"{r['frames']:,}", kilobytes(r["bytes"]), str(r.get("label", "")), r["chunk"])
+        (
+            printable(r["id"]),
+            f"{r['frames']:,}",
+            kilobytes(r["bytes"]),
+            printable(r.get("label", "")),
+            printable(r["chunk"]),
+        )
         for r in rows
     ]
     header = ("id", "frames", "size", "label", "chunk")

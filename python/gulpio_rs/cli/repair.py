@@ -33,10 +33,9 @@ import warnings
 
 from .._atomic import write_json_atomically
 from .._files import open_for_reading
-from .._names import chunk_names, chunk_number, temporary_of
+from .._names import chunk_names, chunk_number
 from ..errors import BrokenChunkWarning, GulpError, UnsafeFileError, WriteConflictError
-from ..ingest.locks import pid_alive
-from ._common import refuse_remote
+from ._common import refuse_remote, say
 
 QUARANTINE = "gulpio-quarantine"
 
@@ -58,11 +57,6 @@ def add_parser(sub) -> None:
     p.add_argument("--apply", action="store_true", help="do it (default: dry run)")
     p.add_argument("--decode", action="store_true", help="decode every frame while checking")
     p.set_defaults(run=run)
-
-
-def _alive(pid: int) -> bool:
-    # Our own temporaries cannot belong to a live writer: repair is not writing.
-    return pid != os.getpid() and pid_alive(pid)
 
 
 #: Why repair refuses to act on a file; said with every refusal.
@@ -139,13 +133,15 @@ def plan(directory: str, decode: bool = False) -> list[dict]:
     from .check import verify
 
     report = verify(directory, decode=decode)
-    actions = []
-    for name in sorted(os.listdir(directory)):
-        temp = temporary_of(name)
-        if temp and not _alive(temp[1]):
-            actions.append({"action": "remove_temp", "path": os.path.join(directory, name)})
+    actions = [
+        {"action": "remove_temp", "path": p["path"]}
+        for p in report["problems"]
+        if p["kind"] == "leftover"
+    ]
     damaged: dict[str, dict] = {}
     for p in report["problems"]:
+        if p["kind"] == "leftover":
+            continue
         if p["kind"] == "unpublished_tail":
             actions.append({"action": "cut_tail", "path": p["path"], "reason": p["message"]})
         elif p["kind"] == "index":
@@ -334,35 +330,35 @@ def run(args: argparse.Namespace) -> int:
     )
     actions = plan(args.directory, decode=args.decode)
     if not actions:
-        print(f"{args.directory}: nothing to repair")
+        say(f"{args.directory}: nothing to repair")
         return 0
     refused = [a for a in actions if a["action"] == "refuse"]
     todo = [a for a in actions if a["action"] != "refuse"]
     for a in todo:
-        print(("" if args.apply else "would ") + _describe(a))
+        say(("" if args.apply else "would ") + _describe(a))
     for a in refused:
-        print(_describe(a))
+        say(_describe(a))
     if not args.apply:
-        print(
+        say(
             f"dry run: {len(todo)} action(s); run again with --apply to do them"
             + (f"; {len(refused)} refused (see above)" if refused else "")
         )
         return 1 if refused else 0
     late = apply(args.directory, todo)
     for a in late:
-        print(_describe(a))
+        say(_describe(a))
     refused += late
     done = len(todo) - len(late)
     if refused:
-        print(
+        say(
             f"done: {done} action(s); {len(refused)} refused (see above): deal with those "
             f"files by hand, then run `gulpio repair {args.directory}` again"
         )
         return 1
-    print(f"done: {done} action(s); `gulpio check {args.directory}` should now pass")
+    say(f"done: {done} action(s); `gulpio check {args.directory}` should now pass")
     if any(a["action"] in ("rewrite_chunk", "quarantine_file") for a in todo):
         # docs/INGEST.md, "Restart": a chunk that lost videos is written again by a rerun.
-        print(
+        say(
             "videos left out come back when the `gulpio ingest` (or GulpIngestor) that wrote "
             "this dataset is run again with the same input and settings"
         )

@@ -21,6 +21,7 @@ from ..sanity_utils import (
     check_for_failures,
     check_meta_file_size_larger_zero,
 )
+from ._common import entry_point, error_line, say
 
 PROG = "gulp2_sanity_check"
 
@@ -51,6 +52,7 @@ def run_tests(gulp_directory) -> bool:
     return passed
 
 
+@entry_point
 def main(argv: list[str] | None = None) -> int:
     """Check the directory in ``argv`` (default: ``sys.argv[1:]``); exit code 0 if it is sane."""
     from ..directory import GulpDirectory, problem_text
@@ -68,11 +70,9 @@ def main(argv: list[str] | None = None) -> int:
             gd = GulpDirectory(args.gulp_directory)
             passed = run_tests(gd)
         for problem in gd.problems:
-            print(f"{PROG}: {problem_text(problem)}", file=sys.stderr)
+            say(f"{PROG}: {problem_text(problem)}", file=sys.stderr)
     except (GulpError, OSError, KeyError) as e:
-        message = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"{PROG}: error: {message}", file=sys.stderr)
-        return 1
+        return error_line(PROG, e)
     return 0 if passed and not gd.problems else 1
 
 

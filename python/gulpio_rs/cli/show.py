@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import GulpError
-from ._common import open_directory
+from ._common import open_directory, say
 
 DEFAULT_MAX_FRAMES = 24
 
@@ -144,5 +144,5 @@ def run(args: argparse.Namespace) -> int:
         frames, picks, caption, columns=args.columns, thumb_height=args.thumb_height
     )
     sheet.save(args.output, format="PNG")
-    print(f"{args.output}: {len(picks)} of {num_frames} frames of {args.id!r}")
+    say(f"{args.output}: {len(picks)} of {num_frames} frames of {args.id!r}")
     return 0

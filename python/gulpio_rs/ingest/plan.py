@@ -235,11 +235,36 @@ def _plans(folder: str) -> list[dict]:
         for name in sorted(os.listdir(state)):
             if name.endswith(".json") and name.startswith("run-"):
                 try:
-                    with open(os.path.join(state, name)) as f:
-                        plans.append(json.load(f))
-                except (OSError, ValueError):
+                    plans.append(_read_plan(os.path.join(state, name)))
+                except FileNotFoundError:
                     continue
     return plans
+
+
+def _read_plan(path: str) -> dict:
+    """A run file, checked; :class:`IngestError` naming it and what to do if it is damaged
+    (skipping it could let a new run take the chunk numbers it reserves)."""
+    try:
+        with open(path, "rb") as f:
+            plan = json.loads(f.read())
+    except ValueError as e:  # not UTF-8 or not JSON
+        why = f"it is not valid JSON ({e})"
+    else:
+        fields = ("first_chunk", "num_slices")
+        bad = (
+            list(fields)
+            if not isinstance(plan, dict)
+            else [k for k in fields if type(plan.get(k)) is not int or plan[k] < 0]
+        )
+        if not bad:
+            return plan
+        why = f"it has no valid {' or '.join(bad)}"
+    raise IngestError(
+        f"{path}: this ingest run file is damaged: {why}. It records where a run's chunks "
+        "start, so that run cannot be resumed from it. Remove the file and run the ingest "
+        "again: published chunks are kept, and their videos are skipped as already in the "
+        "dataset."
+    )
 
 
 def _plan(
@@ -262,8 +287,7 @@ def _plan(
             if num_slices is not None:
                 fields["num_slices"] = num_slices
             _create_plan(folder, path, key, fields, settings, taken)
-    with open(path) as f:
-        plan = json.load(f)
+    plan = _read_plan(path)
     if num_slices is not None and plan.get("num_slices") != num_slices:
         raise IngestError(
             f"{path}: the plan is for {plan.get('num_slices')} chunks, not {num_slices}"

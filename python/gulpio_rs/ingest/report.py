@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .._sizes import megabytes
+from .._terminal import printable
 from ..errors import GulpError, GulpWarning
 
 
@@ -108,7 +109,7 @@ class IngestReport:
         lines = [
             f"{self.videos:,} videos, {self.frames:,} frames, {megabytes(self.bytes)} in "
             f"{self.chunks_written} new chunks ({self.chunks_resumed} already done) "
-            f"in {self.seconds:.1f} s{rate} -> {self.output_folder}"
+            f"in {self.seconds:.1f} s{rate} -> {printable(self.output_folder)}"
         ]
         if self.already_stored:
             lines.append(
@@ -117,5 +118,6 @@ class IngestReport:
             )
         if self.failures:
             lines.append(f"{len(self.failures)} videos skipped:")
-            lines += [f"  {id_}: {reason}" for id_, reason in self.failures]
+            # Ids and reasons come from the input: escaped, so none can forge a line.
+            lines += [f"  {printable(id_)}: {printable(reason)}" for id_, reason in self.failures]
         return "\n".join(lines)

@@ -15,8 +15,10 @@ from .._fingerprint import digest
 from .._frames import FrameEncoder
 from .._names import chunk_paths
 from .._reading import _usable_cores, thread_count
+from ..chunk import GulpChunk
 from ..errors import GulpError, GulpWarning
-from .locks import RunLock
+from ..utils import _gulpio2_encoding, _gulpio2_quality_changed
+from .locks import RunLock, pid_alive
 from .plan import (
     _fingerprint,
     _plan,
@@ -41,6 +43,23 @@ from .report import (
     IngestWarning,
     NothingToIngestError,
 )
+from .write import ChunkWriter
+
+
+def _our_executor():
+    return ProcessPoolExecutor
+
+
+def _our_writer():
+    return ChunkWriter
+
+
+#: How GulpIngestor finds gulpio2's executor class and chunk writer class, at call time:
+#: gulpio_rs.fileio installs lookups of its own ``ProcessPoolExecutor`` and ``ChunkWriter``,
+#: so replacing those names in ``fileio`` (as gulpio2's tests and some users do, e.g. with a
+#: ThreadPoolExecutor to debug) takes effect as it did in gulpio2.
+executor_lookup = _our_executor
+writer_lookup = _our_writer
 
 
 class _Worker:
@@ -157,42 +176,57 @@ class _Redo(Exception):
 _WORKER: _Worker | None = None
 
 
-def _init_worker(*args) -> None:
+def _init_worker(main_pid: int, *args) -> None:
     global _WORKER
     import signal
 
     # Ctrl-C in a terminal reaches every process of the group: the parent stops the workers
     # (and reports once); a worker must not print its own KeyboardInterrupt traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent()
+    _die_with(main_pid)
     _WORKER = _Worker(*args)
 
 
-def _die_with_parent() -> None:
+def _die_with(main_pid: int) -> None:
     """A worker must not outlive a killed ingest: it would go on publishing chunks while a
-    restarted run writes the same ones. Linux: the kernel sends SIGKILL when the parent dies;
-    elsewhere a thread polls the parent pid."""
-    parent = os.getppid()
+    restarted run writes the same ones. ``main_pid`` is the ingest's process, taken there (a
+    worker asking for its parent's pid could already get the reaper's, if the ingest was
+    killed before the worker got that far).
+
+    Linux: the kernel sends SIGKILL when the parent exits (``PR_SET_PDEATHSIG``), and the
+    parent is checked to still be the ingest afterwards (it may have died before the request
+    took effect). When the ingest is not the parent (a forkserver started the worker), or
+    elsewhere, a thread checks every 0.5 s that the ingest still runs. Nothing happens when
+    "worker" code runs inside the ingest's own process (an executor of threads)."""
+    if os.getpid() == main_pid:
+        return
+    if _kill_me_with_parent() and os.getppid() == main_pid:
+        return
+    if not pid_alive(main_pid):
+        os._exit(1)
+    import threading
+
+    def watch() -> None:
+        while pid_alive(main_pid):
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="gulpio-ingest-watch").start()
+
+
+def _kill_me_with_parent() -> bool:
+    """``prctl(PR_SET_PDEATHSIG, SIGKILL)``; False where that does not exist."""
+    if not sys.platform.startswith("linux"):
+        return False
     try:
         import ctypes
         import signal
 
         libc = ctypes.CDLL(None, use_errno=True)
         PR_SET_PDEATHSIG = 1
-        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
-            if os.getppid() != parent:  # the parent died before prctl took effect
-                os._exit(1)
-            return
+        return libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
     except (OSError, AttributeError):
-        pass
-    import threading
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="gulpio-parent-watch").start()
+        return False
 
 
 def _run_in_worker(number: int, input_slice: slice) -> ChunkResult:
@@ -211,7 +245,9 @@ class GulpIngestor:
 
     - ``quality`` / ``subsampling``: how arrays are encoded (default q90 4:2:0; gulpio2 wrote
       4:4:4, larger and slower to read: docs/INGEST.md). JPEG inputs are stored unchanged.
-      The defaults and choices: :class:`~gulpio_rs.ingest.EncodeOptions`.
+      The defaults and choices: :class:`~gulpio_rs.ingest.EncodeOptions`. With neither
+      given and gulpio2's knob ``utils._JPEG_WRITE_QUALITY`` changed, frames are written as
+      gulpio2 wrote them with it (4:4:4 at that quality).
     - ``restart_rows=True``: a restart marker after every MCU row of the encoded frames (a
       few bytes per frame), so that cropped reads (``read(..., crop=)``, the PyTorch datasets'
       ``crop=``) skip the rows above the crop; whole-frame decodes get a little slower. Off
@@ -252,8 +288,8 @@ class GulpIngestor:
         videos_per_chunk,
         num_workers,
         *,
-        quality: int = DEFAULT.quality,
-        subsampling: str = DEFAULT.subsampling,
+        quality: int | None = None,
+        subsampling: str | None = None,
         restart_rows: bool = DEFAULT.restart_rows,
         strict: bool = False,
         shard_index: int = 0,
@@ -285,7 +321,16 @@ class GulpIngestor:
             # A Ray task asks for one CPU per encode thread; one thread keeps tasks small.
             cores = 1 if executor == "ray" else _usable_cores() // self.num_workers
             threads = max(1, cores)
-        self.options = EncodeOptions(int(quality), subsampling, int(threads), bool(restart_rows))
+        if quality is None and subsampling is None and _gulpio2_quality_changed():
+            # gulpio2's quality knob was set (as its tests do): write what gulpio2's ingestor
+            # wrote with it, its encoder's 4:4:4 at that quality.
+            quality, subsampling = _gulpio2_encoding().quality, "4:4:4"
+        self.options = EncodeOptions(
+            DEFAULT.quality if quality is None else int(quality),
+            subsampling or DEFAULT.subsampling,
+            int(threads),
+            bool(restart_rows),
+        )
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
         self.storage_options = storage_options
         self.staging_dir = staging_dir
@@ -405,10 +450,13 @@ class GulpIngestor:
         try:
             with _Progress(total, self.progress) as bar:
                 args = (self.adapter, folder, self.options, self.strict, (first, end), outside)
+                executor_cls, writer_cls = executor_lookup(), writer_lookup()
                 if self.executor == "ray":
                     from ..ray._ingest import run_chunks
 
                     run_chunks(_Worker, args, plan["run"], todo, report, bar, self.ray_address)
+                elif executor_cls is not ProcessPoolExecutor or writer_cls is not ChunkWriter:
+                    self._run_as_gulpio2(executor_cls, writer_cls, folder, todo, report, bar)
                 elif self.num_workers == 1:
                     worker = _Worker(*args, _Callback(bar.update))
                     try:
@@ -435,6 +483,32 @@ class GulpIngestor:
             )
         return report
 
+    def _run_as_gulpio2(self, executor_cls, writer_cls, folder, todo, report, bar) -> None:
+        """gulpio2's way, for an executor class or chunk writer put in place of ours
+        (``fileio.ProcessPoolExecutor`` / ``fileio.ChunkWriter``): ``writer_cls(adapter)``'s
+        ``write_chunk`` mapped over the chunks and their slices in
+        ``executor_cls(max_workers=num_workers)``, whatever ``num_workers``. The plan still
+        numbers the chunks, and chunks an earlier run finished are not written again."""
+        writer = writer_cls(self.adapter)
+        chunks = [GulpChunk(*chunk_paths(folder, number)) for number, _ in todo]
+        with executor_cls(max_workers=self.num_workers) as ex:
+            # A chunk's items as gulpio2 gave them: one slice (a list only when ids already
+            # stored were left out of it).
+            parts = [p[0] if len(p) == 1 else p for _, p in todo]
+            results = ex.map(writer.write_chunk, chunks, parts)
+            skipped: dict[str, None] = {}
+            # (A stand-in executor, such as a test's mock, may return fewer results.)
+            for (number, _), result in zip(todo, results, strict=False):
+                # Our ChunkWriter returns the ids it skipped so far (each warned about).
+                if isinstance(result, (list, tuple)):
+                    skipped.update(dict.fromkeys(str(i) for i in result))
+                done = finished(folder, number)
+                if done is not None:
+                    done.resumed = False
+                    report.add(done)
+                    bar.update(done.videos, done.frames)
+        report.failures.extend((id_, "skipped by the chunk writer") for id_ in skipped)
+
     def _run_pool(self, args, todo, report: IngestReport, bar) -> None:
         import multiprocessing
 
@@ -446,7 +520,7 @@ class GulpIngestor:
             max_workers=self.num_workers,
             mp_context=ctx,
             initializer=_init_worker,
-            initargs=(*args, events),
+            initargs=(os.getpid(), *args, events),
         )
         pending: set = set()
         interrupted = False

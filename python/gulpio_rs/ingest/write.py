@@ -6,11 +6,12 @@ import warnings
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from .._encode_options import GULPIO2, EncodeOptions
+from .._encode_options import EncodeOptions
 from .._frames import FrameEncoder
 from .._reading import _id_str
 from ..chunk import GulpChunk
 from ..errors import GulpError
+from ..utils import _gulpio2_encoding
 from .report import ChunkResult, IngestError
 
 
@@ -64,7 +65,9 @@ def write_chunk(
     """
     result = ChunkResult(chunk=number, already_stored=already_stored)
     seen: set[str] = set()
-    own_append = type(output_chunk).append is GulpChunk.append
+    # Any object with gulpio2's `open`/`append` will do (gulpio2's own tests pass a MagicMock):
+    # its class need not define `append`.
+    own_append = getattr(type(output_chunk), "append", None) is GulpChunk.append
     # With more than one encoder thread, one video is encoded (on those threads, without the
     # GIL) while the adapter produces the next: for adapters that do real work per frame
     # (decoding, reading, augmenting) this overlaps the two instead of alternating them. With
@@ -155,17 +158,18 @@ def _videos(adapter, input_slice):
 class ChunkWriter:
     """Writes the videos of one adapter slice into one chunk (gulpio2's ``ChunkWriter``).
 
-    Frames are stored as gulpio2 stores them (q90 4:4:4 for arrays) unless ``options`` says
-    otherwise. Returns the ids that were skipped.
+    Frames are stored as gulpio2 stores them (arrays at 4:4:4 and gulpio2's quality knob
+    ``utils._JPEG_WRITE_QUALITY``, read when a chunk is written: 90 unless changed) unless
+    ``options`` says otherwise. Returns the ids that were skipped.
     """
 
     def __init__(self, adapter, options: EncodeOptions | None = None):
         self.adapter = adapter
-        self.options = options or GULPIO2
+        self.options = options
         self.skipped: list[str] = []
 
     def write_chunk(self, output_chunk: GulpChunk, input_slice):
-        with FrameEncoder(self.options) as encoder:
+        with FrameEncoder(self.options or _gulpio2_encoding()) as encoder:
             r = write_chunk(self.adapter, output_chunk, input_slice, encoder=encoder)
         for id_, reason in r.failures:
             warnings.warn(f"Failed to write video with id: {id_}; {reason}", stacklevel=2)
