@@ -179,8 +179,7 @@ class GulpChunk:
         return self._native().published_len
 
     def _sanity_records_end(self) -> int | None:
-        """The end of the published records straight from the index, when ``meta_dict`` is
-        this class's own (``sanity_utils`` then need not build every entry)."""
+        """See :func:`index_records_end`."""
         if self._fast_reads() and self._writer is None and self._native_or_none() is not None:
             return self._native().published_len
         return None
@@ -589,3 +588,19 @@ def _remove_index(data_path: str) -> None:
             os.remove(root + ".gidx")
         except FileNotFoundError:
             pass
+
+
+def new_chunk(data_file_path: str, meta_file_path: str, jpeg_decoder=None) -> GulpChunk:
+    """A chunk from ``GulpDirectory.new_chunks`` (``directory.py``): its first publication
+    takes the first free chunk number of its folder, since another writer may have taken
+    this one meanwhile."""
+    chunk = GulpChunk(data_file_path, meta_file_path, jpeg_decoder=jpeg_decoder)
+    chunk._new = True
+    return chunk
+
+
+def index_records_end(chunk: GulpChunk) -> int | None:
+    """Where ``chunk``'s published records end, straight from its index, when its
+    ``meta_dict`` is this class's own (``sanity_utils`` then need not build every entry);
+    None otherwise."""
+    return chunk._sanity_records_end()

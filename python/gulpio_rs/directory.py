@@ -32,7 +32,7 @@ from ._reading import (
     _with_fallback,
     extract_input_for_getitem,
 )
-from .chunk import GulpChunk
+from .chunk import GulpChunk, new_chunk
 from .errors import BrokenChunkWarning, EmptyDirectoryWarning, UnsupportedJpegError
 
 
@@ -583,9 +583,7 @@ class GulpDirectory:
                 yield _RemoteNewChunk(self, number)
             return
         for data, meta in self._allocate_new_file_paths(total_new_chunks):
-            chunk = GulpChunk(data, meta, jpeg_decoder=self.jpeg_decoder)
-            chunk._new = True
-            yield chunk
+            yield new_chunk(data, meta, jpeg_decoder=self.jpeg_decoder)
 
     def _load_label_dict(self):
         raw = self.read_file("label2idx.json")  # local or remote, by the core's file rules

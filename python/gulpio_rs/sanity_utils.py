@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import os
 
-from .chunk import GulpChunk
+from .chunk import GulpChunk, index_records_end
 
 
 def check_meta_file_size_larger_zero(gulp_directory) -> list[str]:
@@ -51,7 +51,7 @@ def _records_end(chunk) -> int:
     # The index's answer, only from this package's own chunks: on any other object (gulpio2's,
     # a test double) an attribute of that name means nothing, and `meta_dict` is the truth.
     if isinstance(chunk, GulpChunk):
-        end = chunk._sanity_records_end()
+        end = index_records_end(chunk)
         if end is not None:
             return end
     end = 0

@@ -739,21 +739,40 @@ pub enum MetaVerdict {
 /// them) or rewritten it (a new `.gulp` shorter than the index says, every record of the
 /// `.gmeta` inside it); anything else that contradicts the index is damage.
 pub fn judge_meta(index: &Index, meta: &[u8], data_len: u64) -> MetaVerdict {
+    let verdict = judge_meta_entries(index, meta, data_len);
+    let MetaVerdict::Damaged(_) = verdict else {
+        return verdict;
+    };
+    // A data file grown past what the index describes, with a `.gmeta` describing the new
+    // bytes, was written after the index (another tool rewrote the chunk with other videos):
+    // a flipped byte in a `.gmeta` does not change the data file's length.
+    let gulp_len = index.header().gulp_len;
+    let Ok(legacy) = legacy_index(meta) else {
+        return verdict;
+    };
+    let ends = || (0..legacy.frame_count()).map(|j| legacy.frame(j).record_end());
+    if data_len > gulp_len && ends().all(|e| e <= data_len) && ends().any(|e| e > gulp_len) {
+        return MetaVerdict::Newer(format!(
+            "the data file is {data_len} bytes where the index describes {gulp_len}, and the \
+             .gmeta describes the new bytes: the chunk was rewritten by another tool"
+        ));
+    }
+    verdict
+}
+
+/// [`judge_meta`] on the `.gmeta`'s entries against the index's.
+fn judge_meta_entries(index: &Index, meta: &[u8], data_len: u64) -> MetaVerdict {
     let legacy = match legacy_index(meta) {
         Ok(l) => l,
         Err(m) => return MetaVerdict::Damaged(format!("it does not parse ({m})")),
     };
-    // A data file of another length than the index was written for, which the `.gmeta`
-    // describes (every record inside it, and past the index's end if it grew), was written
-    // after the index: a flipped byte in a `.gmeta` does not change the data file's length.
-    let gulp_len = index.header().gulp_len;
-    let ends = || (0..legacy.frame_count()).map(|j| legacy.frame(j).record_end());
-    let fits = ends().all(|end| end <= data_len);
-    let grew_with_meta = data_len > gulp_len && ends().any(|end| end > gulp_len);
-    if fits && (data_len < gulp_len || grew_with_meta) {
+    let rewritten = data_len < index.header().gulp_len
+        && (0..legacy.frame_count()).all(|j| legacy.frame(j).record_end() <= data_len);
+    if rewritten {
         return MetaVerdict::Newer(format!(
-            "the data file is {data_len} bytes where the index describes {gulp_len}, and the \
-             .gmeta describes it: the chunk was rewritten by another tool"
+            "the data file is {data_len} bytes, shorter than the {} the index describes, and \
+             the .gmeta describes it: the chunk was rewritten by another tool",
+            index.header().gulp_len
         ));
     }
     if legacy.video_count() < index.video_count() {

@@ -15,14 +15,6 @@ from gulpio_rs import GulpDirectory, _native
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "gulpio_rs"
 
-#: Reach-ins of the PyTorch layer, replaced by the seams below once its rework lands
-#: (``sampler._indices``, ``path._storage_options``, ``path._io``); nothing else may be added.
-PENDING = {
-    ("torch/_datasets.py", "_storage_options"),
-    ("torch/_datasets.py", "_io"),
-    ("torch/_readahead.py", "_indices"),
-}
-
 
 def private_reach_ins(root: Path = PACKAGE) -> set[tuple[str, int, str]]:
     """``(file, line, attribute)`` of every ``x._name`` in the package whose ``_name`` the
@@ -75,7 +67,7 @@ def _defined(tree: ast.AST) -> tuple[set[str], set[str]]:
 
 def test_no_module_reaches_into_another_objects_private_members():
     found = private_reach_ins()
-    unexpected = sorted(f"{f}:{line}: .{a}" for f, line, a in found if (f, a) not in PENDING)
+    unexpected = sorted(f"{f}:{line}: .{a}" for f, line, a in found)
     assert not unexpected, "use a named seam instead:\n" + "\n".join(unexpected)
 
 

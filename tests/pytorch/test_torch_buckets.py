@@ -276,7 +276,7 @@ def test_the_read_ahead_knows_the_next_batch(mixed_dir):
                 batches = list(s)
                 for i, batch in enumerate(batches):
                     w = i % workers
-                    got = s._coming_batch(batch, [epoch, epoch + 1], workers, w, 4)
+                    got = s.read_ahead_batch(batch, [epoch, epoch + 1], workers, w, 4)
                     assert got is not None and got[0] in (epoch, epoch + 1)
                     mine = batches[w::workers]
                     k = mine.index(batch)
@@ -286,7 +286,7 @@ def test_the_read_ahead_knows_the_next_batch(mixed_dir):
                         s.set_epoch(epoch + 1)
                         assert got == (epoch + 1, list(s)[w])
                         s.set_epoch(epoch)
-    assert s._coming_batch([0, 19, 3], [0], 1, 0, 3) is None  # not a batch of the order
+    assert s.read_ahead_batch([0, 19, 3], [0], 1, 0, 3) is None  # not a batch of the order
 
 
 def test_info_shapes_shows_the_buckets(mixed_dir, capsys):

@@ -121,7 +121,7 @@ def test_locate_finds_where_a_batch_is_in_the_order(n, world, drop_last, shuffle
                     # at an earlier place with the same samples.
                     assert found is not None
                     e, at = found
-                    assert s._indices(e, at, at + len(batch)).tolist() == batch
+                    assert s.epoch_indices(e, at, at + len(batch)).tolist() == batch
     s = GulpDistributedSampler(10, 1, 0, seed=4)
     assert s.locate([3, 3], [0, 1]) is None  # not in any order
     assert s.locate([], [0]) is None
@@ -348,7 +348,7 @@ def test_find_state_in_a_nested_loader_state():
     assert GulpDistributedSampler.find_state({"a": [1, 2]}) is None
 
 
-def test_coming_batch_follows_the_dataloaders_dealing_order():
+def testread_ahead_batch_follows_the_dataloaders_dealing_order():
     from torch.utils.data import BatchSampler
 
     from gulpio_rs.torch._readahead import coming_batch

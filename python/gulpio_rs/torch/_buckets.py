@@ -259,7 +259,7 @@ class GulpBucketBatchSampler(Sampler[list[int]]):
             return None  # a short last batch that drop_last dropped
         return number if self.batch(number, epoch) == list(indices) else None
 
-    def _coming_batch(self, indices, epochs, workers: int, worker_id: int, batch_size: int):
+    def read_ahead_batch(self, indices, epochs, workers: int, worker_id: int, batch_size: int):
         """``(epoch, indices)`` of the batch the DataLoader process that got the batch
         ``indices`` gets next (the read-ahead's question): batches are dealt to the workers in
         turn, so its next is this rank's batch ``k + workers``, or its first of the next
@@ -274,10 +274,10 @@ class GulpBucketBatchSampler(Sampler[list[int]]):
             if found is None:
                 continue
             k = found[1] + workers
-            nxt = self._order._indices(epoch, k, k + 1).tolist()
+            nxt = self._order.epoch_indices(epoch, k, k + 1).tolist()
             if not nxt:
                 epoch += 1
-                nxt = self._order._indices(epoch, worker_id, worker_id + 1).tolist()
+                nxt = self._order.epoch_indices(epoch, worker_id, worker_id + 1).tolist()
             return (epoch, self.batch(nxt[0], epoch)) if nxt else None
         return None
 

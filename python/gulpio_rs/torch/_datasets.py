@@ -172,8 +172,8 @@ class _GulpDataset(Dataset):
         on_error: str = "raise",
     ):
         if isinstance(path, GulpDirectory):
-            storage_options = storage_options or path._storage_options
-            io = io or path._io
+            storage_options = storage_options or path.storage_options
+            io = io or path.io
             path = path.output_dir
         if offset not in _OFFSETS:
             raise ValueError(f"offset must be one of {_OFFSETS}, not {offset!r}")
@@ -928,3 +928,45 @@ class GulpImageDataset(_GulpDataset):
 
     def _shape_batch(self, batch: torch.Tensor) -> torch.Tensor:
         return batch[:, 0].permute(0, *(1 + p for p in _IMAGE_LAYOUTS[self.layout]))
+
+
+class MixtureSource:
+    """The seam through which :class:`~gulpio_rs.torch.GulpMixture` (``torch/_mixture.py``)
+    reads one of its datasets: the calls a mixture needs and nothing else, so that the
+    datasets' internals can change without the mixture reaching into them.
+
+    ``draw``/``draws``: which of a sample's draws this is (a mixture with replacement reads
+    one video several times per epoch, each with its own random frames and crop)."""
+
+    def __init__(self, dataset: _GulpDataset):
+        self.dataset = dataset
+
+    def item(self, index: int, draw: int = 0):
+        """Sample ``index`` (normalised) as ``dataset[index]`` gives it."""
+        return self.dataset._item(index, draw=draw)
+
+    def batch(self, indices: list[int], draws: list[int], *, shared: bool):
+        """The samples of ``indices`` decoded in one call, unchecked for one shape (the
+        mixture checks the whole batch); ``shared``: into shared memory in a worker."""
+        return self.dataset._get_batch(indices, draws, check=False, shared=shared)
+
+    def video_id(self, index: int) -> str:
+        """The id of sample ``index``."""
+        return self.dataset._id(index)
+
+    def shape_batch(self, batch: torch.Tensor) -> torch.Tensor:
+        """A decoded ``uint8`` batch in the dataset's layout."""
+        return self.dataset._shape_batch(batch)
+
+    @property
+    def has_unfused_transform(self) -> bool:
+        """Whether a transform runs on each sample after decoding (batches then do not stack
+        in the decoder's output)."""
+        return self.dataset._rest is not None
+
+    def is_remote(self) -> bool:
+        return self.dataset._is_remote()
+
+    def prefetch(self, indices: list[int], draws: list[int]) -> None:
+        """Starts fetching these samples' bytes (remote datasets)."""
+        self.dataset._prefetch(indices, draws)

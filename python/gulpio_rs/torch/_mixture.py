@@ -10,7 +10,14 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, get_worker_info
 
-from ._datasets import _Batch, _check_one_shape, _GulpDataset, _Owner, _shared_uint8
+from ._datasets import (
+    MixtureSource,
+    _Batch,
+    _check_one_shape,
+    _GulpDataset,
+    _Owner,
+    _shared_uint8,
+)
 from ._readahead import ReadAhead
 from ._sampler import _MASK64, _mix64, _mix64_array, shuffled_positions
 
@@ -117,6 +124,7 @@ class GulpMixture(Dataset):
         if len(replacement) != len(datasets):
             raise ValueError(f"{len(replacement)} replacement flags for {len(datasets)} datasets")
         self.datasets = datasets
+        self._sources = [MixtureSource(ds) for ds in datasets]
         self.weights = weights
         self.seed = int(seed)
         self.length = int(length)
@@ -197,7 +205,7 @@ class GulpMixture(Dataset):
 
     def __getitem__(self, index):
         (s,), (j,), (d,) = self.locate([self._normalize(index)])
-        item = self.datasets[s]._item(int(j), draw=int(d))
+        item = self._sources[s].item(int(j), draw=int(d))
         return (*item, int(s)) if isinstance(item, tuple) else (item, int(s))
 
     def __getitems__(self, indices: Sequence[int]) -> list:
@@ -213,8 +221,8 @@ class GulpMixture(Dataset):
             at = np.flatnonzero(sources == s)
             # Several sources are gathered into one shared tensor below: they decode into
             # private memory (one source's batch is handed over as it is).
-            got = self.datasets[s]._get_batch(
-                samples[at].tolist(), draws[at].tolist(), check=False, shared=len(present) == 1
+            got = self._sources[s].batch(
+                samples[at].tolist(), draws[at].tolist(), shared=len(present) == 1
             )
             kept = at if got.kept is None else at[got.kept]
             parts.append((s, kept, got))
@@ -231,7 +239,7 @@ class GulpMixture(Dataset):
             batch.kept = np.sort(np.concatenate([kept for _, kept, _ in parts])).tolist()
         batch.stacked = self._gather(parts, len(batch))
         if batch.stacked is None and not self.ragged:
-            ids = [self.datasets[s]._id(int(j)) for s, j in zip(sources, samples, strict=True)]
+            ids = [self._sources[s].video_id(int(j)) for s, j in zip(sources, samples, strict=True)]
             if batch.kept is not None:
                 ids = [ids[n] for n in batch.kept]
             _check_one_shape(self._describe(), ids, batch)
@@ -246,7 +254,7 @@ class GulpMixture(Dataset):
         kinds = {(type(self.datasets[s]), self.datasets[s].layout) for s, _, _ in parts}
         if len(shapes) != 1 or len(kinds) != 1:
             return None
-        owner = self.datasets[parts[0][0]]
+        owner = self._sources[parts[0][0]]
         if len(parts) == 1:
             return parts[0][2].stacked  # one source, in order: its batch as it is
         shape = (count, *shapes.pop())
@@ -268,7 +276,7 @@ class GulpMixture(Dataset):
         for _, kept, got in parts:
             target[rank[start : start + kept.size]] = got.decoded.numpy()
             start += kept.size
-        return owner._shape_batch(raw)
+        return owner.shape_batch(raw)
 
     def _describe(self):
         """What :func:`_check_one_shape` names: the mixture and its first source's layout."""
@@ -276,7 +284,7 @@ class GulpMixture(Dataset):
         return _Owner(
             f"GulpMixture of {len(self.datasets)} sources",
             first.layout,
-            any(ds._rest is not None for ds in self.datasets),
+            any(src.has_unfused_transform for src in self._sources),
         )
 
     # -- read-ahead --------------------------------------------------------------------------
@@ -287,14 +295,14 @@ class GulpMixture(Dataset):
     def _read_ahead(self, indices: list[int]) -> None:
         """Prefetches the next batch's bytes from the remote sources in it (see
         :class:`~gulpio_rs.torch.GulpVideoDataset`)."""
-        if not any(ds._is_remote() for ds in self.datasets):
+        if not any(src.is_remote() for src in self._sources):
             return
         coming = self._ahead.coming(indices, self.length, self._order)
         if not coming:
             return
         sources, samples, draws = self.locate(coming)
         for s in dict.fromkeys(sources.tolist()):
-            ds = self.datasets[s]
-            if ds._is_remote():
+            src = self._sources[s]
+            if src.is_remote():
                 at = sources == s
-                ds._prefetch(samples[at].tolist(), draws[at].tolist())
+                src.prefetch(samples[at].tolist(), draws[at].tolist())

@@ -33,11 +33,11 @@ def coming_batch(
     epoch, k = found
     b = len(indices)
     start = k + workers * b
-    coming = sampler._indices(epoch, start, start + b).tolist()
+    coming = sampler.epoch_indices(epoch, start, start + b).tolist()
     if not coming:
         full = max(b, batch_size or 0)
         start = worker_id * full
-        coming = sampler._indices(epoch + 1, start, start + full).tolist()
+        coming = sampler.epoch_indices(epoch + 1, start, start + full).tolist()
     return (epoch, coming) if coming else None
 
 
@@ -73,7 +73,7 @@ def sequential_batch(
 class ReadAhead:
     """One process's read-ahead state for a dataset: which batch of indices comes to this
     process next, from the order the batches are drawn in (a sampler with
-    ``_coming_batch``, such as :class:`~gulpio_rs.torch.GulpDistributedSampler`), else from
+    ``read_ahead_batch``, such as :class:`~gulpio_rs.torch.GulpDistributedSampler`), else from
     the DataLoader's default sequential order while the batches look like it."""
 
     def __init__(self) -> None:
@@ -99,7 +99,7 @@ class ReadAhead:
                 for x in () if e is None else (e, e + 1):
                     if x not in epochs:
                         epochs.append(x)
-            found = order._coming_batch(indices, epochs, workers, me, self.batch_size)
+            found = order.read_ahead_batch(indices, epochs, workers, me, self.batch_size)
             if found is None:
                 return None
             self.epoch, coming = found

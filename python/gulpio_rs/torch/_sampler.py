@@ -199,9 +199,11 @@ class GulpDistributedSampler(Sampler[int]):
 
     def indices(self, start: int = 0, stop: int | None = None) -> np.ndarray:
         """This rank's samples ``start:stop`` of the current epoch, as an array."""
-        return self._indices(self.epoch, start, stop)
+        return self.epoch_indices(self.epoch, start, stop)
 
-    def _indices(self, epoch: int, start: int, stop: int | None) -> np.ndarray:
+    def epoch_indices(self, epoch: int, start: int, stop: int | None) -> np.ndarray:
+        """This rank's samples ``start:stop`` of ``epoch``'s order (the read-ahead's and the
+        bucket sampler's seam: they ask about epochs other than the current one)."""
         count = self._count(epoch)
         stop = count if stop is None else min(stop, count)
         if start >= stop:
@@ -233,11 +235,11 @@ class GulpDistributedSampler(Sampler[int]):
                 k, r = divmod(wrapped - first, world)
                 if r or not 0 <= k < count:
                     continue
-                if np.array_equal(self._indices(epoch, k, k + batch.size), batch):
+                if np.array_equal(self.epoch_indices(epoch, k, k + batch.size), batch):
                     return epoch, k
         return None
 
-    def _coming_batch(self, indices, epochs, workers: int, worker_id: int, batch_size: int):
+    def read_ahead_batch(self, indices, epochs, workers: int, worker_id: int, batch_size: int):
         """``(epoch, indices)`` of the batch the DataLoader process that got ``indices`` gets
         next, or None (the read-ahead's question; see :func:`coming_batch`)."""
         return coming_batch(self, indices, epochs, workers, worker_id, batch_size)
