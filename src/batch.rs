@@ -7,8 +7,8 @@ use rayon::prelude::*;
 use crate::chunk::reader::{read_many, ChunkReader, FrameData};
 use crate::error::{Error, Result};
 use crate::jpeg::{
-    check_frame_size, decode_into, decode_reframed, output_shape, Colorspace, DecodeFailure,
-    Reframe,
+    check_frame_size, decode_into_with, decode_reframed_with, output_shape, Colorspace,
+    DecodeFailure, Precision, Reframe,
 };
 use crate::pool::Runner;
 
@@ -23,6 +23,7 @@ pub struct FrameJob<'a> {
     pub colorspace: Colorspace,
     /// Crop, resize and flip fused into the decode (`shape` is then the output's).
     pub reframe: Option<Reframe>,
+    pub precision: Precision,
 }
 
 impl FrameJob<'_> {
@@ -86,6 +87,7 @@ pub fn plan<'a>(
             shape: (h, w, c),
             colorspace,
             reframe: reframe.copied(),
+            precision: Precision::Accurate,
         });
     }
     if uniform_channels && colorspace == Colorspace::Auto {
@@ -278,10 +280,10 @@ fn decode_bytes(job: &FrameJob, bytes: &[u8], out: &mut [u8]) -> Result<()> {
         (cs, _) => cs,
     };
     match &job.reframe {
-        None => decode_into(bytes, want, out),
+        None => decode_into_with(bytes, want, job.precision, out),
         Some(r) => {
             let restarts = job.chunk.restarts(job.video, job.frame);
-            decode_reframed(bytes, want, r, restarts.as_deref(), out)
+            decode_reframed_with(bytes, want, r, restarts.as_deref(), job.precision, out)
         }
     }
     .map_err(|e| context(job.chunk, job.video, job.frame, e))
