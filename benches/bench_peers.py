@@ -512,8 +512,9 @@ def cpu_delta(before: dict, after: dict) -> float:
     return sum(after[p] - before.get(p, 0.0) for p in after)
 
 
-def decode_only(gulp: Path, n: int, crop: bool, batches: int) -> float:
-    """clips/s of ``read_batch(threads=2)`` alone, on batches like the loaders'."""
+def decode_only(gulp: Path, n: int, crop: bool, batches: int) -> tuple[float, float]:
+    """clips/s and CPU ms per clip of ``read_batch(threads=2)`` alone, on batches like the
+    loaders' and with the datasets' default precision (``fast_decode=True``)."""
     import gulpio_rs
     from gulpio_rs.torch import sample_crop
 
@@ -533,11 +534,24 @@ def decode_only(gulp: Path, n: int, crop: bool, batches: int) -> float:
                 "flip": [bool(f) for f in rng.random(BATCH) < 0.5],
             }
         plan.append(([ids[i] for i in pick], frames, dict(kw)))
-    gd.read_batch(*plan[0][:2], threads=WORKERS, **plan[0][2])  # warm-up
-    t0 = time.perf_counter()
+    fast = _fast_decode_kw(gd)
+    gd.read_batch(*plan[0][:2], threads=WORKERS, **plan[0][2], **fast)  # warm-up
+    t0, c0 = time.perf_counter(), time.process_time()
     for batch_ids, frames, kw in plan:
-        gd.read_batch(batch_ids, frames, threads=WORKERS, **kw)
-    return len(plan) * BATCH / (time.perf_counter() - t0)
+        gd.read_batch(batch_ids, frames, threads=WORKERS, **kw, **fast)
+    clips = len(plan) * BATCH
+    return clips / (time.perf_counter() - t0), (time.process_time() - c0) * 1000 / clips
+
+
+def _fast_decode_kw(gd) -> dict:
+    """``fast_decode=True`` where this gulpio-rs has it (an older build does not)."""
+    import inspect
+
+    return (
+        {"fast_decode": True}
+        if "fast_decode" in inspect.signature(gd.read_batch).parameters
+        else {}
+    )
 
 
 def measure(loaders: Loaders, repeats: int) -> tuple[dict, dict]:
@@ -578,14 +592,16 @@ def report(workload: str, loaders: Loaders, rates, cpu, decode: float, rows: lis
                 f"{ratio(rates, name, best):.2f}x",
             )
         )
-    rows.append(("read_batch(threads=2) alone, decode only", f"{decode:,.1f}", "", ""))
+    rows.append(
+        ("read_batch(threads=2) alone, decode only", f"{decode[0]:,.1f}", f"{decode[1]:,.1f}", "")
+    )
     checks = [
         (f"{loaders.ours} vs best peer", ratio(rates, loaders.ours, best), TARGET_FUSED_VS_PEER),
         ("gulpio2 code on gulpio-rs vs gulpio2", ratio(rates, loaders.swap, loaders.gulpio2), 1.0),
     ]
     if workload == "full":
         checks.append(
-            (f"{loaders.ours} vs decode only", med[loaders.ours] / decode, TARGET_FULL_VS_DECODE)
+            (f"{loaders.ours} vs decode only", med[loaders.ours] / decode[0], TARGET_FULL_VS_DECODE)
         )
     if loaders.tv is not None:
         checks.append(
@@ -676,6 +692,23 @@ def stage_costs(gulp: Path, workload: str, batches: int) -> list[tuple]:
     return [(label, {k: v * 1000 / clips for k, v in cost.items()}) for label, cost in rows]
 
 
+def as_before() -> None:
+    """This build with issue 28's defaults undone, in this process and the workers it forks:
+    ``gd[id]`` and the datasets decode accurately, shared-memory batches are not reused."""
+    from gulpio_rs import _reading
+    from gulpio_rs.torch import GulpVideoDataset, _shared
+
+    _reading.GULPIO2_FAST = False
+    _shared._readable = False
+    init = GulpVideoDataset.__init__
+
+    def accurate(self, *a, **kw):
+        kw.setdefault("fast_decode", False)
+        init(self, *a, **kw)
+
+    GulpVideoDataset.__init__ = accurate
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
@@ -687,6 +720,12 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated substrings: run only matching loaders")
     ap.add_argument("--quick", action="store_true", help="smoke run")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument(
+        "--as-before",
+        action="store_true",
+        help="turn off what issue 28 changed (gulpio2's fast decode in gd[id] and the datasets,\n"
+        "reuse of shared-memory batches): the same build measured as it was",
+    )
     ap.add_argument(
         "--stages",
         action="store_true",
@@ -701,6 +740,8 @@ def main() -> None:
 
     import gulpio_rs
 
+    if args.as_before:
+        as_before()
     t_all = time.perf_counter()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
