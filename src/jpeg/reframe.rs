@@ -332,14 +332,25 @@ fn decode_whole(
 
 /// Mirrors every row of a `width`-pixel image left to right, in place.
 fn flip_rows(pixels: &mut [u8], width: usize, channels: usize) {
+    // Whole pixels reversed as arrays: a byte-by-byte swap with index checks cost ~8% of a
+    // fused 112x112 crop (callgrind, issue 28).
+    fn mirror<const C: usize>(row: &mut [u8]) {
+        row.as_chunks_mut::<C>().0.reverse();
+    }
     for row in pixels.chunks_exact_mut(width * channels) {
-        let (mut i, mut j) = (0, width.saturating_sub(1));
-        while i < j {
-            for c in 0..channels {
-                row.swap(i * channels + c, j * channels + c);
+        match channels {
+            1 => row.reverse(),
+            3 => mirror::<3>(row),
+            _ => {
+                let (mut i, mut j) = (0, width.saturating_sub(1));
+                while i < j {
+                    for c in 0..channels {
+                        row.swap(i * channels + c, j * channels + c);
+                    }
+                    i += 1;
+                    j -= 1;
+                }
             }
-            i += 1;
-            j -= 1;
         }
     }
 }
@@ -395,5 +406,8 @@ mod tests {
         let mut gray = vec![1, 2, 3];
         flip_rows(&mut gray, 3, 1);
         assert_eq!(gray, [3, 2, 1]);
+        let mut odd = vec![1, 2, 3, 4, 5, 6, 7, 8, 9];
+        flip_rows(&mut odd, 3, 3);
+        assert_eq!(odd, [7, 8, 9, 4, 5, 6, 1, 2, 3]);
     }
 }
