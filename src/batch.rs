@@ -8,8 +8,8 @@ use crate::chunk::reader::{read_many, ChunkReader, FrameData};
 use crate::error::{At, Error, Result};
 use crate::jpeg::header::read_info;
 use crate::jpeg::{
-    check_frame_size, decode_into, decode_reframed, output_shape, Colorspace, DecodeFailure,
-    Reframe,
+    check_frame_size, decode_into_with, decode_reframed_with, output_shape, Colorspace,
+    DecodeFailure, Precision, Reframe,
 };
 use crate::pool::Runner;
 
@@ -75,6 +75,7 @@ pub struct FrameJob<'a> {
     /// chunks): the frame's own header must agree before it is decoded, since the output was
     /// shaped after the index.
     pub recorded: Option<(u16, u16, u8)>,
+    pub precision: Precision,
 }
 
 impl FrameJob<'_> {
@@ -159,6 +160,7 @@ pub fn plan<'a>(
             colorspace,
             reframe: reframe.copied(),
             recorded,
+            precision: Precision::Accurate,
         });
     }
     if uniform_channels && colorspace == Colorspace::Auto {
@@ -373,10 +375,10 @@ fn decode_bytes(job: &FrameJob, bytes: &[u8], out: &mut [u8]) -> Result<()> {
         (cs, _) => cs,
     };
     match &job.reframe {
-        None => decode_into(bytes, want, out),
+        None => decode_into_with(bytes, want, job.precision, out),
         Some(r) => {
             let restarts = job.chunk.restarts(job.video, job.frame);
-            decode_reframed(bytes, want, r, restarts.as_deref(), out)
+            decode_reframed_with(bytes, want, r, restarts.as_deref(), job.precision, out)
         }
     }
     .map_err(|e| context(job.chunk, job.video, job.frame, e))

@@ -49,6 +49,7 @@ class Chunk:
         check: bool = True,
         colorspace: str | None = None,
         threads: int = 0,
+        fast: bool = False,
     ) -> npt.NDArray[np.uint8] | list[npt.NDArray[np.uint8]]: ...
     def read(
         self,
@@ -62,6 +63,7 @@ class Chunk:
         size: tuple[int, int] | None = None,
         flip: bool = False,
         dct_scaling: bool = True,
+        fast: bool = False,
     ) -> npt.NDArray[np.uint8]: ...
 
 class NativeDirectory:
@@ -144,6 +146,7 @@ def read_batch(
     flips: list[bool] | None = None,
     dct_scaling: bool = True,
     sizes: list[tuple[int, int] | None] | None = None,
+    fast: bool = False,
 ) -> npt.NDArray[np.uint8] | list[npt.NDArray[np.uint8]]: ...
 def prefetch(items: list[tuple[Chunk, int, list[int] | None]]) -> None: ...
 def decode_jpeg(

@@ -18,6 +18,10 @@ from .errors import UnsupportedJpegError
 #: ``gulpio_rs.fileio.ImgInfo``, where gulpio2 users find it.
 ImgInfo = namedtuple("ImgInfo", ["loc", "pad", "length"], module="gulpio_rs.fileio")
 
+#: gulpio2's API (``gd[id]``, ``GulpChunk.read_frames``) decodes as gulpio2 does: simplejpeg's
+#: ``fastdct=True, fastupsample=True`` (docs/COMPATIBILITY.md).
+GULPIO2_FAST = True
+
 
 def extract_input_for_getitem(element) -> tuple[str, Any]:
     """Split ``id`` or ``(id, frames)`` into ``(str(id), frames_or_None)``.
@@ -93,12 +97,16 @@ def _read(
     colorspace,
     fallback_decoder=None,
 ):
-    """Frames of one video as gulpio2 returns them: a list of HxWx3 / HxW arrays."""
+    """Frames of one video as gulpio2 returns them: a list of HxWx3 / HxW arrays, decoded
+    with gulpio2's own settings (libjpeg-turbo's fast IDCT and chroma upsampling): gulpio2's
+    pixels, at gulpio2's cost per frame."""
     frames = _selection(selection, native_chunk, video)
     if jpeg_decoder is not None:
         return _user_decoded(native_chunk, video, frames, check_data, jpeg_decoder)
     try:
-        decoded = native_chunk.decode(video, frames, check_data, colorspace, _threads())
+        decoded = native_chunk.decode(
+            video, frames, check_data, colorspace, _threads(), fast=GULPIO2_FAST
+        )
     except UnsupportedJpegError:
         if fallback_decoder is None:
             raise
@@ -122,7 +130,7 @@ def _with_fallback(native_chunk, video: int, frames, check_data, colorspace, fal
     out = []
     for k in frames:
         try:
-            frame = native_chunk.decode(video, [k], check_data, colorspace, 1)[0]
+            frame = native_chunk.decode(video, [k], check_data, colorspace, 1, fast=GULPIO2_FAST)[0]
         except UnsupportedJpegError:
             view = native_chunk.frame_views(video, [k], check_data)[0]
             frame = np.asarray(fallback(bytes(view)))

@@ -279,6 +279,7 @@ class GulpDirectory:
         colorspace: str | None = None,
         threads: int | None = None,
         dct_scaling: bool = True,
+        fast_decode: bool = False,
     ) -> np.ndarray:
         """Decode frames of one video into one ``(T, H, W, C)`` uint8 array.
 
@@ -297,7 +298,9 @@ class GulpDirectory:
         ``flip=True`` mirrors the result left to right. Frames are decoded at the smallest DCT
         scale (1/8 steps) that leaves at least ``size`` pixels, then resized; ``dct_scaling=
         False`` decodes at full scale (slower, closest to "decode, crop, resize").
-        See docs/FUSED.md.
+        See docs/FUSED.md. ``fast_decode=True`` uses libjpeg-turbo's fast IDCT and chroma
+        upsampling (gulpio2's settings, about 10% less work per frame; 43 dB PSNR against the
+        default accurate decode on q90 frames); the zune-jpeg build always decodes accurately.
         """
         chunk, video = self._resolve(_id_str(id_))
         selection = _selection(frames, chunk, video)
@@ -317,6 +320,7 @@ class GulpDirectory:
                     size=size,
                     flip=flip,
                     dct_scaling=dct_scaling,
+                    fast=bool(fast_decode),
                 )
             except UnsupportedJpegError:
                 if self.fallback_decoder is None:
@@ -382,6 +386,7 @@ class GulpDirectory:
         threads: int | None = None,
         dct_scaling: bool = True,
         stack: bool | None = None,
+        fast_decode: bool = False,
     ):
         """Decode several videos in one parallel pass (the training-loop path).
 
@@ -399,10 +404,10 @@ class GulpDirectory:
         memory, say). Without it, arrays of 16 MiB or more reuse the memory of freed ones (at
         most two kept, for 30 s), so a loop does not pay for fresh pages on every batch.
 
-        ``crop``, ``size``, ``flip`` and ``dct_scaling`` are as in :meth:`read`; ``crop`` is one
-        box for every video or a list with one box (or None) per video, ``size`` one size or a
-        list, ``flip`` one bool or a list. With one ``size``, videos of any frame sizes give one
-        ``(N, T, height, width, C)`` array.
+        ``crop``, ``size``, ``flip``, ``dct_scaling`` and ``fast_decode`` are as in
+        :meth:`read`; ``crop`` is one box for every video or a list with one box (or None) per
+        video, ``size`` one size or a list, ``flip`` one bool or a list. With one ``size``,
+        videos of any frame sizes give one ``(N, T, height, width, C)`` array.
         """
         if stack not in (None, True, False):
             raise ValueError(f"stack must be None, True or False, not {stack!r}")
@@ -449,6 +454,7 @@ class GulpDirectory:
                     flips=flips,
                     dct_scaling=dct_scaling,
                     sizes=sizes,
+                    fast=bool(fast_decode),
                 )
             except UnsupportedJpegError:
                 if self.fallback_decoder is None:

@@ -17,7 +17,7 @@ use std::ffi::{c_int, CStr};
 
 use turbojpeg_sys as tj;
 
-use super::{header, luma, Colorspace, DecodeFailure, Frame, MAX_FRAME_PIXELS};
+use super::{header, luma, Colorspace, DecodeFailure, Frame, Precision, MAX_FRAME_PIXELS};
 
 /// A progressive JPEG needs ~10 scans; thousands are only ever an attack on decode time.
 const SCAN_LIMIT: c_int = 500;
@@ -58,16 +58,21 @@ fn set(h: tj::tjhandle, param: tj::TJPARAM, value: c_int) -> Result<(), DecodeFa
 }
 
 /// Decodes `frame` into `out` (exactly its size, checked by the caller).
-pub(super) fn decode_into(jpeg: &[u8], frame: &Frame, out: &mut [u8]) -> Result<(), DecodeFailure> {
+pub(super) fn decode_into(
+    jpeg: &[u8],
+    frame: &Frame,
+    precision: Precision,
+    out: &mut [u8],
+) -> Result<(), DecodeFailure> {
     let dims = (frame.width, frame.height);
     if frame.info.components == 4 {
-        return decode_cmyk(jpeg, dims, frame.channels, out);
+        return decode_cmyk(jpeg, dims, frame.channels, precision, out);
     }
     let format = match frame.colorspace() {
         Colorspace::Gray => tj::TJPF_TJPF_GRAY,
         _ => tj::TJPF_TJPF_RGB,
     };
-    decode_with_handle(jpeg, dims, format, out)
+    decode_with_handle(jpeg, dims, format, precision, out)
 }
 
 /// TurboJPEG hands CMYK/YCCK JPEGs out only as CMYK; convert as Pillow does
@@ -76,10 +81,11 @@ fn decode_cmyk(
     jpeg: &[u8],
     (w, h): (usize, usize),
     channels: usize,
+    precision: Precision,
     out: &mut [u8],
 ) -> Result<(), DecodeFailure> {
     let mut cmyk = vec![0u8; h * w * 4];
-    decode_with_handle(jpeg, (w, h), tj::TJPF_TJPF_CMYK, &mut cmyk)?;
+    decode_with_handle(jpeg, (w, h), tj::TJPF_TJPF_CMYK, precision, &mut cmyk)?;
     let inverted = header::adobe_segment(jpeg).is_some();
     let ink = |v: u8| -> u32 {
         if inverted {
@@ -107,6 +113,7 @@ fn decode_with_handle(
     jpeg: &[u8],
     dims: (usize, usize),
     format: tj::TJPF,
+    precision: Precision,
     out: &mut [u8],
 ) -> Result<(), DecodeFailure> {
     let full = Region {
@@ -116,7 +123,11 @@ fn decode_with_handle(
         h: dims.1,
     };
     with_handle(|handle| {
-        decompress(handle, jpeg, dims, format, 8, full, Dest::Exact(out)).map(|_| ())
+        let how = How {
+            eighths: 8,
+            precision,
+        };
+        decompress(handle, jpeg, dims, format, how, full, Dest::Exact(out)).map(|_| ())
     })
 }
 
@@ -139,6 +150,7 @@ pub(super) fn decode_region(
     jpeg: &[u8],
     frame: &Frame,
     eighths: usize,
+    precision: Precision,
     region: Region,
     scratch: &mut Vec<u8>,
 ) -> Result<Region, DecodeFailure> {
@@ -152,7 +164,7 @@ pub(super) fn decode_region(
             jpeg,
             (frame.width, frame.height),
             format,
-            eighths,
+            How { eighths, precision },
             region,
             Dest::Grow(scratch),
         )
@@ -220,13 +232,20 @@ impl Dest<'_> {
     }
 }
 
-/// Decompresses `region` of the frame scaled by `eighths / 8` into `out`.
+/// How a frame is decompressed: at `eighths / 8` of its size, at `precision`.
+#[derive(Debug, Clone, Copy)]
+struct How {
+    eighths: usize,
+    precision: Precision,
+}
+
+/// Decompresses `region` of the frame scaled by `how.eighths / 8` into `out`.
 fn decompress(
     handle: tj::tjhandle,
     jpeg: &[u8],
     (w, h): (usize, usize),
     format: tj::TJPF,
-    eighths: usize,
+    How { eighths, precision }: How,
     region: Region,
     mut out: Dest<'_>,
 ) -> Result<Region, DecodeFailure> {
@@ -239,6 +258,10 @@ fn decompress(
         // warns about harmless metadata, such as an ICC profile after the frame header.
         set(handle, tj::TJPARAM_TJPARAM_STOPONWARNING, 0)?;
         set(handle, tj::TJPARAM_TJPARAM_SCANLIMIT, SCAN_LIMIT)?;
+        // Set on every call: the handle is reused by the thread's next frame.
+        let fast = c_int::from(precision == Precision::Fast);
+        set(handle, tj::TJPARAM_TJPARAM_FASTDCT, fast)?;
+        set(handle, tj::TJPARAM_TJPARAM_FASTUPSAMPLE, fast)?;
         set(
             handle,
             tj::TJPARAM_TJPARAM_MAXPIXELS,

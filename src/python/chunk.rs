@@ -321,7 +321,9 @@ impl Chunk {
     /// Decodes frames for gulpio2's list shape: each frame keeps its own size and channels
     /// (1 for gray JPEGs unless `colorspace` says otherwise). Returns one `(T, H, W, C)` array
     /// when all frames agree (the caller hands out views of it), else a list of `(H, W, C)`.
-    #[pyo3(signature = (video, frames=None, check=true, colorspace=None, threads=0))]
+    /// `fast`: libjpeg-turbo's fast IDCT and chroma upsampling, gulpio2's own settings.
+    #[pyo3(signature = (video, frames=None, check=true, colorspace=None, threads=0, fast=false))]
+    #[allow(clippy::too_many_arguments)] // mirrors the Python signature
     fn decode<'py>(
         &self,
         py: Python<'py>,
@@ -330,9 +332,10 @@ impl Chunk {
         check: bool,
         colorspace: Option<&str>,
         threads: usize,
+        fast: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let cs = decode::colorspace(colorspace)?;
-        let plan = decode::plan(py, self, video, frames, cs, Layout::PerFrame, None)?;
+        let plan = decode::plan(py, self, video, frames, cs, Layout::PerFrame, None)?.fast(fast);
         if let Some((h, w, c)) = plan.shape {
             let dims = [plan.jobs.len(), h, w, c];
             return Ok(decode::into_one(py, &plan.jobs, &dims, None, check, threads)?.into_any());
@@ -349,7 +352,7 @@ impl Chunk {
     /// uint8) without an extra copy. All frames must have the same size.
     #[pyo3(signature = (
         video, frames=None, check=true, colorspace=None, out=None, threads=0, crop=None,
-        size=None, flip=false, dct_scaling=true
+        size=None, flip=false, dct_scaling=true, fast=false
     ))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python signature
     fn read<'py>(
@@ -365,6 +368,7 @@ impl Chunk {
         size: Option<(usize, usize)>,
         flip: bool,
         dct_scaling: bool,
+        fast: bool,
     ) -> PyResult<Bound<'py, PyArray4<u8>>> {
         let cs = decode::colorspace(colorspace)?;
         let reframe = decode::reframe(crop, size, flip, dct_scaling);
@@ -376,7 +380,8 @@ impl Chunk {
             cs,
             Layout::Stacked,
             reframe.as_ref(),
-        )?;
+        )?
+        .fast(fast);
         let (h, w, c) = plan.shape.unwrap_or_default();
         let dims = [plan.jobs.len(), h, w, c];
         let arr = decode::into_one(py, &plan.jobs, &dims, out, check, threads)?;

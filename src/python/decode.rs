@@ -14,7 +14,7 @@ use super::arrays;
 use super::chunk::Chunk;
 use crate::batch::{self, FrameJob};
 use crate::error::{At, Error};
-use crate::jpeg::{Colorspace, CropBox, Reframe};
+use crate::jpeg::{Colorspace, CropBox, Precision, Reframe};
 
 pub fn colorspace(name: Option<&str>) -> PyResult<Colorspace> {
     match name.map(|s| s.to_ascii_uppercase()).as_deref() {
@@ -43,6 +43,22 @@ pub struct Plan<'a> {
     /// `(H, W, C)` shared by every frame. `Stacked` always has one (zeros for no frames);
     /// `PerFrame` has none when the frames differ or there are none.
     pub shape: Option<(usize, usize, usize)>,
+}
+
+impl Plan<'_> {
+    /// The same frames decoded at `fast` (gulpio2's fast IDCT and upsampling) or accurate
+    /// precision.
+    pub fn fast(mut self, fast: bool) -> Self {
+        let precision = if fast {
+            Precision::Fast
+        } else {
+            Precision::Accurate
+        };
+        for job in &mut self.jobs {
+            job.precision = precision;
+        }
+        self
+    }
 }
 
 /// A crop box `(top, left, height, width)` and output size `(height, width)` as Python gives
@@ -162,11 +178,12 @@ pub fn into_each<'py>(
 /// Returns one `(N, T, H, W, C)` array when every video has the same frame count and size,
 /// else a list of `(T, H, W, C)` arrays. Frames inside one video must share a size.
 /// `crops` (one box or None per item), `size` (or `sizes`, one per item) and `flips` (one per
-/// item) fuse a crop, resize and flip into the decode.
+/// item) fuse a crop, resize and flip into the decode. `fast`: libjpeg-turbo's fast IDCT and
+/// chroma upsampling (gulpio2's pixels).
 #[pyfunction]
 #[pyo3(signature = (
     items, check=true, colorspace=None, threads=0, out=None, crops=None, size=None, flips=None,
-    dct_scaling=true, sizes=None
+    dct_scaling=true, sizes=None, fast=false
 ))]
 #[allow(clippy::too_many_arguments)] // mirrors the Python signature
 pub fn read_batch<'py>(
@@ -181,6 +198,7 @@ pub fn read_batch<'py>(
     flips: Option<Vec<bool>>,
     dct_scaling: bool,
     sizes: Option<Vec<Option<(usize, usize)>>>,
+    fast: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let cs = self::colorspace(colorspace)?;
     for (what, n) in [
@@ -213,6 +231,7 @@ pub fn read_batch<'py>(
                 Layout::Stacked,
                 r.as_ref(),
             )
+            .map(|p| p.fast(fast))
         })
         .collect::<PyResult<Vec<_>>>()?;
     let same = plans

@@ -66,7 +66,9 @@ def test_our_crops_are_one_draw_per_clip_from_seed_epoch_and_index(gulps):
         rng = np.random.default_rng([7, 3, index, 1])
         box = sample_crop("random-resized", h, w, (48, 64), rng=rng)
         flip = sample_flip(0.5, rng)
-        want = gd.read(id_, ds._frames(index, id_), crop=box, size=(48, 64), flip=flip)
+        frames = ds._frames(index, id_)
+        # The datasets decode with gulpio2's fast settings by default (fast_decode=True).
+        want = gd.read(id_, frames, crop=box, size=(48, 64), flip=flip, fast_decode=True)
         assert torch.equal(clip, torch.from_numpy(want).permute(0, 3, 1, 2))
     # The same again (a resume), another epoch differs.
     again = GulpVideoDataset(
@@ -88,7 +90,7 @@ def test_fixed_size_crop_modes(gulps, crop):
         if crop == "center":
             # A plain centre crop of the stored frames (no resize): exact.
             id_ = ds._id(index)
-            full = gd.read(id_, ds._frames(index, id_))
+            full = gd.read(id_, ds._frames(index, id_), fast_decode=True)
             h, w = full.shape[1:3]
             top, left = round((h - 64) / 2.0), round((w - 64) / 2.0)
             want = torch.from_numpy(full[:, top : top + 64, left : left + 64]).permute(0, 3, 1, 2)

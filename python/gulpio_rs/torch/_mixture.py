@@ -16,9 +16,9 @@ from ._datasets import (
     _check_one_shape,
     _GulpDataset,
     _Owner,
-    _shared_uint8,
 )
 from ._readahead import ReadAhead
+from ._shared import handover, shared_batch
 from ._sampler import _MASK64, _mix64, _mix64_array, shuffled_positions
 
 # Domain separation of the mixture's keys from the samplers' (any fixed constants would do).
@@ -259,7 +259,7 @@ class GulpMixture(Dataset):
             return parts[0][2].stacked  # one source, in order: its batch as it is
         shape = (count, *shapes.pop())
         raw = (
-            _shared_uint8(shape)
+            shared_batch(shape)
             if get_worker_info() is not None
             else torch.empty(shape, dtype=torch.uint8)
         )
@@ -276,7 +276,7 @@ class GulpMixture(Dataset):
         for _, kept, got in parts:
             target[rank[start : start + kept.size]] = got.decoded.numpy()
             start += kept.size
-        return owner.shape_batch(raw)
+        return handover(owner.shape_batch(raw))
 
     def _describe(self):
         """What :func:`_check_one_shape` names: the mixture and its first source's layout."""
