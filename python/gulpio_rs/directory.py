@@ -413,7 +413,9 @@ class GulpDirectory:
             raise ValueError(f"stack must be None, True or False, not {stack!r}")
         stack = None if stack is None else bool(stack)
         ids = list(ids)
-        got = self._read_batch(ids, frames, crop, size, flip, out, colorspace, threads, dct_scaling)
+        got = self._read_batch(
+            ids, frames, crop, size, flip, out, colorspace, threads, dct_scaling, fast_decode
+        )
         if stack is False:
             return list(got)
         if stack and isinstance(got, list):
@@ -428,7 +430,9 @@ class GulpDirectory:
             )
         return got
 
-    def _read_batch(self, ids, frames, crop, size, flip, out, colorspace, threads, dct_scaling):
+    def _read_batch(
+        self, ids, frames, crop, size, flip, out, colorspace, threads, dct_scaling, fast_decode
+    ):
         items = self._items(ids, frames)
         colorspace = colorspace or self.colorspace
         crops, flips = _per_video_crops(crop, len(items)), None

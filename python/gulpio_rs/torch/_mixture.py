@@ -18,8 +18,8 @@ from ._datasets import (
     _Owner,
 )
 from ._readahead import ReadAhead
-from ._shared import handover, shared_batch
 from ._sampler import _MASK64, _mix64, _mix64_array, shuffled_positions
+from ._shared import handover, shared_batch
 
 # Domain separation of the mixture's keys from the samplers' (any fixed constants would do).
 _PASS_KEY = 0x6D69787475726501
