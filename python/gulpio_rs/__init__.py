@@ -26,8 +26,8 @@ and ``io``, ``ingest.publish`` (the one write path of every ingest) and
 
 from __future__ import annotations
 
-# fileio: gulpio2's module, and the installer of GulpChunk.append's encoder (its docstring).
-from . import errors, fileio
+from . import chunk as _chunk
+from . import errors
 
 # JPEG_BACKEND: the decoder this build uses, "libjpeg-turbo" or "zune-jpeg" (chosen when the
 # package was built; see build_backend/gulpio_rs_build.py).
@@ -52,8 +52,45 @@ from .errors import (
     UnsupportedJpegError,
     WriteConflictError,
 )
-from .ingest import ChunkWriter, GulpIngestor, IngestError, IngestReport, IngestWarning
 from .video import VideoDecodeError
+
+# Opening and reading a dataset needs neither the ingest (multiprocessing, filelock) nor the
+# gulpio2 facades (PIL): they are imported on first use, which keeps `import gulpio_rs` at
+# about half the memory (docs/DECISIONS.md, "Lazy imports").
+_FROM_INGEST = ("ChunkWriter", "GulpIngestor", "IngestError", "IngestReport", "IngestWarning")
+_SUBMODULES = ("fileio", "utils", "adapters", "serializers", "sanity_utils", "video", "ingest")
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _FROM_INGEST:
+        # Through the facade, which installs gulpio2's replaceable executor and chunk writer
+        # (fileio's docstring) before any ingest runs.
+        importlib.import_module(".fileio", __name__)
+        value = getattr(importlib.import_module(".ingest", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_FROM_INGEST) | set(_SUBMODULES))
+
+
+def _encoder_from_fileio():
+    # GulpChunk.append encodes arrays with fileio's img_to_jpeg_bytes (gulpio2 users patch
+    # it there); the facade is imported when the first array is appended, and installs a
+    # lookup of its own.
+    from . import fileio
+
+    return fileio.img_to_jpeg_bytes
+
+
+_chunk.encoder_lookup = _encoder_from_fileio
 
 
 def _decoder_note(because: str | None = None) -> str | None:

@@ -9,7 +9,7 @@ import inspect
 import pytest
 from conftest import synthetic_frame
 
-from gulpio_rs import ChunkWriter, GulpIngestor, _encode_options, _native
+from gulpio_rs import ChunkWriter, GulpIngestor, _encode_options, _native, utils
 from gulpio_rs._encode_options import DEFAULT, GULPIO2, RUST_ENCODER, SUBSAMPLINGS, EncodeOptions
 from gulpio_rs.cli import gulp2
 from gulpio_rs.cli import ingest as cli_ingest
@@ -31,13 +31,24 @@ def test_the_defaults_are_the_ingests_and_gulpio2s():
     assert (DEFAULT.quality, DEFAULT.subsampling, DEFAULT.restart_rows) == (90, "4:2:0", False)
     assert DEFAULT.encoding == "jpeg" and DEFAULT.threads == 1
     assert (GULPIO2.quality, GULPIO2.subsampling) == (90, "4:4:4")
-    assert ChunkWriter(adapter=None).options == GULPIO2
+    # ChunkWriter encodes as gulpio2's knob says when it writes (utils._JPEG_WRITE_QUALITY,
+    # 90 unless changed): GULPIO2's settings by default.
+    assert ChunkWriter(adapter=None).options is None
+    assert utils._gulpio2_encoding() == GULPIO2
 
 
 @pytest.mark.parametrize("fn", [GulpIngestor, write_gulp], ids=lambda f: f.__qualname__)
 def test_every_writers_signature_takes_its_defaults_from_the_owner(fn):
     want = {name: getattr(DEFAULT, name) for name in SETTINGS}
-    assert _defaults(fn) == want
+    got = _defaults(fn)
+    if fn is GulpIngestor:
+        # None: "not given", so that gulpio2's quality knob can apply (see its docstring);
+        # resolved from DEFAULT otherwise.
+        assert got == {**want, "quality": None, "subsampling": None}
+        options = GulpIngestor(None, "unused", 1, 1, threads=1).options
+        assert options == EncodeOptions(DEFAULT.quality, DEFAULT.subsampling, 1)
+    else:
+        assert got == want
 
 
 def test_the_command_lines_defaults_and_choices_are_the_owners():
