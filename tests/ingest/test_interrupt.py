@@ -69,6 +69,13 @@ def slow(tmp_path):
     return env, pids
 
 
+def _like_a_terminal() -> None:
+    """In the child before exec: SIGINT at its default, as for a terminal's foreground job.
+    An ignored SIGINT is inherited across exec (and Python then installs no KeyboardInterrupt
+    handler), so the child must not depend on how the test runner's process left it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _published(out) -> set[str]:
     if not out.exists():
         return set()
@@ -104,7 +111,7 @@ def test_ctrl_c_is_one_line_exit_130_and_a_rerun_finishes(tmp_path, slow, worker
            "--no-progress"]  # fmt: skip
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
+        start_new_session=True, preexec_fn=_like_a_terminal,
     )  # fmt: skip
     try:
         _interrupt_after_first_chunk(proc, out, group=True)
@@ -138,7 +145,7 @@ def test_api_raises_keyboard_interrupt_once_the_workers_are_stopped(tmp_path, sl
     code = API.format(pids=str(pids), out=str(out))
     proc = subprocess.Popen(
         [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
+        text=True, preexec_fn=_like_a_terminal,
     )  # fmt: skip
     try:
         # SIGINT to the main process only: its workers never see it and must be stopped.
