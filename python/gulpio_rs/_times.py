@@ -132,7 +132,8 @@ def _decode(time: dict, frame_count: int) -> VideoTimes | None:
     if fps is not None and not (isinstance(fps, (int, float)) and fps > 0):
         raise ValueError(f"fps {fps!r}")
     steps = np.repeat(np.asarray(values, dtype=np.float64), counts)
-    points = (start + np.concatenate(([0.0], np.cumsum(steps)))) * (num / den)
+    # Divided, not multiplied by 1/den: ticks / den is the correctly rounded float.
+    points = (start + np.concatenate(([0.0], np.cumsum(steps)))) * num / den
     return VideoTimes(points[:-1], None if fps is None else float(fps), float(points[-1]))
 
 
