@@ -91,10 +91,10 @@ def sample_time_indices(
       again from its start), so the clip still has ``T`` frames.
     * ``fps=F`` alone: the whole video at ``F`` frames per second, times
       ``timestamps[0] + k/F`` before ``end`` (``offset`` unused).
-    * ``clip_seconds=C`` alone: every stored frame shown during the window ``[s, s + C)``
-      placed as above (the whole video when it is shorter); no times are made up, so the
-      clip has as many frames as the video shows in that window (clip times: their
-      timestamps).
+    * ``clip_seconds=C`` alone: the stored frames whose timestamps fall in the window
+      ``[s, s + C)`` placed as above (the whole video when it is shorter; the frame on screen
+      at ``s`` when no timestamp falls in it); no times are made up, so the clip has as many
+      frames as the video stores in that window (clip times: their timestamps).
 
     Each time ``t`` maps to the frame on screen at ``t``: the last frame whose timestamp is at
     or before ``t`` (1 microsecond of slack for rounded timestamps), so a clip of 2 s at
@@ -119,9 +119,9 @@ def sample_time_indices(
         return _at_or_before(ts, times), times
     s = start + u * max(0.0, duration - seconds)
     if rate is None:
-        first = int(_at_or_before(ts, np.array([s]))[0])
-        last = max(first, int(np.searchsorted(ts, s + seconds - TOLERANCE, side="left")) - 1)
-        picked = list(range(first, last + 1))
+        first = int(np.searchsorted(ts, s - TOLERANCE, side="left"))
+        last = int(np.searchsorted(ts, s + seconds - TOLERANCE, side="left")) - 1
+        picked = list(range(first, last + 1)) or _at_or_before(ts, np.array([s]))
         return picked, ts[picked]
     count = clip_frame_count(rate, seconds)
     times = s + np.arange(count) / rate
