@@ -746,8 +746,18 @@ class GulpVideoDataset(_GulpDataset):
     * ``frames=T, stride=s``: ``T`` frames ``s`` apart; videos shorter than the window loop;
     * ``num_segments=K``: TSN, one frame from each of ``K`` equal segments.
 
+    * ``fps=F, clip_seconds=C``: by time, ``round(C * F)`` frames ``1/F`` seconds apart from
+      a window of ``C`` seconds, each the frame on screen at its time (the last stored at or
+      before it), whatever rate the video was stored at; ``fps`` alone: the whole video at
+      ``F`` fps; ``clip_seconds`` alone: the stored frames in the window. Clips longer than
+      the video loop. See :func:`sample_time_indices` and docs/TORCH.md, "Time-based
+      sampling". Not combinable with ``frames``/``stride``/``num_segments``. Videos stored
+      without timestamps count as evenly spaced at ``stored_fps`` (default: their meta's
+      ``fps``, else 30, with one :class:`~gulpio_rs.NoTimestampsWarning` per dataset).
+
     ``offset="center"`` (default, for evaluation) centres the window (or takes each segment's
-    centre); ``offset="random"`` draws it for every sample (training). With ``seed=None`` the
+    centre); ``offset="start"`` puts it at the video's start (each segment's first frame);
+    ``offset="random"`` draws it for every sample (training). With ``seed=None`` the
     draws come from a generator seeded by ``torch.initial_seed()`` in each process (different
     per DataLoader worker and epoch, reproducible after ``torch.manual_seed``); with an
     integer ``seed`` they are a pure function of ``(seed, epoch, index)`` (see
