@@ -296,3 +296,15 @@ def test_remote_time_sampling_reads_what_it_prefetched(bikes, s3_server, monkeyp
     unseeded.__getitems__([0])  # reads sample 0, prefetches sample 1 (the next batch)
     unseeded.__getitems__([1])
     assert len(read) == 2 and fetched[0] == read[1]
+
+
+def test_offset_start_also_places_index_windows(tmp_path):
+    path = write_videos(tmp_path, [12])
+    assert frame_numbers(GulpVideoDataset(path, frames=4, offset="start", target=None)[0]) == [
+        0,
+        1,
+        2,
+        3,
+    ]
+    segments = GulpVideoDataset(path, num_segments=3, offset="start", target=None)[0]
+    assert frame_numbers(segments) == [0, 4, 8]
