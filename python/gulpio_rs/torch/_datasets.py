@@ -28,7 +28,7 @@ from ._geometry import (
 )
 from ._readahead import ReadAhead
 from ._sampling import (
-    _positive_number,
+    positive_number,
     clip_frame_count,
     sample_frame_indices,
     sample_time_indices,
@@ -343,8 +343,9 @@ class _GulpDataset(Dataset):
         return self._labels or None
 
     def _uniform(self, index: int, count: int | None, draw: int = 0):
-        """Where the clip sits: 0.5 (centred), 0 (start), or uniform draws in [0, 1). ``draw`` tells
-        apart the draws of one sample that a mixture takes more than once in an epoch."""
+        """Where the clip sits: 0.5 (centred), 0 (start), or uniform draws in [0, 1).
+        ``draw`` tells apart the draws of one sample that a mixture takes more than once in an
+        epoch."""
         if self.offset == "center":
             return 0.5
         if self.offset == "start":
@@ -695,7 +696,7 @@ def _check_time_args(fps, clip_seconds, stored_fps, frames, stride, num_segments
     """ValueError naming the bad value when the time-based arguments do not fit together."""
     for name, value in (("fps", fps), ("clip_seconds", clip_seconds), ("stored_fps", stored_fps)):
         if value is not None:
-            _positive_number(value, name)
+            positive_number(value, name)
     if fps is None and clip_seconds is None:
         return
     given = [

@@ -111,8 +111,8 @@ def sample_time_indices(
         duration = 0.0
     if fps is None and clip_seconds is None:
         raise ValueError("give fps=, clip_seconds= or both")
-    rate = None if fps is None else _positive_number(fps, "fps")
-    seconds = None if clip_seconds is None else _positive_number(clip_seconds, "clip_seconds")
+    rate = None if fps is None else positive_number(fps, "fps")
+    seconds = None if clip_seconds is None else positive_number(clip_seconds, "clip_seconds")
     if seconds is None:
         count = max(1, math.ceil(duration * rate - TOLERANCE))
         times = start + np.arange(count) / rate
@@ -147,7 +147,9 @@ def _at_or_before(ts: np.ndarray, times: np.ndarray) -> list[int]:
     return np.maximum(picked, 0).tolist()
 
 
-def _positive_number(value, name: str) -> float:
+def positive_number(value, name: str) -> float:
+    """``value`` as a float if it is a finite positive number, else a ValueError naming
+    ``name`` and the value."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name} must be a positive number, not {value!r}")
     number = float(value)
