@@ -28,8 +28,8 @@ from ._geometry import (
 )
 from ._readahead import ReadAhead
 from ._sampling import (
-    positive_number,
     clip_frame_count,
+    positive_number,
     sample_frame_indices,
     sample_time_indices,
 )
