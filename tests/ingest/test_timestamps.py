@@ -12,7 +12,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-
 from data_fixtures import ItemsAdapter
 
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor
