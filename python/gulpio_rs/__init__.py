@@ -32,6 +32,7 @@ from . import errors
 # JPEG_BACKEND: the decoder this build uses, "libjpeg-turbo" or "zune-jpeg" (chosen when the
 # package was built; see build_backend/gulpio_rs_build.py).
 from ._native import JPEG_BACKEND, __version__
+from ._times import VideoTimes
 from .chunk import GulpChunk
 from .directory import GulpDirectory
 from .errors import (
@@ -43,6 +44,7 @@ from .errors import (
     FormatError,
     GulpError,
     GulpWarning,
+    NoTimestampsWarning,
     RemoteConfigError,
     RemoteError,
     RemoteNotFoundError,
@@ -190,6 +192,8 @@ __all__ = [
     "GulpWarning",
     "BrokenChunkWarning",
     "EmptyDirectoryWarning",
+    "NoTimestampsWarning",
+    "VideoTimes",
     "IngestError",
     "IngestReport",
     "IngestWarning",

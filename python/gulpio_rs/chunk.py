@@ -29,6 +29,7 @@ from ._reading import (
     _selection,
     extract_input_for_getitem,
 )
+from ._times import find_times
 from .errors import BrokenChunkWarning, PickleMetadataWarning
 from .serializers import JSONSerializer, PickleSerializer, json_serializer
 
@@ -282,6 +283,22 @@ class GulpChunk:
         if self._fast_reads():
             return self._native().frame_count(self._video(id_))
         return len(self._infos(id_)[0])
+
+    def timestamps(self, id_):
+        """The video's frame times (a :class:`~gulpio_rs._times.VideoTimes`), or ``None``:
+        as :meth:`gulpio_rs.GulpDirectory.timestamps`."""
+        id_ = _id_str(id_)
+        if self._fast_reads():
+            video = self._video(id_)
+            chunk = self._native()
+            meta_data = json.loads(chunk.meta_data(video) or "[]")
+            count = chunk.frame_count(video)
+        else:
+            if id_ not in self.meta_dict:
+                raise KeyError(id_)
+            entry = self.meta_dict[id_]
+            meta_data, count = entry.get("meta_data", []), len(entry["frame_info"])
+        return find_times(meta_data, count, where=self._data_path, video_id=id_)
 
     def _infos(self, id_):
         found = self._get_frame_infos(_id_str(id_))

@@ -32,6 +32,7 @@ from ._reading import (
     _with_fallback,
     extract_input_for_getitem,
 )
+from ._times import VideoTimes, find_times
 from .chunk import GulpChunk, new_chunk
 from .errors import BrokenChunkWarning, EmptyDirectoryWarning, UnsupportedJpegError
 
@@ -252,6 +253,29 @@ class GulpDirectory:
         """A video's metadata (``meta_data[0]``), without reading frames."""
         chunk, video = self._resolve(_id_str(id_))
         return _first_meta(chunk.meta_data(video))
+
+    def timestamps(self, id_) -> VideoTimes | None:
+        """A video's frame times, without reading frames: a :class:`VideoTimes`
+        ``(timestamps, fps, end)`` with ``timestamps`` a float64 array of seconds, one per
+        frame (the source's presentation times, variable frame rates as they were; at a rate
+        resampled by ``frame_rate=`` at ingest, the instant each stored frame stands for),
+        ``fps`` the source video's average frame rate (``None`` if unknown) and ``end`` when
+        the last frame stops being shown.
+
+        ``None`` when the video has none: it was not ingested from a video file by gulpio-rs
+        (frame folders, images, gulpio/gulpio2 datasets, an older gulpio-rs), or frames were
+        appended to it afterwards. Stored in the ``.gmeta`` (docs/FORMAT.md §2.1); what
+        ``gd[id][1]`` and :meth:`meta` return does not change. ``KeyError`` for an unknown
+        id; :class:`~gulpio_rs.errors.FormatError` when the stored times are malformed.
+        """
+        id_ = _id_str(id_)
+        chunk, video = self._resolve(id_)
+        return find_times(
+            json.loads(chunk.meta_data(video) or "[]"),
+            chunk.frame_count(video),
+            where=chunk.data_path,
+            video_id=id_,
+        )
 
     def __getitem__(self, element):
         id_, selection = extract_input_for_getitem(element)

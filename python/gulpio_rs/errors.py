@@ -102,6 +102,12 @@ class PickleMetadataWarning(GulpWarning):
     from the file. gulpio-rs never does this unless the caller passes that serializer."""
 
 
+class NoTimestampsWarning(GulpWarning):
+    """A dataset asked to sample clips by time (``fps=`` / ``clip_seconds=``) holds videos
+    stored without frame timestamps: their frames are taken as evenly spaced at an assumed
+    rate, which the message names. Shown once per dataset."""
+
+
 __all__ = [
     "GulpError",
     "FormatError",
@@ -120,4 +126,5 @@ __all__ = [
     "BrokenChunkWarning",
     "EmptyDirectoryWarning",
     "PickleMetadataWarning",
+    "NoTimestampsWarning",
 ]

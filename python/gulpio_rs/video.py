@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 
@@ -86,38 +87,62 @@ def _detail(e: BaseException) -> str:
 
 
 def _resample(frames, frame_rate: Fraction, native_rate: Fraction):
-    """Yield ``(frame, n)``: how many output instants ``t_k = t_0 + k / frame_rate`` fall while
-    ``frame`` is on screen, i.e. in ``[its timestamp, the next frame's)``; the last frame lasts
-    its own duration, else as long as the frame before it."""
+    """Yield ``(frame, instants)``: the output instants ``t_k = t_0 + k / frame_rate`` that
+    fall while ``frame`` is on screen, i.e. in ``[its timestamp, the next frame's)``; the last
+    frame lasts its own duration, else as long as the frame before it."""
     step = 1 / frame_rate.limit_denominator(1_000_000)
     period = 1 / native_rate
     t0 = held = held_time = None
     k = 0  # the next output instant
     for frame in frames:
-        if frame.pts is not None and frame.time_base is not None:
-            t = frame.pts * Fraction(frame.time_base)
-        else:
-            t = held_time + period if held_time is not None else Fraction(0)
+        t = _frame_time(frame, held_time, period)
         if held is None:
             t0 = t
         else:
             if t > held_time:
                 period = t - held_time
-            n = 0
+            instants = []
             while t0 + k * step < t:
-                n += 1
+                instants.append(t0 + k * step)
                 k += 1
-            yield held, n
+            yield held, instants
         held, held_time = frame, t
     if held is not None:
-        duration = getattr(held, "duration", None)  # PyAV >= 13
-        if duration and held.time_base is not None:
-            period = duration * Fraction(held.time_base)
-        n = 0
+        period = _shown_for(held, period)
+        instants = []
         while t0 + k * step < held_time + period:
-            n += 1
+            instants.append(t0 + k * step)
             k += 1
-        yield held, n
+        yield held, instants
+
+
+def _frame_time(frame, previous: Fraction | None, period: Fraction) -> Fraction:
+    """A frame's presentation time in seconds: its ``pts`` in its time base, else one period
+    after the previous frame (the first: 0)."""
+    if frame.pts is not None and frame.time_base is not None:
+        return frame.pts * Fraction(frame.time_base)
+    return previous + period if previous is not None else Fraction(0)
+
+
+def _shown_for(frame, period: Fraction) -> Fraction:
+    """How long ``frame`` is on screen: its own duration (PyAV >= 13) if known, else
+    ``period``."""
+    duration = getattr(frame, "duration", None)
+    if duration and frame.time_base is not None:
+        return duration * Fraction(frame.time_base)
+    return period
+
+
+class TimedVideo(NamedTuple):
+    """What :func:`read_video_times` returns: the decoded ``frames``, the ``times`` each
+    stands for (exact :class:`~fractions.Fraction` seconds), the ``end`` of the last one's
+    display time, and the source's average frame rate ``fps`` (``None`` if the stream has
+    none)."""
+
+    frames: list
+    times: list
+    end: Fraction
+    fps: Fraction | None
 
 
 def read_video(
@@ -149,10 +174,35 @@ def read_video(
     Colours follow the stream's colour-matrix and range tags (BT.601 when untagged), and a
     display-rotation tag is applied (as the ``ffmpeg`` command does by default).
 
+    :func:`read_video_times` gives each frame's timestamp too.
+
     Raises:
         VideoDecodeError: the file is not a readable video, has no video stream, fails while
             decoding, or yields no frames. The message names the file.
         FileNotFoundError, PermissionError: the file cannot be opened (an :class:`OSError`).
+    """
+    return read_video_times(
+        path, frame_rate=frame_rate, frame_size=frame_size, max_frames=max_frames
+    ).frames
+
+
+def read_video_times(
+    path: str | os.PathLike,
+    *,
+    frame_rate: float | None = None,
+    frame_size: int = -1,
+    max_frames: int | None = None,
+) -> TimedVideo:
+    """:func:`read_video`'s frames (same arguments, same errors) with the time each stands
+    for: ``(frames, times, end, fps)``.
+
+    ``times`` are exact :class:`~fractions.Fraction` seconds, one per frame: at the native
+    rate each frame's presentation timestamp (``pts * time_base``; variable frame rates kept
+    as they are; a frame without a ``pts`` one period after the previous), at a resampled
+    ``frame_rate`` the output instant ``t_k = t_0 + k / frame_rate`` (the frame is the one on
+    screen then). ``end``: when the last frame stops being shown (its own duration, else the
+    last step; ``t_0 + K / frame_rate`` when resampled). ``fps``: the stream's average frame
+    rate (``None`` if it has none). What ingest stores (docs/INGEST.md, "Frame timestamps").
     """
     if frame_rate is not None and not frame_rate > 0:
         raise ValueError(f"frame_rate must be positive or None, got {frame_rate!r}")
@@ -163,6 +213,8 @@ def read_video(
     frame_size = -1 if frame_size is None else int(frame_size)
     limit = max_frames if max_frames is not None else float("inf")
     out: list[np.ndarray] = []
+    times: list[Fraction] = []
+    end = None
     # One reformatter for the whole video: `frame.to_ndarray(width=...)` makes a new swscale
     # context for every frame, and building it cost more than the scaling, for the same pixels
     # (docs/INGEST.md, "Where the video time goes").
@@ -209,17 +261,25 @@ def read_video(
         # a busy machine (docs/INGEST.md, "Where the video time goes").
         stream.thread_type = "AUTO"
         frames = decode(stream)
+        fps = Fraction(stream.average_rate) if stream.average_rate else None
+        native = Fraction(stream.average_rate or stream.guessed_rate or 25)
         if frame_rate is None:
-            shown = ((frame, 1) for frame in frames)
+            shown = _native_times(frames, native)
         else:
-            native = stream.average_rate or stream.guessed_rate or 25
-            shown = _resample(frames, Fraction(frame_rate), Fraction(native))
+            step = 1 / Fraction(frame_rate).limit_denominator(1_000_000)
+            shown = _resample(frames, Fraction(frame_rate), native)
         try:
-            for frame, repeats in shown:
-                if repeats:
+            for frame, instants in shown:
+                if instants:
                     arr = convert(frame)
+                    kept = instants[: int(min(len(instants), limit - len(out)))]
                     # A repeated frame is the same array object, not a copy.
-                    out.extend([arr] * int(min(repeats, limit - len(out))))
+                    out.extend([arr] * len(kept))
+                    times.extend(kept)
+                    if frame_rate is None:
+                        end = kept[-1] + _shown_for(frame, _native_period(times, native))
+                    else:
+                        end = kept[-1] + step
                 if len(out) >= limit:
                     break
         except (av.error.FFmpegError, ValueError) as e:
@@ -230,7 +290,26 @@ def read_video(
             ) from e
     if not out:
         raise VideoDecodeError(f"{path}: no video frames could be decoded", path=path, frame=0)
-    return out
+    return TimedVideo(out, times, end, fps)
 
 
-__all__ = ["VIDEO_EXTENSIONS", "VideoDecodeError", "read_video"]
+def _native_times(frames, native: Fraction):
+    """Yield ``(frame, [its timestamp])`` for every frame, at the native rate."""
+    previous = None
+    period = 1 / native
+    for frame in frames:
+        t = _frame_time(frame, previous, period)
+        if previous is not None and t > previous:
+            period = t - previous
+        previous = t
+        yield frame, [t]
+
+
+def _native_period(times: list, native: Fraction) -> Fraction:
+    """The step between the last two timestamps, else one period of the native rate."""
+    if len(times) > 1 and times[-1] > times[-2]:
+        return times[-1] - times[-2]
+    return 1 / native
+
+
+__all__ = ["VIDEO_EXTENSIONS", "TimedVideo", "VideoDecodeError", "read_video", "read_video_times"]

@@ -20,7 +20,10 @@ class AbstractDatasetAdapter(ABC):
     Subclasses implement ``iter_data(slice_element=None)``, yielding
     ``{'id', 'meta', 'frames'}`` dicts for the items of ``slice_element`` (all items when
     ``None``), and ``__len__``. To report one unusable item without stopping the run, yield it
-    with ``'frames': []`` and an ``'error'`` string. Adapters are pickled to the ingest workers,
+    with ``'frames': []`` and an ``'error'`` string. An item may carry its frames' times:
+    ``'timestamps'`` (seconds, one per frame), optionally ``'fps'`` and ``'end'``; they are
+    stored for time-based sampling (docs/INGEST.md, "Frame timestamps"). Adapters are pickled
+    to the ingest workers,
     so keep them small: paths and metadata, not decoded frames or open files.
 
     Optional: ``item_ids()``, the ids of all items in iteration order, computed without

@@ -10,20 +10,28 @@ import numpy as np
 
 from .._frames import is_plain_jpeg
 from .._pixels import pil_to_array
-from ..video import read_video
+from ..video import read_video_times
 from .base import _error_item, _reason
 from .files import _frame_files
 
 
 def _video_item(id_, meta, path: str, frame_rate, frame_size, max_frames) -> dict:
-    """The item of one video, decoded now; an unreadable video becomes an error item."""
+    """The item of one video, decoded now, with its frames' timestamps (stored by the ingest:
+    docs/INGEST.md, "Frame timestamps"); an unreadable video becomes an error item."""
     try:
-        frames = read_video(
+        video = read_video_times(
             path, frame_rate=frame_rate, frame_size=frame_size, max_frames=max_frames
         )
     except Exception as e:  # one bad video must not end the run: the ingestor reports it
         return _error_item(id_, meta, _reason(e, path))
-    return {"id": id_, "meta": meta, "frames": frames}
+    return {
+        "id": id_,
+        "meta": meta,
+        "frames": video.frames,
+        "timestamps": video.times,
+        "fps": video.fps,
+        "end": video.end,
+    }
 
 
 def _image_frame(path: str, size: int):

@@ -9,6 +9,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from .._encode_options import EncodeOptions
 from .._frames import FrameEncoder
 from .._reading import _id_str
+from .._times import time_element
 from ..chunk import GulpChunk
 from ..errors import GulpError
 from ..utils import _gulpio2_encoding
@@ -85,9 +86,13 @@ def write_chunk(
         pending = None
         try:
             stored = job.result() if job is not None else video["frames"]
+            times = _times_of(video, len(stored)) if own_append else None
             # Through append, as gulpio2's ChunkWriter: a GulpChunk subclass that overrides it
             # sees every video (and gets what gulpio2's got: the adapter's frames).
             output_chunk.append(video.get("id"), video.get("meta", {}), stored)
+            if times is not None:
+                # The reserved meta_data element after the adapter's (docs/FORMAT.md §2.1).
+                output_chunk.append(video.get("id"), times, [])
         except (GulpError, ValueError, OSError) as e:
             _fail(result, id_, str(e), strict)
             if progress is not None:
@@ -145,6 +150,21 @@ def write_chunk(
     except _Discard:
         pass
     return result
+
+
+def _times_of(video: dict, frame_count: int) -> dict | None:
+    """The timestamps element of an item with ``'timestamps'`` (and optional ``'fps'`` and
+    ``'end'``), or None; ValueError (the video is skipped and reported) when they do not fit
+    its frames."""
+    timestamps = video.get("timestamps")
+    if timestamps is None:
+        return None
+    if len(timestamps) != frame_count:
+        raise ValueError(
+            f"{len(timestamps)} timestamps for {frame_count} frames: the item's 'timestamps' "
+            "must give one time per frame"
+        )
+    return time_element(timestamps, fps=video.get("fps"), end=video.get("end"))
 
 
 def _videos(adapter, input_slice):

@@ -20,7 +20,7 @@ from ._datasets import GulpImageDataset, GulpVideoDataset, MixedShapesError, gul
 from ._geometry import sample_crop
 from ._mixture import GulpMixture
 from ._sampler import GulpDistributedSampler, shuffled_positions
-from ._sampling import sample_frame_indices
+from ._sampling import sample_frame_indices, sample_time_indices
 
 __all__ = [
     "GulpVideoDataset",
@@ -32,6 +32,7 @@ __all__ = [
     "GulpBucketBatchSampler",
     "bucket_keys",
     "sample_frame_indices",
+    "sample_time_indices",
     "sample_crop",
     "shuffled_positions",
 ]

@@ -15,8 +15,9 @@ from torch.utils.data import Dataset, default_collate, get_worker_info
 
 from .. import _native
 from .._reading import thread_count
+from .._times import DEFAULT_FPS, VideoTimes
 from ..directory import GulpDirectory, _out_size, _storage_options
-from ..errors import BrokenChunkWarning, FormatError, GulpError
+from ..errors import BrokenChunkWarning, FormatError, GulpError, NoTimestampsWarning
 from ._geometry import (
     CROP_MODES,
     NeedsPaddingError,
@@ -26,7 +27,12 @@ from ._geometry import (
     split_fusable,
 )
 from ._readahead import ReadAhead
-from ._sampling import sample_frame_indices
+from ._sampling import (
+    clip_frame_count,
+    positive_number,
+    sample_frame_indices,
+    sample_time_indices,
+)
 from ._shared import handover, shared_batch
 
 # Permutations from the decoder's (T, H, W, C) to each layout; all are views.
@@ -36,7 +42,7 @@ _VIDEO_LAYOUTS = {
     "CTHW": (3, 0, 1, 2),
 }
 _IMAGE_LAYOUTS = {"HWC": (0, 1, 2), "CHW": (2, 0, 1)}
-_OFFSETS = ("center", "random")
+_OFFSETS = ("center", "random", "start")
 _LABELS_FILE = "label2idx.json"
 # The random-offset generator's key with a draw number appended (a fifth element, never equal
 # to a crop generator's key).
@@ -337,10 +343,13 @@ class _GulpDataset(Dataset):
         return self._labels or None
 
     def _uniform(self, index: int, count: int | None, draw: int = 0):
-        """Where the clip sits: 0.5 (centred), or uniform draws in [0, 1). ``draw`` tells
-        apart the draws of one sample that a mixture takes more than once in an epoch."""
+        """Where the clip sits: 0.5 (centred), 0 (start), or uniform draws in [0, 1).
+        ``draw`` tells apart the draws of one sample that a mixture takes more than once in an
+        epoch."""
         if self.offset == "center":
             return 0.5
+        if self.offset == "start":
+            return 0.0
         if self.seed is not None:
             # A pure function of (seed, epoch, index): the same clips whatever the number of
             # workers, and again after a resume.
@@ -683,6 +692,32 @@ class _GulpDataset(Dataset):
         return None if first is None else (len(ids), *first)
 
 
+def _check_time_args(fps, clip_seconds, stored_fps, frames, stride, num_segments) -> None:
+    """ValueError naming the bad value when the time-based arguments do not fit together."""
+    for name, value in (("fps", fps), ("clip_seconds", clip_seconds), ("stored_fps", stored_fps)):
+        if value is not None:
+            positive_number(value, name)
+    if fps is None and clip_seconds is None:
+        return
+    given = [
+        f"{name}={value!r}"
+        for name, value, default in (
+            ("frames", frames, None),
+            ("stride", stride, 1),
+            ("num_segments", num_segments, None),
+        )
+        if value != default
+    ]
+    if given:
+        raise ValueError(
+            f"fps=/clip_seconds= pick a clip's frames by time and {', '.join(given)} by "
+            "index: give one or the other (the number of frames by time is "
+            "round(clip_seconds * fps))"
+        )
+    if fps is not None and clip_seconds is not None:
+        clip_frame_count(float(fps), float(clip_seconds))
+
+
 def _exclusions(exclude) -> frozenset[str]:
     """The ids ``exclude=`` names: a file (path) with one id per line (``gulpio check
     --bad-list`` writes it; empty lines and lines starting with ``#`` are ignored), or a
@@ -712,8 +747,18 @@ class GulpVideoDataset(_GulpDataset):
     * ``frames=T, stride=s``: ``T`` frames ``s`` apart; videos shorter than the window loop;
     * ``num_segments=K``: TSN, one frame from each of ``K`` equal segments.
 
+    * ``fps=F, clip_seconds=C``: by time, ``round(C * F)`` frames ``1/F`` seconds apart from
+      a window of ``C`` seconds, each the frame on screen at its time (the last stored at or
+      before it), whatever rate the video was stored at; ``fps`` alone: the whole video at
+      ``F`` fps; ``clip_seconds`` alone: the stored frames in the window. Clips longer than
+      the video loop. See :func:`sample_time_indices` and docs/TORCH.md, "Time-based
+      sampling". Not combinable with ``frames``/``stride``/``num_segments``. Videos stored
+      without timestamps count as evenly spaced at ``stored_fps`` (default: their meta's
+      ``fps``, else 30, with one :class:`~gulpio_rs.NoTimestampsWarning` per dataset).
+
     ``offset="center"`` (default, for evaluation) centres the window (or takes each segment's
-    centre); ``offset="random"`` draws it for every sample (training). With ``seed=None`` the
+    centre); ``offset="start"`` puts it at the video's start (each segment's first frame);
+    ``offset="random"`` draws it for every sample (training). With ``seed=None`` the
     draws come from a generator seeded by ``torch.initial_seed()`` in each process (different
     per DataLoader worker and epoch, reproducible after ``torch.manual_seed``); with an
     integer ``seed`` they are a pure function of ``(seed, epoch, index)`` (see
@@ -805,15 +850,27 @@ class GulpVideoDataset(_GulpDataset):
         exclude=None,
         on_error: str = "raise",
         fast_decode: bool = True,
+        fps: float | None = None,
+        clip_seconds: float | None = None,
+        stored_fps: float | None = None,
     ):
         if layout not in _VIDEO_LAYOUTS:
             raise ValueError(f"layout must be one of {tuple(_VIDEO_LAYOUTS)}, not {layout!r}")
         # Validates frames/stride/num_segments once, here rather than in a worker.
         sample_frame_indices(1, frames, stride=stride, num_segments=num_segments)
+        _check_time_args(fps, clip_seconds, stored_fps, frames, stride, num_segments)
         self.frames = frames
         self.stride = stride
         self.num_segments = num_segments
+        self.fps = fps
+        self.clip_seconds = clip_seconds
+        self.stored_fps = stored_fps
         self.layout = layout
+        # Whether the fallback of videos without timestamps was reported, shared by the
+        # DataLoader's workers so that the dataset warns once, not once per process.
+        self._warned_no_times = None
+        if self._by_time:
+            self._warned_no_times = torch.zeros(1, dtype=torch.uint8).share_memory_()
         super().__init__(
             path,
             transform=transform,
@@ -836,6 +893,15 @@ class GulpVideoDataset(_GulpDataset):
             on_error=on_error,
             fast_decode=fast_decode,
         )
+        if self._by_time and len(self):
+            # Datasets without timestamps say so here, in the main process, not first in a
+            # worker.
+            first = self._id(0)
+            self._video_times(first, self._directory().num_frames(first))
+
+    @property
+    def _by_time(self) -> bool:
+        return self.fps is not None or self.clip_seconds is not None
 
     def _frames(self, index: int, id_: str, draw: int = 0) -> list[int]:
         n = self._directory().num_frames(id_)
@@ -843,6 +909,16 @@ class GulpVideoDataset(_GulpDataset):
             error = FormatError(f"{self.path}: video {id_!r} has no frames")
             error.path, error.video_id = self.path, id_
             raise error
+        if self._by_time:
+            times = self._video_times(id_, n)
+            picked, _ = sample_time_indices(
+                times.timestamps,
+                times.end,
+                fps=self.fps,
+                clip_seconds=self.clip_seconds,
+                offset=self._uniform(index, None, draw),
+            )
+            return picked
         count = None
         if self.num_segments is not None:
             count = self.num_segments
@@ -852,6 +928,39 @@ class GulpVideoDataset(_GulpDataset):
         return sample_frame_indices(
             n, self.frames, stride=self.stride, num_segments=self.num_segments, offset=offset
         )
+
+    def _video_times(self, id_: str, n: int) -> VideoTimes:
+        """The video's stored frame times, else (with one warning per dataset) its ``n``
+        frames evenly spaced at the assumed rate: ``stored_fps=``, else its metadata's
+        ``fps``, else :data:`~gulpio_rs._times.DEFAULT_FPS`."""
+        gd = self._directory()
+        times = gd.timestamps(id_)
+        if times is not None:
+            return times
+        if self.stored_fps is not None:
+            rate = float(self.stored_fps)
+        else:
+            fps = gd.meta(id_).get("fps")
+            known = (
+                isinstance(fps, (int, float))
+                and not isinstance(fps, bool)
+                and bool(np.isfinite(fps))
+                and fps > 0
+            )
+            rate = float(fps) if known else DEFAULT_FPS
+            if not self._warned_no_times[0]:
+                self._warned_no_times[0] = 1
+                source = "its metadata's 'fps'" if known else "the default rate"
+                warnings.warn(
+                    f"{self.path}: video {id_!r} has no stored frame timestamps (not ingested "
+                    "from a video file by this gulpio-rs, or frames were appended since); "
+                    f"clips of such videos take their frames as evenly spaced at {rate:g} fps "
+                    f"({source}; pass stored_fps= to say the rate, or re-ingest the videos "
+                    "to sample by their real times). Shown once per dataset.",
+                    NoTimestampsWarning,
+                    stacklevel=3,  # the dataset's maker (when its first video warns)
+                )
+        return VideoTimes(np.arange(n, dtype=np.float64) / rate, None, n / rate)
 
     def _shape(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor.permute(_VIDEO_LAYOUTS[self.layout])

@@ -1,9 +1,15 @@
 """Temporal sampling: which frames of a video make a clip. Pure functions of the video length
-and an offset in ``[0, 1]``; the random draw (if any) is the caller's."""
+(or its frame timestamps) and an offset in ``[0, 1]``; the random draw (if any) is the
+caller's."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+
+import numpy as np
+
+from .._times import TOLERANCE
 
 
 def sample_frame_indices(
@@ -60,6 +66,96 @@ def sample_frame_indices(
     slots = n - span + 1
     start = min(slots - 1, int(u * slots))
     return list(range(start, start + span, stride))
+
+
+def sample_time_indices(
+    timestamps,
+    end: float,
+    *,
+    fps: float | None = None,
+    clip_seconds: float | None = None,
+    offset: float = 0.5,
+) -> tuple[list[int], np.ndarray]:
+    """Frames of one clip picked by time: ``(frame indices, clip times)`` for a video whose
+    frames are shown from ``timestamps[i]`` (seconds, one per frame) until the next frame's,
+    the last until ``end``.
+
+    The video lasts ``D = end - timestamps[0]``.
+
+    * ``fps=F, clip_seconds=C``: ``T = round(C * F)`` times (halves round up) ``1/F`` apart,
+      ``s, s + 1/F, ..., s + (T-1)/F``, from a window of ``C`` seconds starting at
+      ``s = timestamps[0] + offset * (D - C)`` (``0``: the video's start, ``0.5``: centred,
+      a uniform draw in ``[0, 1)``: any start with equal probability). **Short videos**
+      (``D < C``) loop, as :func:`sample_frame_indices` does: ``s`` is the video's start and a
+      time ``t`` past the end shows what is on screen at ``t - D`` (as if the video played
+      again from its start), so the clip still has ``T`` frames.
+    * ``fps=F`` alone: the whole video at ``F`` frames per second, times
+      ``timestamps[0] + k/F`` before ``end`` (``offset`` unused).
+    * ``clip_seconds=C`` alone: the stored frames whose timestamps fall in the window
+      ``[s, s + C)`` placed as above (the whole video when it is shorter; the frame on screen
+      at ``s`` when no timestamp falls in it); no times are made up, so the clip has as many
+      frames as the video stores in that window (clip times: their timestamps).
+
+    Each time ``t`` maps to the frame on screen at ``t``: the last frame whose timestamp is at
+    or before ``t`` (1 microsecond of slack for rounded timestamps), so a clip of 2 s at
+    8 fps holds the same moments of the video whatever rate it was stored at. Timestamps that
+    go backwards are taken as their running maximum.
+    """
+    ts = np.maximum.accumulate(np.asarray(timestamps, dtype=np.float64).reshape(-1))
+    if ts.size == 0:
+        raise ValueError("the video has no frames")
+    (u,) = _offsets(offset, 1)
+    start = float(ts[0])
+    duration = float(end) - start
+    if not duration > 0:
+        duration = 0.0
+    if fps is None and clip_seconds is None:
+        raise ValueError("give fps=, clip_seconds= or both")
+    rate = None if fps is None else positive_number(fps, "fps")
+    seconds = None if clip_seconds is None else positive_number(clip_seconds, "clip_seconds")
+    if seconds is None:
+        count = max(1, math.ceil(duration * rate - TOLERANCE))
+        times = start + np.arange(count) / rate
+        return _at_or_before(ts, times), times
+    s = start + u * max(0.0, duration - seconds)
+    if rate is None:
+        first = int(np.searchsorted(ts, s - TOLERANCE, side="left"))
+        last = int(np.searchsorted(ts, s + seconds - TOLERANCE, side="left")) - 1
+        picked = list(range(first, last + 1)) or _at_or_before(ts, np.array([s]))
+        return picked, ts[picked]
+    count = clip_frame_count(rate, seconds)
+    times = s + np.arange(count) / rate
+    if duration < seconds and duration > 0:
+        times = start + np.mod(times - start, duration)
+    return _at_or_before(ts, times), times
+
+
+def clip_frame_count(fps: float, clip_seconds: float) -> int:
+    """Frames in a clip of ``clip_seconds`` at ``fps``: ``round(clip_seconds * fps)``, halves
+    rounded up; ``ValueError`` when that is 0."""
+    count = math.floor(clip_seconds * fps + 0.5)
+    if count < 1:
+        raise ValueError(
+            f"clip_seconds={clip_seconds!r} at fps={fps!r} is less than one frame "
+            f"(round({clip_seconds!r} * {fps!r}) = 0)"
+        )
+    return count
+
+
+def _at_or_before(ts: np.ndarray, times: np.ndarray) -> list[int]:
+    picked = np.searchsorted(ts, times + TOLERANCE, side="right") - 1
+    return np.maximum(picked, 0).tolist()
+
+
+def positive_number(value, name: str) -> float:
+    """``value`` as a float if it is a finite positive number, else a ValueError naming
+    ``name`` and the value."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a positive number, not {value!r}")
+    number = float(value)
+    if not (math.isfinite(number) and number > 0):
+        raise ValueError(f"{name} must be a positive number, not {value!r}")
+    return number
 
 
 def _offsets(offset, count: int) -> list[float]:
