@@ -26,6 +26,8 @@ and ``io``, ``ingest.publish`` (the one write path of every ingest) and
 
 from __future__ import annotations
 
+from typing import overload
+
 # fileio: gulpio2's module, and the installer of GulpChunk.append's encoder (its docstring).
 from . import errors, fileio
 
@@ -56,6 +58,10 @@ from .ingest import ChunkWriter, GulpIngestor, IngestError, IngestReport, Ingest
 from .video import VideoDecodeError
 
 
+@overload
+def _decoder_note(because: str) -> str: ...
+@overload
+def _decoder_note(because: None = None) -> str | None: ...
 def _decoder_note(because: str | None = None) -> str | None:
     """How to get the faster decoder, when this build decodes with zune-jpeg (``because``: why a
     source build fell back to it, which implies it)."""

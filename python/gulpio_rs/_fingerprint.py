@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from typing import Any
 
 
 def digest(obj) -> str:
@@ -103,7 +104,7 @@ def is_location(name: str) -> bool:
 def settings_of(adapter) -> dict:
     """An adapter's settings: its public attributes that are numbers, strings or short lists
     of them, except those naming a place (input and output folders and files)."""
-    out = {}
+    out: dict[str, Any] = {}
     for name, value in vars(adapter).items():
         if name.startswith("_") or name in NOT_SETTINGS or is_location(name):
             continue

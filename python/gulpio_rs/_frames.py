@@ -223,7 +223,7 @@ class FrameEncoder:
             )
             for i, jpeg in zip(arrays, encoded, strict=True):
                 loaded[i] = _Encoded(jpeg)
-        elif arrays and resize:
+        elif arrays and resize and size is not None:
             resized = _native.resize_frames([loaded[i] for i in arrays], size, threads)
             for i, r in zip(arrays, resized, strict=True):
                 loaded[i] = r

@@ -1,6 +1,7 @@
 """Type stubs of the Rust extension ``gulpio_rs._native`` (private: the public API is the
 ``gulpio_rs`` package, which wraps it)."""
 
+from collections.abc import Sequence
 from typing import Self, final
 
 import numpy as np
@@ -150,7 +151,7 @@ class NativeWriter:
         """``(data, meta)`` where the chunk is published (final after the first
         publication of a new chunk), also after ``close``."""
     def append(
-        self, id: str, meta_json: str, frames: list[bytes | bytearray | memoryview]
+        self, id: str, meta_json: str, frames: Sequence[bytes | bytearray | memoryview]
     ) -> None: ...
     def publish(self) -> None: ...
     def close(self) -> None: ...

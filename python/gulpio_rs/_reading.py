@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from collections import namedtuple
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -72,6 +72,16 @@ def _selection(selection, native_chunk, video: int) -> list[int] | None:
     return frames
 
 
+_E = TypeVar("_E", bound=BaseException)
+
+
+def with_location(err: _E, path: str | None, video_id: str | None, frame: int | None) -> _E:
+    """``err`` (a builtin exception too: errors.py says which) carrying where it happened as
+    ``path``, ``video_id`` and ``frame`` attributes."""
+    vars(err).update(path=path, video_id=video_id, frame=frame)
+    return err
+
+
 def _frame_out_of_range(native_chunk, video: int, frame: int) -> IndexError:
     """The IndexError the core raises for an index out of range, for one it cannot take."""
     path, video_id = native_chunk.data_path, native_chunk.id(video)
@@ -79,8 +89,7 @@ def _frame_out_of_range(native_chunk, video: int, frame: int) -> IndexError:
     err = IndexError(
         f"{path}: video {video_id!r} has {count} frames; frame index {frame} is out of range"
     )
-    err.path, err.video_id, err.frame = path, video_id, frame
-    return err
+    return with_location(err, path, video_id, frame)
 
 
 def _first_meta(meta_data_json: str) -> dict:
@@ -148,8 +157,7 @@ def _stack(frames: list, video_id: str) -> np.ndarray:
         err = ValueError(
             f"video {video_id!r} has frames of different sizes; use gd[id] for a list of frames"
         )
-        err.path, err.video_id, err.frame = None, video_id, None
-        raise err
+        raise with_location(err, None, video_id, None)
     return np.ascontiguousarray(np.stack(frames), dtype=np.uint8)
 
 
@@ -168,6 +176,7 @@ def _threads(threads: int | None = None, remote: bool = False) -> int:
         return thread_count(threads, "threads")
     env = os.environ.get("GULPIO_NUM_THREADS")
     if env and env.strip():
+        value: int | str
         try:
             value = int(env)
         except ValueError:

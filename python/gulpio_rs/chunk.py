@@ -14,6 +14,7 @@ import os
 import warnings
 from collections import OrderedDict
 from contextlib import contextmanager, nullcontext
+from typing import IO, Any
 
 import numpy as np
 
@@ -99,10 +100,10 @@ class GulpChunk:
         self.check_data = check_data
         self.colorspace = colorspace
         self.fallback_decoder = fallback_decoder
-        self.fp = None
+        self.fp: IO[bytes] | None = None
         self._img_info: dict = {}
         self._reader = _native_chunk
-        self._writer = None
+        self._writer: _native.NativeWriter | None = None
         self._pending: OrderedDict = OrderedDict()
         self._meta = None
         # A chunk from GulpDirectory.new_chunks: its first publication takes the first free
@@ -302,7 +303,9 @@ class GulpChunk:
         (gulpio2's way), else from a file opened for the call."""
         fp = self.fp
         usable = fp is not None and not fp.closed and fp.readable()
-        with nullcontext(fp) if usable else open_for_reading(self._data_path) as f:
+        with (
+            nullcontext(fp) if fp is not None and usable else open_for_reading(self._data_path) as f
+        ):
             out = []
             for info in infos:
                 f.seek(info.loc)
@@ -386,14 +389,15 @@ class GulpChunk:
 
     @contextmanager
     def _native_writing(self, flag: str):
-        self._writer = _native.NativeWriter(
+        writer = _native.NativeWriter(
             self._data_path, self._meta_path, append=flag == "ab", new=self._new
         )
+        self._writer = writer
         self._pending.clear()
         try:
             yield
         except BaseException:
-            writer, self._writer = self._writer, None
+            self._writer = None
             self._pending.clear()
             writer.abort()
             self._invalidate()
@@ -403,11 +407,11 @@ class GulpChunk:
                 self.flush()  # gulpio2 calls flush() on exit; an override must see it
             self._commit()
         except BaseException:
-            writer, self._writer = self._writer, None
+            self._writer = None
             writer.abort()
             self._invalidate()
             raise
-        writer, self._writer = self._writer, None
+        self._writer = None
         try:
             writer.close()
             self._adopt(*writer.paths)
@@ -421,12 +425,12 @@ class GulpChunk:
             self._meta = OrderedDict()
             self._img_info.clear()
         _remove_index(self._data_path)
-        self.fp = open_for_writing(self._data_path, flag)
+        self.fp = fp = open_for_writing(self._data_path, flag)
         try:
             yield
             self.flush()
         finally:
-            self.fp.close()
+            fp.close()
             self.fp = None
 
     def _adopt(self, data: str, meta: str) -> None:
@@ -512,14 +516,16 @@ class GulpChunk:
         if self._writer is not None:
             self._pending_entry(id_)[1].append(jpeg)
             return
+        fp = self.fp
+        assert fp is not None  # _check_writable: no native writer, so a writable fp
         pad = self._pad_image(len(jpeg))
         record = jpeg + b"\0" * pad
-        info = ImgInfo(loc=self.fp.tell(), pad=pad, length=len(record))
+        info = ImgInfo(loc=fp.tell(), pad=pad, length=len(record))
         meta = self.meta_dict
         if id_ not in meta:
             meta[id_] = self._default_factory()
         meta[id_]["frame_info"].append(info)
-        self.fp.write(record)
+        fp.write(record)
 
     def _pending_entry(self, id_: str) -> tuple[list, list]:
         entry = self._pending.get(id_)
@@ -568,7 +574,8 @@ def _path_like(original, path: str):
         return path
     if isinstance(original, bytes):
         return os.fsencode(path)
-    return type(original)(path) if isinstance(original, os.PathLike) else path
+    kind: Any = type(original)  # a path class: constructed from a str
+    return kind(path) if isinstance(original, os.PathLike) else path
 
 
 def _records_end(meta_dict) -> int:

@@ -149,7 +149,7 @@ def resize_by_short_edge(img, size: int) -> np.ndarray:
         new = (int(size * w / h), size)
     else:
         new = (size, int(size * h / w))
-    return np.asarray(img.resize(new, Image.BILINEAR))
+    return np.asarray(img.resize(new, Image.Resampling.BILINEAR))
 
 
 def resize_frames(frames: Iterable, size: int, threads: int = 1) -> list[np.ndarray]:
@@ -182,7 +182,9 @@ def resize_images(imgs: Iterable, img_size: int = -1) -> Iterator[np.ndarray]:
         yield resize_by_short_edge(img, img_size)
 
 
-def remove_entries_with_duplicate_ids(output_directory: str, meta_dict: list) -> list:
+def remove_entries_with_duplicate_ids(
+    output_directory: str | os.PathLike[str], meta_dict: list
+) -> list:
     """Drop entries whose id repeats, or that already exist in ``output_directory``."""
     from .directory import GulpDirectory
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -91,33 +92,36 @@ def _resample(frames, frame_rate: Fraction, native_rate: Fraction):
     its own duration, else as long as the frame before it."""
     step = 1 / frame_rate.limit_denominator(1_000_000)
     period = 1 / native_rate
-    t0 = held = held_time = None
+    t0 = Fraction(0)  # the first frame's time
+    held: tuple[Any, Fraction] | None = None  # the frame on screen and its time
     k = 0  # the next output instant
     for frame in frames:
         if frame.pts is not None and frame.time_base is not None:
             t = frame.pts * Fraction(frame.time_base)
         else:
-            t = held_time + period if held_time is not None else Fraction(0)
+            t = held[1] + period if held is not None else Fraction(0)
         if held is None:
             t0 = t
         else:
+            held_frame, held_time = held
             if t > held_time:
                 period = t - held_time
             n = 0
             while t0 + k * step < t:
                 n += 1
                 k += 1
-            yield held, n
-        held, held_time = frame, t
+            yield held_frame, n
+        held = (frame, t)
     if held is not None:
-        duration = getattr(held, "duration", None)  # PyAV >= 13
-        if duration and held.time_base is not None:
-            period = duration * Fraction(held.time_base)
+        held_frame, held_time = held
+        duration = getattr(held_frame, "duration", None)  # PyAV >= 13
+        if duration and held_frame.time_base is not None:
+            period = duration * Fraction(held_frame.time_base)
         n = 0
         while t0 + k * step < held_time + period:
             n += 1
             k += 1
-        yield held, n
+        yield held_frame, n
 
 
 def read_video(

@@ -8,6 +8,7 @@ import random
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 from .._fingerprint import digest, settings_of
 from .._reading import _id_str
@@ -42,6 +43,8 @@ class AbstractDatasetAdapter(ABC):
 
 class _BuiltinAdapter(AbstractDatasetAdapter):
     """What every built-in adapter adds to the gulpio2 contract."""
+
+    all_meta: list[dict[str, Any]]  # set by each adapter: the items' records
 
     def _records(self) -> list[dict]:
         """The items in iteration order, as the dicts the adapter yields them from."""

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +21,8 @@ _KINETICS_NAME = re.compile(r"^(?P<id>.+)_\d{6}_\d{6}$")
 class _JsonVideosAdapter(_BuiltinAdapter):
     """What the Kinetics and ActivityNet adapters share: videos listed in ``vid_storage``
     (``{'id', 'meta', 'path'}``), annotations re-read from ``json_file`` on access."""
+
+    vid_storage: list[dict[str, Any]]  # filled by each adapter's set_video_storage
 
     def _setup(
         self, json_file, folder, shuffle, frame_size, shm_dir_path, frame_rate, max_frames, seed

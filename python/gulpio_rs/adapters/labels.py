@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from .._atomic import write_json_atomically
 
@@ -14,7 +15,12 @@ LABEL2IDX_FILE = "label2idx.json"
 class _Label2IdxMixin:
     """``label2idx.json`` in ``output_folder``: stable across extensions, written atomically."""
 
-    output_folder: str | None
+    output_folder: str | os.PathLike[str] | None
+
+    if TYPE_CHECKING:
+        # Each subclass has it: an attribute of the folder adapters, a property of the 20BN.
+        @property
+        def label2idx(self) -> dict[str, int]: ...
 
     def _label2idx_path(self) -> str:
         return os.path.join(self._label2idx_folder(), LABEL2IDX_FILE)
@@ -26,6 +32,8 @@ class _Label2IdxMixin:
         from .. import _native
         from ..ingest.remote import staging_folder
 
+        if self.output_folder is None:
+            raise TypeError(f"{type(self).__name__} has no output_folder for label2idx.json")
         folder = os.fsdecode(os.fspath(self.output_folder))
         return staging_folder(folder) if _native.is_remote_url(folder) else folder
 
@@ -69,6 +77,9 @@ class _Label2IdxMixin:
 class Custom20BNAdapterMixin(_Label2IdxMixin):
     """gulpio2's label bookkeeping of the 20BN adapters (``labels2idx``)."""
 
+    data: list[dict[str, Any]]
+    labels2idx: dict[str, int]
+
     def create_label2idx_dict(self, label_name) -> dict:
         """``{label: idx}`` for every label in ``self.data``, extending the existing file."""
         return self._stable_label2idx(item[label_name] for item in self.data)
@@ -81,6 +92,9 @@ class Custom20BNAdapterMixin(_Label2IdxMixin):
 
 class _LabelFolderMixin(_Label2IdxMixin):
     """gulpio2's label bookkeeping of the folder and list adapters (``label2idx``)."""
+
+    data: list[dict[str, Any]]
+    label2idx: dict[str, int]
 
     def create_label2idx_dict(self) -> dict:
         """``{label: idx}`` for every label in ``self.data``, extending the existing file."""

@@ -90,6 +90,7 @@ def count_arg(name: str, *, zero_means_all: bool = True):
     from .._reading import thread_count
 
     def parse(text: str) -> int:
+        value: int | str
         try:
             value = int(text)
         except ValueError:

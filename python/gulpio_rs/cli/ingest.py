@@ -103,6 +103,7 @@ def _adapter_class(spec: str):
             f"unknown adapter {spec!r}: use one of {', '.join(BUILTIN)} or "
             "--adapter package.module:ClassName"
         )
+    obj: object
     try:
         obj = importlib.import_module(module)
     except ImportError as e:
@@ -154,6 +155,7 @@ def _aliases(group, dest: str, aliases: list[str], **kwargs) -> None:
 def _add_param(group, param: inspect.Parameter) -> None:
     names = [f"--{param.name.replace('_', '-')}"]
     if "_" in param.name:
+        kind: dict[str, object]
         kind = {"action": argparse.BooleanOptionalAction} if isinstance(param.default, bool) else {}
         if not kind:
             kind = {"type": type(param.default)} if isinstance(param.default, (int, float)) else {}

@@ -12,6 +12,8 @@ import argparse
 import os
 import sys
 import warnings
+from collections.abc import Callable
+from typing import Any, TypedDict
 
 from ..errors import GulpError
 from ..sanity_utils import (
@@ -34,7 +36,13 @@ Arguments:
     gulp_directory      Directory where the Gulp-Files are located
 """
 
-TESTS = [
+
+class _Test(TypedDict):
+    message: str
+    check: Callable[[Any], list[Any]]
+
+
+TESTS: list[_Test] = [
     {"message": "Check for empty meta files", "check": check_meta_file_size_larger_zero},
     {"message": "Check for empty data files", "check": check_data_file_size_larger_zero},
     {"message": "Check data file size equals size in meta file", "check": check_data_file_size},

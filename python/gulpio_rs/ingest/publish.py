@@ -29,7 +29,7 @@ from .._names import chunk_names, chunk_paths
 from ..chunk import GulpChunk
 from ..errors import GulpError
 from .locks import STATE_DIR
-from .report import ChunkResult, IngestError
+from .report import ChunkResult, IngestError, failure_pairs
 from .write import write_chunk
 
 
@@ -112,7 +112,7 @@ def finished(folder: str, number: int) -> ChunkResult | None:
     if not (os.path.exists(data) and os.path.exists(meta)):
         if r is not None and not r.published and not os.path.exists(data):
             # Every video was skipped (recorded after the attempt, nothing published).
-            r.failures = [tuple(f) for f in r.failures]
+            r.failures = failure_pairs(r.failures)
             r.resumed = True
             return r
         return None
@@ -130,7 +130,7 @@ def finished(folder: str, number: int) -> ChunkResult | None:
     if r is None or r.videos != videos:
         # No record (older writer) or one from another attempt: count from the chunk itself.
         r = counted(number, native)
-    r.failures = [tuple(f) for f in r.failures]
+    r.failures = failure_pairs(r.failures)
     r.resumed = True
     return r
 

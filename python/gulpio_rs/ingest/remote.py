@@ -14,6 +14,7 @@ import queue
 import re
 import threading
 import warnings
+from collections.abc import Set as AbstractSet
 
 from .._names import chunk_number
 from ..errors import BrokenChunkWarning, EmptyDirectoryWarning
@@ -171,7 +172,7 @@ class _Uploader:
         self._thread.join()
 
 
-def upload_staged(remote, staging: str, skip: set[int] = frozenset()) -> int:
+def upload_staged(remote, staging: str, skip: AbstractSet[int] = frozenset()) -> int:
     """Uploads every chunk published in ``staging`` that ``remote`` lacks (except ``skip``),
     in chunk order, and the sidecar files; returns how many chunks were looked at."""
     numbers = sorted(

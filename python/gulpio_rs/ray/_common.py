@@ -46,7 +46,7 @@ def task_error(ray, e: BaseException) -> BaseException:
     ``GulpError``) reaches the caller as itself, not wrapped in ``RayTaskError`` or Ray
     Data's ``UserCodeException``; anything else stays as Ray raised it."""
     seen: list[BaseException] = []
-    todo = [e]
+    todo: list[BaseException | None] = [e]
     while todo and len(seen) < 20:
         x = todo.pop()
         if x is None or any(x is s for s in seen):

@@ -11,14 +11,25 @@ chunk's record instead of writing it again.
 from __future__ import annotations
 
 import uuid
+from typing import Protocol
 
+from .._frames import FrameEncoder
 from ..ingest.publish import earlier_attempt
 from ..ingest.report import ChunkResult, IngestReport
 from ._common import connect, remove_temporaries, task_error
 
+
+class _ChunkWorker(Protocol):
+    """What a task needs of ``ingest.runner._Worker``."""
+
+    encoder: FrameEncoder
+
+    def run(self, number: int, input_slice: slice | list[slice]) -> ChunkResult: ...
+
+
 #: Per worker process: the ``_Worker`` of the latest run it served, by that run's token (its
 #: caches of ids survive across the run's tasks).
-_WORKERS: dict[str, object] = {}
+_WORKERS: dict[str, _ChunkWorker] = {}
 
 #: Tasks a worker death may cost before the run stops.
 MAX_RETRIES = 3

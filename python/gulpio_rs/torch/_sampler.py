@@ -4,8 +4,8 @@ order, for every epoch."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sized
-from typing import Any
+from collections.abc import Iterable, Iterator, Sized
+from typing import Any, cast
 
 import numpy as np
 from torch.utils.data import Sampler
@@ -146,7 +146,7 @@ class GulpDistributedSampler(Sampler[int]):
         if isinstance(dataset_or_len, (int, np.integer)) and not isinstance(dataset_or_len, bool):
             length = int(dataset_or_len)
         else:
-            length = len(dataset_or_len)
+            length = len(cast(Sized, dataset_or_len))  # a bool: len's own TypeError
         if length < 0:
             raise ValueError(f"dataset length must be >= 0, not {length}")
         self.dataset_len = length
@@ -335,7 +335,7 @@ class GulpDistributedSampler(Sampler[int]):
         if isinstance(loader_state, dict):
             if loader_state.get(_STATE_KEY) in _STATE_VERSIONS:
                 return loader_state
-            values = loader_state.values()
+            values: Iterable[Any] = loader_state.values()
         elif isinstance(loader_state, (list, tuple)):
             values = loader_state
         else:
