@@ -13,6 +13,7 @@ import json
 import os
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from typing import IO, Any
 
@@ -33,7 +34,7 @@ from .errors import BrokenChunkWarning, PickleMetadataWarning
 from .serializers import JSONSerializer, PickleSerializer, json_serializer
 
 
-def _no_encoder():
+def _no_encoder() -> Callable[[np.ndarray], bytes]:
     raise RuntimeError("gulpio_rs.fileio was not imported, so no frame encoder is installed")
 
 
@@ -41,7 +42,7 @@ def _no_encoder():
 #: installs one that reads its own ``img_to_jpeg_bytes`` at call time, so monkeypatching
 #: ``fileio.img_to_jpeg_bytes`` (as gulpio2 users do) takes effect without this module
 #: importing the facade back.
-encoder_lookup = _no_encoder
+encoder_lookup: Callable[[], Callable[[np.ndarray], bytes]] = _no_encoder
 
 _BYTES = (bytes, bytearray, memoryview)
 

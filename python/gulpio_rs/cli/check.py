@@ -21,7 +21,7 @@ from .._reading import thread_count
 from .._sizes import megabytes
 from ..errors import BrokenChunkWarning, GulpError
 from ..ingest.locks import pid_alive
-from ._common import count_arg, is_url, open_directory, say
+from ._common import Subparsers, count_arg, is_url, open_directory, say
 
 EPILOG = """examples:
   gulpio check /data/gulps              CRC of every frame, one line per problem
@@ -33,7 +33,7 @@ EPILOG = """examples:
 """
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "check",
         help="verify every frame's checksum (and optionally decode); exit 0 only if intact",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .._encode_options import DEFAULT, SUBSAMPLINGS
@@ -169,7 +169,7 @@ def run(name: str, argv: list[str] | None = None) -> int:
         return error_line(name, e)
 
 
-def _entry(name: str):
+def _entry(name: str) -> Callable[[], None]:
     def main() -> None:
         sys.exit(entry_point(run)(name))
 

@@ -8,7 +8,7 @@ import json
 from collections import Counter
 
 from .._sizes import megabytes
-from ._common import open_directory, say
+from ._common import Subparsers, open_directory, say
 
 EPILOG = """examples:
   gulpio info /data/gulps
@@ -17,7 +17,7 @@ EPILOG = """examples:
 """
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "info",
         help="chunks, videos, frames, bytes, frame sizes, channels and label counts",

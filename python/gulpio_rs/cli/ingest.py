@@ -20,7 +20,7 @@ from dataclasses import asdict
 
 from .._encode_options import DEFAULT, GULPIO2, SUBSAMPLINGS
 from ..errors import GulpError
-from ._common import count_arg, error_line, say
+from ._common import Subparsers, count_arg, error_line, say
 
 #: command name -> (class name in gulpio_rs.adapters, example arguments)
 BUILTIN = {
@@ -77,7 +77,7 @@ else a local one started for this run.
 """
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     # Only for `gulpio --help`; `main` hands `gulpio ingest ...` straight to `run_argv`, because
     # the arguments depend on the adapter, which is known only once its name has been read.
     p = sub.add_parser(

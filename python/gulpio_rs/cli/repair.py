@@ -35,7 +35,7 @@ from .._atomic import write_json_atomically
 from .._files import open_for_reading
 from .._names import chunk_names, chunk_number
 from ..errors import BrokenChunkWarning, GulpError, UnsafeFileError, WriteConflictError
-from ._common import refuse_remote, say
+from ._common import Subparsers, refuse_remote, say
 
 QUARANTINE = "gulpio-quarantine"
 
@@ -46,7 +46,7 @@ EPILOG = """examples:
 """
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "repair",
         help="remove leftovers of interrupted writes and salvage every intact video",

@@ -13,7 +13,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from ..errors import GulpError
 from ..sanity_utils import (
@@ -24,6 +24,9 @@ from ..sanity_utils import (
     check_meta_file_size_larger_zero,
 )
 from ._common import entry_point, error_line, say
+
+if TYPE_CHECKING:
+    from ..directory import GulpDirectory
 
 PROG = "gulp2_sanity_check"
 
@@ -39,7 +42,7 @@ Arguments:
 
 class _Test(TypedDict):
     message: str
-    check: Callable[[Any], list[Any]]
+    check: Callable[[GulpDirectory], list[str]]
 
 
 TESTS: list[_Test] = [
@@ -50,7 +53,7 @@ TESTS: list[_Test] = [
 ]
 
 
-def run_tests(gulp_directory) -> bool:
+def run_tests(gulp_directory: GulpDirectory) -> bool:
     """Run and print every check in order, as gulpio2 does; True if all of them passed."""
     passed = True
     for test in TESTS:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .._sizes import megabytes
@@ -100,7 +100,7 @@ class IngestReport:
     def failed_ids(self) -> list[str]:
         return [id_ for id_, _ in self.failures]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         # gulpio-rs 0.1 returned the skipped ids; keep `for id in ingestor()` working.
         return iter(self.failed_ids)
 

@@ -7,7 +7,7 @@ import queue
 import sys
 import time
 import warnings
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from typing import Literal
 
 from .. import _native
@@ -47,11 +47,11 @@ from .report import (
 from .write import ChunkWriter
 
 
-def _our_executor():
+def _our_executor() -> type[Executor]:
     return ProcessPoolExecutor
 
 
-def _our_writer():
+def _our_writer() -> type[ChunkWriter]:
     return ChunkWriter
 
 

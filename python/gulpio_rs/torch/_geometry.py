@@ -347,7 +347,8 @@ def _make_params(op: Any, height: int, width: int) -> dict[str, Any]:
     # make_params only asks the input its size (query_size reads the last two dims of a plain
     # tensor), so an unallocated meta tensor stands in for the frames.
     fake = torch.empty((1, height, width), device="meta")
-    return op.make_params([fake])
+    params: dict[str, Any] = op.make_params([fake])
+    return params
 
 
 def _resized_output_size(

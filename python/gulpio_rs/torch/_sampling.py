@@ -3,7 +3,8 @@ and an offset in ``[0, 1]``; the random draw (if any) is the caller's."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 
 def sample_frame_indices(
@@ -62,7 +63,7 @@ def sample_frame_indices(
     return list(range(start, start + span, stride))
 
 
-def _offsets(offset, count: int) -> list[float]:
+def _offsets(offset: float | Iterable[float], count: int) -> list[float]:
     if isinstance(offset, (int, float)):
         values = [float(offset)] * count
     else:
@@ -75,13 +76,13 @@ def _offsets(offset, count: int) -> list[float]:
     return values
 
 
-def _positive_int(value, name: str) -> int:
+def _positive_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or int(value) != value or value < 1:
         raise ValueError(f"{name} must be a positive integer, not {value!r}")
     return int(value)
 
 
-def _non_negative_int(value, name: str) -> int:
+def _non_negative_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or int(value) != value or value < 0:
         raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
     return int(value)
