@@ -13,7 +13,7 @@ import json
 import os
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager, nullcontext
 from typing import IO, Any
 
@@ -470,7 +470,7 @@ class GulpChunk:
                 f"{self.data_file_path} is not open for writing; use `with chunk.open('wb'):`"
             )
 
-    def append(self, id_, meta_data, frames):
+    def append(self, id_: object, meta_data: Any, frames: Iterable[Any]) -> None:
         """Append one video: ``frames`` are uint8 arrays (encoded as JPEG) or JPEG bytes
         (stored as they are); ``meta_data`` must be serialisable. As in gulpio2 this is
         ``_append_meta`` then ``_write_frames`` (which calls ``_write_frame`` per frame)."""
