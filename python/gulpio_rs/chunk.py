@@ -351,7 +351,7 @@ class GulpChunk:
         return n
 
     # -- writing -----------------------------------------------------------------------------
-    def _open_for_reading(self):
+    def _open_for_reading(self) -> IO[Any] | None:
         """``fp`` for ``open('rb')``: the data file, as in gulpio2."""
         return open_for_reading(self._data_path)
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from glob import glob
 from itertools import repeat
-from typing import Any, TypedDict
+from typing import IO, Any, TypedDict
 
 import numpy as np
 
@@ -839,7 +839,7 @@ class _DirectoryChunk(GulpChunk):
     def _native_or_none(self):
         return self._native()
 
-    def _open_for_reading(self):
+    def _open_for_reading(self) -> IO[Any] | None:
         # A remote chunk has no local file; its reads never use fp.
         return None if self._directory.is_remote else super()._open_for_reading()
 

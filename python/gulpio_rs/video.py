@@ -11,12 +11,18 @@ PyAV is imported on first use, so the rest of gulpio-rs works without it.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import GulpError
+
+if TYPE_CHECKING:
+    from av.video.frame import VideoFrame
+    from av.video.stream import VideoStream
 
 #: File extensions the video adapters collect by default (compared case-insensitively). FFmpeg
 #: reads all of these containers; whether a given file decodes depends on its codec.
@@ -49,21 +55,25 @@ class VideoDecodeError(GulpError, ValueError):
     (``None`` when the file could not be opened at all).
     """
 
-    def __init__(self, message: str, *, path: str | None = None, frame: int | None = None):
+    def __init__(self, message: str, *, path: str | None = None, frame: int | None = None) -> None:
         super().__init__(message)
         self.path = path
         self.frame = frame
 
-    def __reduce__(self):
+    def __reduce__(
+        self,
+    ) -> tuple[Callable[..., VideoDecodeError], tuple[str, str | None, int | None]]:
         # Keeps ``path``/``frame`` when the error crosses a process boundary (ingest workers).
         return _rebuild_video_decode_error, (str(self), self.path, self.frame)
 
 
-def _rebuild_video_decode_error(message, path, frame):
+def _rebuild_video_decode_error(
+    message: str, path: str | None, frame: int | None
+) -> VideoDecodeError:
     return VideoDecodeError(message, path=path, frame=frame)
 
 
-def _import_av():
+def _import_av() -> ModuleType:
     try:
         import av
         import av.video.reformatter  # noqa: F401  (not imported by `import av` in every version)
@@ -86,14 +96,16 @@ def _detail(e: BaseException) -> str:
     return getattr(e, "strerror", None) or str(e)
 
 
-def _resample(frames, frame_rate: Fraction, native_rate: Fraction):
+def _resample(
+    frames: Iterable[VideoFrame], frame_rate: Fraction, native_rate: Fraction
+) -> Iterator[tuple[VideoFrame, int]]:
     """Yield ``(frame, n)``: how many output instants ``t_k = t_0 + k / frame_rate`` fall while
     ``frame`` is on screen, i.e. in ``[its timestamp, the next frame's)``; the last frame lasts
     its own duration, else as long as the frame before it."""
     step = 1 / frame_rate.limit_denominator(1_000_000)
     period = 1 / native_rate
     t0 = Fraction(0)  # the first frame's time
-    held: tuple[Any, Fraction] | None = None  # the frame on screen and its time
+    held: tuple[VideoFrame, Fraction] | None = None  # the frame on screen and its time
     k = 0  # the next output instant
     for frame in frames:
         if frame.pts is not None and frame.time_base is not None:
@@ -125,7 +137,7 @@ def _resample(frames, frame_rate: Fraction, native_rate: Fraction):
 
 
 def read_video(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     frame_rate: float | None = None,
     frame_size: int = -1,
@@ -172,7 +184,7 @@ def read_video(
     # (docs/INGEST.md, "Where the video time goes").
     reformatter = av.video.reformatter.VideoReformatter()
 
-    def convert(frame) -> np.ndarray:
+    def convert(frame: VideoFrame) -> np.ndarray:
         if frame_size > 0:
             w, h = _target_size(frame.width, frame.height, frame_size)
             rgb = reformatter.reformat(
@@ -196,7 +208,7 @@ def read_video(
 
     decoded = 0
 
-    def decode(stream):
+    def decode(stream: VideoStream) -> Iterator[VideoFrame]:
         nonlocal decoded
         for frame in container.decode(stream):
             decoded += 1
@@ -213,6 +225,7 @@ def read_video(
         # a busy machine (docs/INGEST.md, "Where the video time goes").
         stream.thread_type = "AUTO"
         frames = decode(stream)
+        shown: Iterator[tuple[VideoFrame, int]]
         if frame_rate is None:
             shown = ((frame, 1) for frame in frames)
         else:

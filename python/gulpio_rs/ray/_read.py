@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._reading import _selection, _threads
+from .._reading import Selection, _selection, _threads
 from ._common import connect, open_remote
 
 if TYPE_CHECKING:
     from ray.data import Dataset
 
     from ..directory import StorageOptions
-
-    # gulpio2's frame selections (GulpDirectory.read): all, one, a slice or a list of indices.
-    Selection = int | slice | Sequence[int] | None
 
 
 def _read_chunk(
