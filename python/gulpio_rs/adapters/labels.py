@@ -41,12 +41,13 @@ class _Label2IdxMixin:
         """True if the output folder already has a ``label2idx.json``."""
         return self.output_folder is not None and os.path.exists(self._label2idx_path())
 
-    def read_label2idx(self) -> dict:
+    def read_label2idx(self) -> dict[str, int]:
         """The output folder's ``label2idx.json``."""
         with open(self._label2idx_path()) as f:
-            return json.load(f)
+            label2idx: dict[str, int] = json.load(f)
+        return label2idx
 
-    def _stable_label2idx(self, labels: Iterable) -> dict:
+    def _stable_label2idx(self, labels: Iterable[object]) -> dict[str, int]:
         """Existing labels keep their index; new ones are appended in sorted order."""
         label2idx = dict(self.read_label2idx()) if self.check_if_label2idx_exists() else {}
         next_idx = max(label2idx.values(), default=-1) + 1
@@ -56,7 +57,7 @@ class _Label2IdxMixin:
                 next_idx += 1
         return label2idx
 
-    def _label_index(self) -> dict:
+    def _label_index(self) -> dict[str, int]:
         return self.label2idx
 
     def write_label2idx_dict(self) -> None:
@@ -80,12 +81,12 @@ class Custom20BNAdapterMixin(_Label2IdxMixin):
     data: list[dict[str, Any]]
     labels2idx: dict[str, int]
 
-    def create_label2idx_dict(self, label_name) -> dict:
+    def create_label2idx_dict(self, label_name: str) -> dict[str, int]:
         """``{label: idx}`` for every label in ``self.data``, extending the existing file."""
         return self._stable_label2idx(item[label_name] for item in self.data)
 
     @property
-    def label2idx(self) -> dict:
+    def label2idx(self) -> dict[str, int]:
         """Alias of ``labels2idx`` (the name the other gulpio2 adapters use)."""
         return self.labels2idx
 
@@ -96,11 +97,11 @@ class _LabelFolderMixin(_Label2IdxMixin):
     data: list[dict[str, Any]]
     label2idx: dict[str, int]
 
-    def create_label2idx_dict(self) -> dict:
+    def create_label2idx_dict(self) -> dict[str, int]:
         """``{label: idx}`` for every label in ``self.data``, extending the existing file."""
         return self._stable_label2idx(item["label"] for item in self.data)
 
     @property
-    def labels2idx(self) -> dict:
+    def labels2idx(self) -> dict[str, int]:
         """Alias of ``label2idx`` (the name the 20BN adapters use)."""
         return self.label2idx
