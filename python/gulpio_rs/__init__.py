@@ -26,6 +26,12 @@ and ``io``, ``ingest.publish`` (the one write path of every ingest) and
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, overload
+
+if TYPE_CHECKING:
+    import numpy as np
+
 from . import chunk as _chunk
 from . import errors
 
@@ -63,7 +69,7 @@ _FROM_INGEST = ("ChunkWriter", "GulpIngestor", "IngestError", "IngestReport", "I
 _SUBMODULES = ("fileio", "utils", "adapters", "serializers", "sanity_utils", "video", "ingest")
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     import importlib
 
     if name in _FROM_INGEST:
@@ -83,7 +89,7 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_FROM_INGEST) | set(_SUBMODULES))
 
 
-def _encoder_from_fileio():
+def _encoder_from_fileio() -> Callable[[np.ndarray], bytes]:
     # GulpChunk.append encodes arrays with fileio's img_to_jpeg_bytes (gulpio2 users patch
     # it there); the facade is imported when the first array is appended, and installs a
     # lookup of its own.
@@ -95,6 +101,10 @@ def _encoder_from_fileio():
 _chunk.encoder_lookup = _encoder_from_fileio
 
 
+@overload
+def _decoder_note(because: str) -> str: ...
+@overload
+def _decoder_note(because: None = None) -> str | None: ...
 def _decoder_note(because: str | None = None) -> str | None:
     """How to get the faster decoder, when this build decodes with zune-jpeg (``because``: why a
     source build fell back to it, which implies it)."""

@@ -10,6 +10,11 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 
 def _fsync_dir(folder: str) -> None:
@@ -26,7 +31,9 @@ def _fsync_dir(folder: str) -> None:
         os.close(fd)
 
 
-def write_json_atomically(path, obj, *, exclusive: bool = False, **dump_kwargs) -> bool:
+def write_json_atomically(
+    path: StrPath, obj: object, *, exclusive: bool = False, **dump_kwargs: Any
+) -> bool:
     """Writes ``obj`` as JSON to ``path`` through a fsynced temporary file in the same folder,
     then renames it into place and fsyncs the folder. ``dump_kwargs`` go to :func:`json.dump`.
 
@@ -39,13 +46,13 @@ def write_json_atomically(path, obj, *, exclusive: bool = False, **dump_kwargs) 
     return _write_atomically(path, lambda f: json.dump(obj, f, **dump_kwargs), exclusive)
 
 
-def write_text_atomically(path, text: str) -> None:
+def write_text_atomically(path: StrPath, text: str) -> None:
     """Writes ``text`` (UTF-8) to ``path`` as :func:`write_json_atomically` writes JSON: the
     old content or the new, never a part; a symlink at ``path`` is replaced, not followed."""
     _write_atomically(path, lambda f: f.write(text), False)
 
 
-def _write_atomically(path, write, exclusive: bool) -> bool:
+def _write_atomically(path: StrPath, write: Callable[[TextIO], object], exclusive: bool) -> bool:
     path = os.fspath(path)
     tmp = f"{path}.{uuid.uuid4().hex}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

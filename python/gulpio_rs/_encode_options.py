@@ -53,7 +53,7 @@ class EncodeOptions:
     restart_rows: bool = False
     encoding: Literal["jpeg"] = "jpeg"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.encoding not in ENCODINGS:
             raise ValueError(f"encoding must be one of {list(ENCODINGS)}, not {self.encoding!r}")
         if self.restart_rows and not RUST_ENCODER:

@@ -6,18 +6,19 @@ file without other hard links."""
 from __future__ import annotations
 
 import os
+from typing import IO, Any
 
 from . import _native
 
 
-def open_for_reading(path, mode: str = "rb"):
+def open_for_reading(path: str | bytes | os.PathLike[str], mode: str = "rb") -> IO[Any]:
     """``path`` opened for reading (``FormatError`` for a FIFO, device, directory or a file
     over its size limit)."""
     fd = _native.open_for_reading(os.fsdecode(path))
     return os.fdopen(fd, mode)
 
 
-def open_for_writing(path, mode: str):
+def open_for_writing(path: str | bytes | os.PathLike[str], mode: str) -> IO[Any]:
     """``path`` opened for writing with ``mode`` (``'wb'``, ``'w'``: emptied first; ``'ab'``:
     at its end), created when missing; ``UnsafeFileError`` for a symlink, a special file or a
     file with other hard links."""

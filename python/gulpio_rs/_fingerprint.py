@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from typing import Any
 
 
-def digest(obj) -> str:
+def digest(obj: object) -> str:
     """The sha256 hex digest of ``obj``'s canonical form (its class and attributes for
     objects); raises :class:`NoCanonicalForm` for anything without one."""
     h = hashlib.sha256()
@@ -26,7 +27,7 @@ class NoCanonicalForm(Exception):
     """The object holds something without a deterministic serialisation."""
 
 
-def _canonical(obj, h, depth: int, seen: set) -> None:
+def _canonical(obj: object, h: hashlib._Hash, depth: int, seen: set[int]) -> None:
     """Feeds a deterministic serialisation of ``obj`` into ``h``."""
     import numpy as np
 
@@ -100,10 +101,10 @@ def is_location(name: str) -> bool:
     )
 
 
-def settings_of(adapter) -> dict:
+def settings_of(adapter: object) -> dict[str, Any]:
     """An adapter's settings: its public attributes that are numbers, strings or short lists
     of them, except those naming a place (input and output folders and files)."""
-    out = {}
+    out: dict[str, Any] = {}
     for name, value in vars(adapter).items():
         if name.startswith("_") or name in NOT_SETTINGS or is_location(name):
             continue

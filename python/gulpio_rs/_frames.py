@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import numpy as np
 import simplejpeg
@@ -29,8 +31,14 @@ from ._encode_options import RUST_ENCODER, EncodeOptions
 from ._pixels import to_frame
 from .errors import DecodeError, UnsupportedJpegError
 
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
-def _ready(f) -> bool:
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def _ready(f: object) -> bool:
     """An array the encoder takes as it is: uint8, C-contiguous, ``HxW`` or ``HxWx1|3``."""
     return (
         isinstance(f, np.ndarray)
@@ -46,11 +54,11 @@ class _Encoded(bytes):
     """JPEG bytes this encoder made itself (nothing to check)."""
 
 
-def _is_jpeg(data) -> bool:
+def _is_jpeg(data: bytes | bytearray | memoryview) -> bool:
     return bytes(data[:3]) == b"\xff\xd8\xff"
 
 
-def load_image(path) -> np.ndarray | bytes:
+def load_image(path: StrPath) -> np.ndarray | bytes:
     """An image file as JPEG bytes (if it is a JPEG) or as a uint8 array."""
     with open(path, "rb") as f:
         data = f.read()
@@ -65,11 +73,17 @@ def load_image(path) -> np.ndarray | bytes:
 
 
 def _encode(arr: np.ndarray, opts: EncodeOptions) -> bytes:
+    jpeg: bytes  # simplejpeg has no type information
     if arr.ndim == 2:
-        return simplejpeg.encode_jpeg(arr[:, :, None], quality=opts.quality, colorspace="Gray")
-    return simplejpeg.encode_jpeg(
-        arr, quality=opts.quality, colorspace="RGB", colorsubsampling=opts.simplejpeg_subsampling
-    )
+        jpeg = simplejpeg.encode_jpeg(arr[:, :, None], quality=opts.quality, colorspace="Gray")
+    else:
+        jpeg = simplejpeg.encode_jpeg(
+            arr,
+            quality=opts.quality,
+            colorspace="RGB",
+            colorsubsampling=opts.simplejpeg_subsampling,
+        )
+    return jpeg
 
 
 #: SOF markers of Huffman-coded 8-bit-capable JPEGs every gulpio reader (both builds of this
@@ -77,7 +91,7 @@ def _encode(arr: np.ndarray, opts: EncodeOptions) -> bytes:
 _SOF_PORTABLE = (0xC0, 0xC1, 0xC2)
 
 
-def frame_header(data: bytes):
+def frame_header(data: bytes) -> _native.JpegInfo | None:
     """The frame header (``_native.JpegInfo``: SOF marker, precision, components, ...) read by
     the one marker walk, in Rust; ``None`` when there is none before the scan or the markers
     are damaged (the strict decode then reports the frame)."""
@@ -128,7 +142,9 @@ def _check_jpeg(data: bytes, opts: EncodeOptions) -> bytes:
     return data
 
 
-def _map(fn, items: list, threads: int, pool: ThreadPoolExecutor | None) -> list:
+def _map(
+    fn: Callable[[_T], _R], items: list[_T], threads: int, pool: ThreadPoolExecutor | None
+) -> list[_R]:
     if pool is None or threads <= 1 or len(items) < 2:
         return [fn(x) for x in items]
     return list(pool.map(fn, items))
@@ -137,7 +153,7 @@ def _map(fn, items: list, threads: int, pool: ThreadPoolExecutor | None) -> list
 class FrameEncoder:
     """Prepares the frames of one video after another with a private thread pool."""
 
-    def __init__(self, opts: EncodeOptions):
+    def __init__(self, opts: EncodeOptions) -> None:
         self.opts = opts
         self._pool = (
             ThreadPoolExecutor(opts.threads, thread_name_prefix="gulpio-encode")
@@ -150,13 +166,13 @@ class FrameEncoder:
             self._pool.shutdown()
             self._pool = None
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def encode(self, frames, size: int | None = None) -> list[bytes]:
+    def encode(self, frames: Sequence[Any], size: int | None = None) -> list[bytes]:
         """JPEG bytes for every frame, in order.
 
         JPEG inputs are kept as they are unless ``size`` asks for another shorter side; arrays
@@ -177,9 +193,9 @@ class FrameEncoder:
                 threads,
                 restart_rows=opts.restart_rows,
             )
-        loaded: list = [None] * len(items)
+        loaded: list[Any] = [None] * len(items)
 
-        def load(i: int):
+        def load(i: int) -> Any:
             f = items[i]
             try:
                 if isinstance(f, (str, os.PathLike)):
@@ -223,7 +239,7 @@ class FrameEncoder:
             )
             for i, jpeg in zip(arrays, encoded, strict=True):
                 loaded[i] = _Encoded(jpeg)
-        elif arrays and resize:
+        elif arrays and resize and size is not None:
             resized = _native.resize_frames([loaded[i] for i in arrays], size, threads)
             for i, r in zip(arrays, resized, strict=True):
                 loaded[i] = r

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 _UNLOADED = object()
 
@@ -24,18 +26,19 @@ class LazyMetaDict(OrderedDict):
     ``dict`` (gulpio2's ``merged_meta_dict``), else as an ``OrderedDict`` (its chunk dicts).
     """
 
-    _load = None
+    # Set by build(), the only way placeholders get in; a dict made otherwise never loads.
+    _load: Callable[[Any], Any] | None = None
     _plain = False
     _complete = True
 
-    _load_many = None
+    _load_many: Callable[[], Iterable[tuple[Any, Any]]] | None = None
 
     @classmethod
     def build(cls, keys, load, *, load_many=None, plain: bool = False) -> LazyMetaDict:
         """``load(key)`` builds one value; ``load_many()``, if given, yields ``(key, value)``
         for every key faster than one ``load`` per key (used when all values are needed)."""
         # fromkeys is the fastest way to fill an OrderedDict (faster than a loop of setitems).
-        new = cls.fromkeys(keys, _UNLOADED)
+        new = cast(LazyMetaDict, cls.fromkeys(keys, _UNLOADED))
         new._load = load
         new._load_many = load_many
         new._plain = plain
@@ -46,6 +49,7 @@ class LazyMetaDict(OrderedDict):
     def __getitem__(self, key):
         value = OrderedDict.__getitem__(self, key)
         if value is _UNLOADED:
+            assert self._load is not None  # only build() stores placeholders
             value = self._load(key)
             OrderedDict.__setitem__(self, key, value)
         return value
@@ -60,6 +64,7 @@ class LazyMetaDict(OrderedDict):
                     OrderedDict.__setitem__(self, key, value)
                     missing.discard(key)
         for key in missing:  # keys the caller added or re-added
+            assert self._load is not None  # only build() stores placeholders
             OrderedDict.__setitem__(self, key, self._load(key))
         self._complete = True
 
@@ -97,7 +102,8 @@ class LazyMetaDict(OrderedDict):
         """A plain ``dict`` / ``OrderedDict`` copy (values shared, not copied)."""
         return (dict if self._plain else OrderedDict)(self.items())
 
-    copy = materialize
+    # gulpio2's dicts copy to a plain dict / OrderedDict, not to another lazy one.
+    copy = materialize  # type: ignore[assignment]
 
     def __eq__(self, other):
         self._load_all()

@@ -1,17 +1,58 @@
 """Type stubs of the Rust extension ``gulpio_rs._native`` (private: the public API is the
 ``gulpio_rs`` package, which wraps it)."""
 
+from collections.abc import Sequence
+from typing import Self, final
+
 import numpy as np
 import numpy.typing as npt
 
+__all__ = [
+    "FrameView",
+    "Chunk",
+    "NativeDirectory",
+    "NativeWriter",
+    "JpegInfo",
+    "write_index",
+    "restore_meta",
+    "cut_tail",
+    "open_for_reading",
+    "open_for_writing",
+    "read_batch",
+    "prefetch",
+    "decode_jpeg",
+    "jpeg_info",
+    "is_remote_url",
+    "redact_url",
+    "is_secret_option",
+    "resize_frames",
+    "reframe_frames",
+    "encode_frames",
+    "available_threads",
+    "pooled_bytes",
+    "release_pooled_buffers",
+    "feistel",
+    "chunk_file_names",
+    "parse_chunk_file_name",
+    "gulpio_chunk_number",
+    "parse_temp_name",
+    "TEMP_PREFIX",
+    "__version__",
+    "JPEG_BACKEND",
+    "MAX_THREADS",
+    "MAX_READ_BYTES",
+]
+
 __version__: str
 
+@final
 class FrameView:
     """Zero-copy read-only view of one frame's JPEG bytes (buffer protocol)."""
 
     def __len__(self) -> int: ...
     def __buffer__(self, flags: int, /) -> memoryview: ...
 
+@final
 class Chunk:
     @staticmethod
     def open(data_path: str, meta_path: str) -> tuple[Chunk, str | None]: ...
@@ -66,13 +107,14 @@ class Chunk:
         fast: bool = False,
     ) -> npt.NDArray[np.uint8]: ...
 
+@final
 class NativeDirectory:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: str,
         storage_options: list[tuple[str, str]] | None = None,
         io: str | None = None,
-    ) -> None: ...
+    ) -> Self: ...
     def is_remote(self) -> bool: ...
     def chunk_sizes(self) -> list[tuple[int, int]]: ...
     def listed_numbers(self) -> list[int]: ...
@@ -96,10 +138,11 @@ class NativeDirectory:
         self, ids: list[str] | None = None
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint16]]: ...
 
+@final
 class NativeWriter:
-    def __init__(
-        self, data_path: str, meta_path: str, append: bool = False, new: bool = False
-    ) -> None:
+    def __new__(
+        cls, data_path: str, meta_path: str, append: bool = False, new: bool = False
+    ) -> Self:
         """A crash-safe writer of one chunk: empty, or adding to it with ``append``; with
         ``new``, published under the first free chunk number from this one on. Holds the
         chunk's writer lock (``WriteConflictError`` if another writer has it)."""
@@ -108,7 +151,7 @@ class NativeWriter:
         """``(data, meta)`` where the chunk is published (final after the first
         publication of a new chunk), also after ``close``."""
     def append(
-        self, id: str, meta_json: str, frames: list[bytes | bytearray | memoryview]
+        self, id: str, meta_json: str, frames: Sequence[bytes | bytearray | memoryview]
     ) -> None: ...
     def publish(self) -> None: ...
     def close(self) -> None: ...
@@ -160,6 +203,7 @@ def redact_url(text: str) -> str:
 def is_secret_option(key: str) -> bool:
     """True for ``storage_options`` keys whose values are secrets."""
 
+@final
 class JpegInfo:
     """What a JPEG's frame header (SOF) says, read without decoding."""
 

@@ -25,14 +25,19 @@ alpha) become gray and ``HxWx4`` (RGBA) RGB.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 _GRAY = ("1", "LA", "La")
 _16BIT = ("I;16", "I;16B", "I;16L", "I;16N")
 
 
 def _levels(arr: np.ndarray, full_range: float) -> np.ndarray:
-    out = np.rint(np.clip(arr, 0.0, full_range) * (255.0 / full_range))
+    out: np.ndarray = np.rint(np.clip(arr, 0.0, full_range) * (255.0 / full_range))
     return out.astype(np.uint8)
 
 
@@ -49,7 +54,7 @@ def _unranged(arr: np.ndarray, fractions: bool) -> np.ndarray:
     return _levels(arr, 2.0**31 - 1)
 
 
-def pil_to_array(img) -> np.ndarray:
+def pil_to_array(img: Image.Image) -> np.ndarray:
     """A PIL image as an 8-bit gray (``HxW``) or RGB (``HxWx3``) array (rules above)."""
     mode = img.mode
     if mode in ("L", "RGB"):
@@ -68,7 +73,7 @@ def pil_to_array(img) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def array_to_frame(frame) -> np.ndarray:
+def array_to_frame(frame: np.ndarray) -> np.ndarray:
     """A uint8 (or bool) array as a C-contiguous ``HxW`` or ``HxWx3`` uint8 array."""
     arr = np.asarray(frame)
     if arr.dtype == np.bool_:
@@ -86,7 +91,7 @@ def array_to_frame(frame) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def to_frame(frame) -> np.ndarray:
+def to_frame(frame: np.ndarray | Image.Image) -> np.ndarray:
     """A PIL image or an array as the uint8 frame a chunk stores."""
     from PIL import Image
 

@@ -7,7 +7,8 @@ import json
 import os
 import sys
 from collections import namedtuple
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -23,7 +24,7 @@ ImgInfo = namedtuple("ImgInfo", ["loc", "pad", "length"], module="gulpio_rs.file
 GULPIO2_FAST = True
 
 
-def extract_input_for_getitem(element) -> tuple[str, Any]:
+def extract_input_for_getitem(element: object) -> tuple[str, Any]:
     """Split ``id`` or ``(id, frames)`` into ``(str(id), frames_or_None)``.
 
     Accepts numpy integer ids, which gulpio2 rejected.
@@ -37,17 +38,23 @@ def extract_input_for_getitem(element) -> tuple[str, Any]:
     return _id_str(id_), slice_
 
 
-def _id_str(id_) -> str:
+def _id_str(id_: object) -> str:
     if isinstance(id_, np.integer):
         return str(int(id_))
     return str(id_)
 
 
+#: gulpio2's frame selections (``gd[id, frames]``, ``read``): all (None), one index, a slice or
+#: a list of indices.
+Selection = int | slice | list[int] | None
+#: A user's JPEG decoder (``jpeg_decoder=``, ``fallback_decoder=``): JPEG bytes to an array.
+Decoder = Callable[[bytes], np.ndarray]
+
 #: The frame indices the core takes (i64); any index beyond is out of range for every video.
 _INDEX_MIN, _INDEX_MAX = -(2**63), 2**63 - 1
 
 
-def _selection(selection, native_chunk, video: int) -> list[int] | None:
+def _selection(selection: Selection, native_chunk: _native.Chunk, video: int) -> list[int] | None:
     """gulpio2's frame selection forms as a list of frame indices for the core (``None`` =
     all frames). Negative indices count from the end; indices out of range raise IndexError
     (from the core, or here for those too large to pass to it)."""
@@ -72,31 +79,40 @@ def _selection(selection, native_chunk, video: int) -> list[int] | None:
     return frames
 
 
-def _frame_out_of_range(native_chunk, video: int, frame: int) -> IndexError:
+_E = TypeVar("_E", bound=BaseException)
+
+
+def with_location(err: _E, path: str | None, video_id: str | None, frame: int | None) -> _E:
+    """``err`` (a builtin exception too: errors.py says which) carrying where it happened as
+    ``path``, ``video_id`` and ``frame`` attributes."""
+    vars(err).update(path=path, video_id=video_id, frame=frame)
+    return err
+
+
+def _frame_out_of_range(native_chunk: _native.Chunk, video: int, frame: int) -> IndexError:
     """The IndexError the core raises for an index out of range, for one it cannot take."""
     path, video_id = native_chunk.data_path, native_chunk.id(video)
     count = native_chunk.frame_count(video)
     err = IndexError(
         f"{path}: video {video_id!r} has {count} frames; frame index {frame} is out of range"
     )
-    err.path, err.video_id, err.frame = path, video_id, frame
-    return err
+    return with_location(err, path, video_id, frame)
 
 
-def _first_meta(meta_data_json: str) -> dict:
+def _first_meta(meta_data_json: str) -> dict[str, Any]:
     items = json.loads(meta_data_json)
     return dict(items[0]) if items else {}
 
 
 def _read(
-    native_chunk,
+    native_chunk: _native.Chunk,
     video: int,
-    selection,
-    jpeg_decoder,
+    selection: Selection,
+    jpeg_decoder: Decoder | None,
     check_data: bool,
-    colorspace,
-    fallback_decoder=None,
-):
+    colorspace: str | None,
+    fallback_decoder: Decoder | None = None,
+) -> list[np.ndarray]:
     """Frames of one video as gulpio2 returns them: a list of HxWx3 / HxW arrays, decoded
     with gulpio2's own settings (libjpeg-turbo's fast IDCT and chroma upsampling): gulpio2's
     pixels, at gulpio2's cost per frame."""
@@ -117,12 +133,25 @@ def _read(
     return [a[:, :, 0] if a.shape[2] == 1 else a for a in decoded]
 
 
-def _user_decoded(native_chunk, video: int, frames, check_data: bool, decoder) -> list:
+def _user_decoded(
+    native_chunk: _native.Chunk,
+    video: int,
+    frames: list[int] | None,
+    check_data: bool,
+    decoder: Decoder,
+) -> list[np.ndarray]:
     """Frames decoded by a user's callable, which receives the JPEG ``bytes``."""
     return [decoder(bytes(v)) for v in native_chunk.frame_views(video, frames, check_data)]
 
 
-def _with_fallback(native_chunk, video: int, frames, check_data, colorspace, fallback) -> list:
+def _with_fallback(
+    native_chunk: _native.Chunk,
+    video: int,
+    frames: list[int] | None,
+    check_data: bool,
+    colorspace: str | None,
+    fallback: Decoder,
+) -> list[np.ndarray]:
     """Frames decoded one at a time by the built-in decoder, and by ``fallback`` for those it
     does not support (gray frames as HxW, like gulpio2)."""
     if frames is None:
@@ -138,7 +167,7 @@ def _with_fallback(native_chunk, video: int, frames, check_data, colorspace, fal
     return out
 
 
-def _stack(frames: list, video_id: str) -> np.ndarray:
+def _stack(frames: list[Any], video_id: str) -> np.ndarray:
     """Stack decoded frames as ``(T, H, W, C)``."""
     frames = [np.asarray(f) for f in frames]
     frames = [f[:, :, None] if f.ndim == 2 else f for f in frames]
@@ -148,8 +177,7 @@ def _stack(frames: list, video_id: str) -> np.ndarray:
         err = ValueError(
             f"video {video_id!r} has frames of different sizes; use gd[id] for a list of frames"
         )
-        err.path, err.video_id, err.frame = None, video_id, None
-        raise err
+        raise with_location(err, None, video_id, None)
     return np.ascontiguousarray(np.stack(frames), dtype=np.uint8)
 
 
@@ -168,6 +196,7 @@ def _threads(threads: int | None = None, remote: bool = False) -> int:
         return thread_count(threads, "threads")
     env = os.environ.get("GULPIO_NUM_THREADS")
     if env and env.strip():
+        value: int | str
         try:
             value = int(env)
         except ValueError:
@@ -185,7 +214,7 @@ def _threads(threads: int | None = None, remote: bool = False) -> int:
     return max(1, _usable_cores() // sharers)
 
 
-def thread_count(value, name: str, *, zero_means_all: bool = True) -> int:
+def thread_count(value: object, name: str, *, zero_means_all: bool = True) -> int:
     """``value`` checked as a count of threads (or worker processes) given as ``name``: an
     integer from 1 to ``MAX_THREADS`` (src/pool.rs says why there is a cap), or 0 for "all
     usable cores" where ``zero_means_all``. Anything else is a ``ValueError`` naming ``name``
@@ -193,9 +222,12 @@ def thread_count(value, name: str, *, zero_means_all: bool = True) -> int:
     from . import _native
 
     top = _native.MAX_THREADS
-    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     low = 0 if zero_means_all else 1
-    if not ok or not low <= value <= top:
+    if (
+        not isinstance(value, (int, np.integer))
+        or isinstance(value, bool)
+        or not low <= value <= top
+    ):
         accepted = f"an integer from 1 to {top}" + (" (0: all usable cores)" if low == 0 else "")
         raise ValueError(f"{name} must be {accepted}, not {value!r}")
     return int(value)

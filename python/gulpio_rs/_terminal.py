@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 # C0 and C1 controls and DEL (ESC starts terminal sequences; CR and NL start forged lines),
 # the Unicode line and paragraph separators, the bidi embedding, override and isolate
@@ -21,7 +22,7 @@ _UNSAFE_IN_JSON = re.compile(f"[{_NOT_C0}]")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _escape(match: re.Match) -> str:
+def _escape(match: re.Match[str]) -> str:
     char = match.group()
     if char in _SHORT:
         return _SHORT[char]
@@ -29,7 +30,7 @@ def _escape(match: re.Match) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def printable(text) -> str:
+def printable(text: object) -> str:
     """``str(text)`` with every control character, line or paragraph separator, bidi control
     and lone surrogate written as a Python-style escape (``\\x1b``, ``\\n``, ``\\u202e``,
     ``\\udc80``); everything else, including non-ASCII letters and emoji, is kept."""
@@ -37,7 +38,7 @@ def printable(text) -> str:
     return _UNSAFE.sub(_escape, text)
 
 
-def json_text(value, **kwargs) -> str:
+def json_text(value: object, **kwargs: Any) -> str:
     """``json.dumps(value, ensure_ascii=False, **kwargs)`` with the characters
     :func:`printable` escapes written as JSON ``\\uXXXX`` escapes: the same JSON value,
     readable non-ASCII text, nothing a terminal acts on, and always encodable as UTF-8."""

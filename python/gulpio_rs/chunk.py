@@ -14,7 +14,9 @@ import json
 import os
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager, nullcontext
+from typing import IO, Any
 
 import numpy as np
 
@@ -44,7 +46,7 @@ def _open_replaced() -> bool:
     return builtins.open is not _BUILTIN_OPEN
 
 
-def _no_encoder():
+def _no_encoder() -> Callable[[np.ndarray], bytes]:
     raise RuntimeError("gulpio_rs.fileio was not imported, so no frame encoder is installed")
 
 
@@ -52,7 +54,7 @@ def _no_encoder():
 #: installs one that reads its own ``img_to_jpeg_bytes`` at call time, so monkeypatching
 #: ``fileio.img_to_jpeg_bytes`` (as gulpio2 users do) takes effect without this module
 #: importing the facade back.
-encoder_lookup = _no_encoder
+encoder_lookup: Callable[[], Callable[[np.ndarray], bytes]] = _no_encoder
 
 _BYTES = (bytes, bytearray, memoryview)
 
@@ -111,10 +113,10 @@ class GulpChunk:
         self.check_data = check_data
         self.colorspace = colorspace
         self.fallback_decoder = fallback_decoder
-        self.fp = None
+        self.fp: IO[bytes] | None = None
         self._img_info: dict = {}
         self._reader = _native_chunk
-        self._writer = None
+        self._writer: _native.NativeWriter | None = None
         self._pending: OrderedDict = OrderedDict()
         self._meta = None
         # A chunk from GulpDirectory.new_chunks: its first publication takes the first free
@@ -330,7 +332,9 @@ class GulpChunk:
         (gulpio2's way), else from a file opened for the call."""
         fp = self.fp
         usable = fp is not None and not fp.closed and fp.readable()
-        with nullcontext(fp) if usable else open_for_reading(self._data_path) as f:
+        with (
+            nullcontext(fp) if fp is not None and usable else open_for_reading(self._data_path) as f
+        ):
             out = []
             for info in infos:
                 f.seek(info.loc)
@@ -375,7 +379,7 @@ class GulpChunk:
         return n
 
     # -- writing -----------------------------------------------------------------------------
-    def _open_for_reading(self):
+    def _open_for_reading(self) -> IO[Any] | None:
         """``fp`` for ``open('rb')``: the data file, as in gulpio2."""
         if _open_replaced():
             return builtins.open(self._data_path, "rb")
@@ -416,14 +420,15 @@ class GulpChunk:
 
     @contextmanager
     def _native_writing(self, flag: str):
-        self._writer = _native.NativeWriter(
+        writer = _native.NativeWriter(
             self._data_path, self._meta_path, append=flag == "ab", new=self._new
         )
+        self._writer = writer
         self._pending.clear()
         try:
             yield
         except BaseException:
-            writer, self._writer = self._writer, None
+            self._writer = None
             self._pending.clear()
             writer.abort()
             self._invalidate()
@@ -433,11 +438,11 @@ class GulpChunk:
                 self.flush()  # gulpio2 calls flush() on exit; an override must see it
             self._commit()
         except BaseException:
-            writer, self._writer = self._writer, None
+            self._writer = None
             writer.abort()
             self._invalidate()
             raise
-        writer, self._writer = self._writer, None
+        self._writer = None
         try:
             writer.close()
             self._adopt(*writer.paths)
@@ -452,14 +457,14 @@ class GulpChunk:
             self._img_info.clear()
         _remove_index(self._data_path)
         if _open_replaced():
-            self.fp = builtins.open(self._data_path, flag)
+            self.fp = fp = builtins.open(self._data_path, flag)
         else:
-            self.fp = open_for_writing(self._data_path, flag)
+            self.fp = fp = open_for_writing(self._data_path, flag)
         try:
             yield
             self.flush()
         finally:
-            self.fp.close()
+            fp.close()
             self.fp = None
 
     def _adopt(self, data: str, meta: str) -> None:
@@ -498,7 +503,7 @@ class GulpChunk:
                 f"{self.data_file_path} is not open for writing; use `with chunk.open('wb'):`"
             )
 
-    def append(self, id_, meta_data, frames):
+    def append(self, id_: object, meta_data: Any, frames: Iterable[Any]) -> None:
         """Append one video: ``frames`` are uint8 arrays (encoded as JPEG) or JPEG bytes
         (stored as they are); ``meta_data`` must be serialisable. As in gulpio2 this is
         ``_append_meta`` then ``_write_frames`` (which calls ``_write_frame`` per frame)."""
@@ -545,14 +550,16 @@ class GulpChunk:
         if self._writer is not None:
             self._pending_entry(id_)[1].append(jpeg)
             return
+        fp = self.fp
+        assert fp is not None  # _check_writable: no native writer, so a writable fp
         pad = self._pad_image(len(jpeg))
         record = jpeg + b"\0" * pad
-        info = ImgInfo(loc=self.fp.tell(), pad=pad, length=len(record))
+        info = ImgInfo(loc=fp.tell(), pad=pad, length=len(record))
         meta = self.meta_dict
         if id_ not in meta:
             meta[id_] = self._default_factory()
         meta[id_]["frame_info"].append(info)
-        self.fp.write(record)
+        fp.write(record)
 
     def _pending_entry(self, id_: str) -> tuple[list, list]:
         entry = self._pending.get(id_)
@@ -601,7 +608,8 @@ def _path_like(original, path: str):
         return path
     if isinstance(original, bytes):
         return os.fsencode(path)
-    return type(original)(path) if isinstance(original, os.PathLike) else path
+    kind: Any = type(original)  # a path class: constructed from a str
+    return kind(path) if isinstance(original, os.PathLike) else path
 
 
 def _records_end(meta_dict) -> int:

@@ -49,4 +49,4 @@ def _thumbnail(frame: np.ndarray, height: int) -> Image.Image:
         arr = arr[:, :, 0]
     img = Image.fromarray(arr).convert("RGB")
     width = max(1, round(img.width * height / max(1, img.height)))
-    return img.resize((width, height), Image.BILINEAR)
+    return img.resize((width, height), Image.Resampling.BILINEAR)

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from glob import glob
 from itertools import repeat
+from typing import IO, Any, TypedDict
 
 import numpy as np
 
@@ -37,7 +38,17 @@ from .chunk import GulpChunk, new_chunk
 from .errors import BrokenChunkWarning, EmptyDirectoryWarning, UnsupportedJpegError
 
 
-def problem_text(problem: dict) -> str:
+class Problem(TypedDict):
+    """One entry of ``GulpDirectory.problems``."""
+
+    path: str
+    message: str
+    chunk_skipped: bool
+    video_id: str | None
+    frame: int | None
+
+
+def problem_text(problem: Problem) -> str:
     """One line for a ``GulpDirectory.problems`` entry, starting with the file it is about."""
     message = problem["message"]
     return message if message.startswith(problem["path"]) else f"{problem['path']}: {message}"
@@ -138,7 +149,7 @@ class GulpDirectory:
             self._storage_options = StorageOptions({**(self._storage_options or {}), **extra})
         self._io = io
         try:
-            self._dir = _native.NativeDirectory(
+            self._dir: _native.NativeDirectory | None = _native.NativeDirectory(
                 self._path,
                 None if self._storage_options is None else self._storage_options.pairs(),
                 io,
@@ -153,11 +164,12 @@ class GulpDirectory:
                 self._path,
             ) from None
         self._table = self._dir.chunk_table()
-        self._chunk_objs = None
-        self._merged = None
-        self._all_meta = None
-        self._chunk_lookup = None
-        self.problems = [
+        # Built on first use (the properties below).
+        self._chunk_objs: OrderedDict[int, GulpChunk] | None = None
+        self._merged: LazyMetaDict | None = None
+        self._all_meta: list[dict[str, Any]] | None = None
+        self._chunk_lookup: dict[str, int] | None = None
+        self.problems: list[Problem] = [
             {"path": p, "message": m, "chunk_skipped": skipped, "video_id": v, "frame": k}
             for p, m, skipped, v, k in self._dir.problems()
         ]
@@ -443,7 +455,7 @@ class GulpDirectory:
         if stack is False:
             return list(got)
         if stack and isinstance(got, list):
-            shapes = {}
+            shapes: dict[tuple[int, ...], str] = {}
             for id_, array in zip(ids, got, strict=True):
                 shapes.setdefault(array.shape, _id_str(id_))
             listed = ", ".join(f"{i!r} {shape}" for shape, i in list(shapes.items())[:4])
@@ -553,7 +565,7 @@ class GulpDirectory:
         """``{id: chunk number}`` (a dict, built on first access)."""
         if self._chunk_lookup is None:
             ids = self.keys()
-            lookup = {}
+            lookup: dict[str, int] = {}
             for number, _data, _meta, _index, first, count in self._table:
                 lookup.update(zip(ids[first : first + count], repeat(number)))
             self._chunk_lookup = lookup
@@ -563,7 +575,7 @@ class GulpDirectory:
     def chunk_objs_lookup(self) -> OrderedDict:
         """``OrderedDict(chunk number -> GulpChunk)`` in chunk order."""
         if self._chunk_objs is None:
-            objs = OrderedDict()
+            objs: OrderedDict[int, GulpChunk] = OrderedDict()
             for pos, (number, data, meta, _index, _first, _count) in enumerate(self._table):
                 objs[number] = _DirectoryChunk(self, pos, data, meta)
             self._chunk_objs = objs
@@ -663,7 +675,8 @@ class GulpDirectory:
         with warnings.catch_warnings():
             # Problems were reported when the original was opened.
             warnings.simplefilter("ignore", BrokenChunkWarning)
-            self.__init__(
+            # type(self)'s own __init__, as unpickling a subclass expects.
+            self.__init__(  # type: ignore[misc]
                 state["output_dir"],
                 state["jpeg_decoder"],
                 check_data=state["check_data"],
@@ -722,7 +735,7 @@ def _crop_box(box, what: str) -> tuple[float, float, float, float] | None:
         raise TypeError(f"{what} must be (top, left, height, width) or None, not {box!r}") from None
     if len(values) != 4:
         raise ValueError(f"{what} must be (top, left, height, width), not {box!r}")
-    return values  # type: ignore[return-value]
+    return values
 
 
 def _per_video_crops(crop, n: int) -> list | None:
@@ -850,7 +863,7 @@ class _DirectoryChunk(GulpChunk):
     def _native_or_none(self):
         return self._native()
 
-    def _open_for_reading(self):
+    def _open_for_reading(self) -> IO[Any] | None:
         # A remote chunk has no local file; its reads never use fp.
         return None if self._directory.is_remote else super()._open_for_reading()
 

@@ -11,7 +11,10 @@ tests/package/test_import_graph.py checks both.
 
 from __future__ import annotations
 
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Executor, ProcessPoolExecutor
+
+import numpy as np
 
 from . import chunk as _chunk
 from . import utils
@@ -32,7 +35,7 @@ img_to_jpeg_bytes = utils.img_to_jpeg_bytes
 jpeg_bytes_to_img = utils.jpeg_bytes_to_img
 
 
-def _installed_encoder():
+def _installed_encoder() -> Callable[[np.ndarray], bytes]:
     # Read at call time, so monkeypatching `fileio.img_to_jpeg_bytes` (as gulpio2 users do)
     # changes what GulpChunk.append encodes with.
     return img_to_jpeg_bytes
@@ -41,13 +44,13 @@ def _installed_encoder():
 _chunk.encoder_lookup = _installed_encoder
 
 
-def _installed_executor():
+def _installed_executor() -> type[Executor]:
     # As gulpio2's GulpIngestor used `fileio.ProcessPoolExecutor` and `fileio.ChunkWriter`:
     # replacing them here (mock.patch, a ThreadPoolExecutor to debug) reaches the ingestor.
     return ProcessPoolExecutor
 
 
-def _installed_writer():
+def _installed_writer() -> type[ChunkWriter]:
     return ChunkWriter
 
 

@@ -3,18 +3,23 @@ returns the list of failing paths or ids.
 
 They read only what gulpio2's read (``gulp_directory.chunks()`` and each chunk's
 ``meta_dict``, ``data_file_path`` and ``meta_file_path``), so they answer the same on any
-object shaped like gulpio2's, not only on a :class:`~gulpio_rs.GulpDirectory`.
+object shaped like gulpio2's, not only on a :class:`~gulpio_rs.GulpDirectory` (hence
+``Any``: no protocol of ours describes gulpio2's objects).
 """
 
 from __future__ import annotations
 
 import collections
 import os
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 
 from .chunk import GulpChunk, index_records_end
 
+_T = TypeVar("_T")
 
-def check_meta_file_size_larger_zero(gulp_directory) -> list[str]:
+
+def check_meta_file_size_larger_zero(gulp_directory: Any) -> list[str]:
     """Paths of empty meta files."""
     return [
         chunk.meta_file_path
@@ -23,7 +28,7 @@ def check_meta_file_size_larger_zero(gulp_directory) -> list[str]:
     ]
 
 
-def check_data_file_size_larger_zero(gulp_directory) -> list[str]:
+def check_data_file_size_larger_zero(gulp_directory: Any) -> list[str]:
     """Paths of empty data files."""
     return [
         chunk.data_file_path
@@ -32,7 +37,7 @@ def check_data_file_size_larger_zero(gulp_directory) -> list[str]:
     ]
 
 
-def check_data_file_size(gulp_directory) -> list[str]:
+def check_data_file_size(gulp_directory: Any) -> list[str]:
     """Paths of data files whose size differs from where their last record ends according to
     ``meta_dict`` (an unpublished tail, a truncation, a stale meta file).
 
@@ -47,7 +52,7 @@ def check_data_file_size(gulp_directory) -> list[str]:
     return failing
 
 
-def _records_end(chunk) -> int:
+def _records_end(chunk: Any) -> int:
     # The index's answer, only from this package's own chunks: on any other object (gulpio2's,
     # a test double) an attribute of that name means nothing, and `meta_dict` is the truth.
     if isinstance(chunk, GulpChunk):
@@ -61,12 +66,12 @@ def _records_end(chunk) -> int:
     return end
 
 
-def check_for_duplicate_ids(gulp_directory) -> list[str]:
+def check_for_duplicate_ids(gulp_directory: Any) -> list[str]:
     """Ids present in more than one chunk (opening a directory already refuses these)."""
     return get_duplicate_entries(extract_all_ids(gulp_directory))
 
 
-def extract_all_ids(gulp_directory) -> list[str]:
+def extract_all_ids(gulp_directory: Any) -> list[str]:
     """Every video id of every chunk, in chunk order."""
     all_ids: list[str] = []
     for chunk in gulp_directory.chunks():
@@ -74,12 +79,12 @@ def extract_all_ids(gulp_directory) -> list[str]:
     return all_ids
 
 
-def get_duplicate_entries(list_) -> list:
+def get_duplicate_entries(list_: Iterable[_T]) -> list[_T]:
     counts = collections.Counter(list_)
     return [item for item in counts if counts[item] > 1]
 
 
-def check_for_failures(result) -> None:
+def check_for_failures(result: Mapping[str, Any]) -> None:
     """Print gulpio2's report for one check: ``{'message': ..., 'failures': [...]}``."""
     print("Sanity Check: {}".format(result["message"]))
     if len(result["failures"]):

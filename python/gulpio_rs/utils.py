@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from glob import glob
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 import simplejpeg
@@ -27,6 +28,9 @@ from ._encode_options import GULPIO2, EncodeOptions
 from ._pixels import pil_to_array, to_frame
 from ._reading import thread_count
 from .errors import EmptyDirectoryWarning
+
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
 #: gulpio2's JPEG quality: the default of the knob below.
 _GULPIO2_QUALITY = GULPIO2.quality
@@ -76,7 +80,9 @@ def temp_dir_for_bursting(shm_dir_path: str = "/dev/shm") -> Iterator[str]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def burst_frames_to_shm(vid_path: str, temp_burst_dir: str, frame_rate: float | None = None):
+def burst_frames_to_shm(
+    vid_path: str, temp_burst_dir: str, frame_rate: float | None = None
+) -> None:
     """Extract a video's frames as JPEG files with the ``ffmpeg`` binary (gulpio2's way).
 
     Unlike gulpio2, a failing ffmpeg raises :class:`RuntimeError` with its stderr instead of
@@ -108,20 +114,23 @@ def img_to_jpeg_bytes(img: np.ndarray) -> bytes:
     so it writes the same bytes gulpio2 writes.
     """
     img = to_frame(img)
+    jpeg: bytes  # simplejpeg has no type information
     if img.ndim == 2:
-        return simplejpeg.encode_jpeg(
+        jpeg = simplejpeg.encode_jpeg(
             img[:, :, None], quality=_JPEG_WRITE_QUALITY, colorspace="Gray"
         )
-    return simplejpeg.encode_jpeg(img, quality=_JPEG_WRITE_QUALITY, colorspace="RGB")
+    else:
+        jpeg = simplejpeg.encode_jpeg(img, quality=_JPEG_WRITE_QUALITY, colorspace="RGB")
+    return jpeg
 
 
-def jpeg_bytes_to_img(jpeg_bytes) -> np.ndarray:
+def jpeg_bytes_to_img(jpeg_bytes: bytes | bytearray | memoryview) -> np.ndarray:
     """Decode JPEG bytes to ``HxWx3`` RGB, or ``HxW`` for grayscale JPEGs."""
     arr = _native.decode_jpeg(jpeg_bytes)
     return arr[:, :, 0] if arr.shape[2] == 1 else arr
 
 
-def _open_image(img) -> Image.Image:
+def _open_image(img: StrPath | IO[bytes]) -> Image.Image:
     # What PIL.Image.open takes (str, Path, file object), as gulpio2 passed it straight there;
     # and what it returns is used as gulpio2 used it, also when a caller (or a test) has
     # replaced PIL.Image.open with something returning another kind of object.
@@ -131,7 +140,7 @@ def _open_image(img) -> Image.Image:
     return pil
 
 
-def resize_by_short_edge(img, size: int) -> np.ndarray:
+def resize_by_short_edge(img: StrPath | Image.Image | np.ndarray, size: int) -> np.ndarray:
     """Resize so the shorter side is ``size`` (bilinear); ``size < 1`` returns the input.
 
     ``img`` may be a path (``str`` or ``os.PathLike``), a PIL image or an array.
@@ -149,10 +158,10 @@ def resize_by_short_edge(img, size: int) -> np.ndarray:
         new = (int(size * w / h), size)
     else:
         new = (size, int(size * h / w))
-    return np.asarray(img.resize(new, Image.BILINEAR))
+    return np.asarray(img.resize(new, Image.Resampling.BILINEAR))
 
 
-def resize_frames(frames: Iterable, size: int, threads: int = 1) -> list[np.ndarray]:
+def resize_frames(frames: Iterable[np.ndarray], size: int, threads: int = 1) -> list[np.ndarray]:
     """Resize many uint8 frames so each shorter side is ``size`` (long side floored, as in
     gulpio2); ``size < 1`` returns them unchanged. Gray (``HxW``) stays gray; RGBA and
     ``HxWx1`` arrays are converted first.
@@ -166,7 +175,9 @@ def resize_frames(frames: Iterable, size: int, threads: int = 1) -> list[np.ndar
     return _native.resize_frames(frames, int(size), thread_count(threads, "threads"))
 
 
-def resize_images(imgs: Iterable, img_size: int = -1) -> Iterator[np.ndarray]:
+def resize_images(
+    imgs: Iterable[StrPath | Image.Image | np.ndarray], img_size: int = -1
+) -> Iterator[np.ndarray]:
     """Yield each image as an array, resized by its short edge when ``img_size > 0``.
 
     Accepts what gulpio2's accepts (anything ``PIL.Image.open`` takes: ``str`` or
@@ -182,7 +193,9 @@ def resize_images(imgs: Iterable, img_size: int = -1) -> Iterator[np.ndarray]:
         yield resize_by_short_edge(img, img_size)
 
 
-def remove_entries_with_duplicate_ids(output_directory: str, meta_dict: list) -> list:
+def remove_entries_with_duplicate_ids(
+    output_directory: str | os.PathLike[str], meta_dict: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Drop entries whose id repeats, or that already exist in ``output_directory``."""
     from .directory import GulpDirectory
 
@@ -198,8 +211,8 @@ def remove_entries_with_duplicate_ids(output_directory: str, meta_dict: list) ->
     return meta_dict
 
 
-def _remove_duplicates_in_metadict(meta_dict: list) -> list:
-    seen: set = set()
+def _remove_duplicates_in_metadict(meta_dict: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: set[object] = set()
     out = []
     for entry in meta_dict:
         if entry["id"] not in seen:

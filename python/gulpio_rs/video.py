@@ -92,10 +92,11 @@ def _resample(frames, frame_rate: Fraction, native_rate: Fraction):
     frame lasts its own duration, else as long as the frame before it."""
     step = 1 / frame_rate.limit_denominator(1_000_000)
     period = 1 / native_rate
-    t0 = held = held_time = None
+    held = None  # the frame on screen, shown from held_time
+    t0 = held_time = Fraction(0)
     k = 0  # the next output instant
     for frame in frames:
-        t = _frame_time(frame, held_time, period)
+        t = _frame_time(frame, None if held is None else held_time, period)
         if held is None:
             t0 = t
         else:
@@ -288,7 +289,7 @@ def read_video_times(
                 path=path,
                 frame=decoded,
             ) from e
-    if not out:
+    if not out or end is None:
         raise VideoDecodeError(f"{path}: no video frames could be decoded", path=path, frame=0)
     return TimedVideo(out, times, end, fps)
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
 
 from .._fingerprint import digest, settings_of
 from .._reading import _id_str
 from ..errors import DuplicateIdError
+
+_T = TypeVar("_T")
 
 
 class AbstractDatasetAdapter(ABC):
@@ -35,7 +38,7 @@ class AbstractDatasetAdapter(ABC):
     """
 
     @abstractmethod
-    def iter_data(self, slice_element=None):
+    def iter_data(self, slice_element: slice | None = None) -> Iterator[dict[str, Any]]:
         """Yield ``{'id', 'meta', 'frames'}`` dicts for the items in ``slice_element``."""
 
     @abstractmethod
@@ -46,7 +49,9 @@ class AbstractDatasetAdapter(ABC):
 class _BuiltinAdapter(AbstractDatasetAdapter):
     """What every built-in adapter adds to the gulpio2 contract."""
 
-    def _records(self) -> list[dict]:
+    all_meta: list[dict[str, Any]]  # set by each adapter: the items' records
+
+    def _records(self) -> list[dict[str, Any]]:
         """The items in iteration order, as the dicts the adapter yields them from."""
         return self.all_meta
 
@@ -84,7 +89,7 @@ class _BuiltinAdapter(AbstractDatasetAdapter):
 _RECORD_PATHS = ("path", "folder")
 
 
-def _check_unique_ids(ids: Iterable, source: str) -> None:
+def _check_unique_ids(ids: Iterable[object], source: str) -> None:
     """Raise :class:`DuplicateIdError` naming every id that occurs more than once."""
     counts = Counter(str(i) for i in ids)
     dups = [(i, n) for i, n in counts.items() if n > 1]
@@ -94,17 +99,17 @@ def _check_unique_ids(ids: Iterable, source: str) -> None:
         raise DuplicateIdError(f"{len(dups)} duplicate ids in {source}: {shown}{more}")
 
 
-def _shuffled(items: list, shuffle: bool, seed) -> list:
+def _shuffled(items: list[_T], shuffle: bool, seed: int | None) -> list[_T]:
     if shuffle:
         random.Random(seed).shuffle(items)
     return items
 
 
-def _slice(slice_element, n: int) -> slice:
+def _slice(slice_element: slice | None, n: int) -> slice:
     return slice_element or slice(0, n)
 
 
-def _check_size(value, name: str):
+def _check_size(value: int, name: str) -> int:
     """``value`` if it is a frame size: a number of pixels for the shorter side (>= 1), or -1
     to keep the size; ValueError naming ``name`` otherwise (0 used to keep the size silently,
     which a typo of a real size should not do)."""
@@ -117,7 +122,7 @@ def _check_size(value, name: str):
     return value
 
 
-def _frame_rate(value) -> float | int | None:
+def _frame_rate(value: float | str | None) -> float | int | None:
     if value is None:
         return None
     rate = float(value)
@@ -126,7 +131,7 @@ def _frame_rate(value) -> float | int | None:
     return int(rate) if rate.is_integer() else rate
 
 
-def _error_item(id_, meta, reason: str) -> dict:
+def _error_item(id_: object, meta: object, reason: str) -> dict[str, Any]:
     return {"id": id_, "meta": meta, "frames": [], "error": reason}
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from typing import Any
 
 from .base import _BuiltinAdapter, _check_unique_ids, _error_item, _reason, _slice
 from .files import _frame_files
@@ -21,21 +23,21 @@ class JpegFolderClipsAdapter(_BuiltinAdapter):
 
     def __init__(self, clips_json: str, folder: str):
         with open(clips_json) as f:
-            self.entries = json.load(f)
+            self.entries: list[dict[str, Any]] = json.load(f)
         self.folder = folder
         _check_unique_ids((e["id"] for e in self.entries), os.fspath(clips_json))
 
     def __len__(self) -> int:
         return len(self.entries)
 
-    def _records(self) -> list[dict]:
+    def _records(self) -> list[dict[str, Any]]:
         return self.entries
 
-    def _frames_dir(self, entry) -> str:
+    def _frames_dir(self, entry: dict[str, Any]) -> str:
         name = entry.get("folder") or "clip_" + str(entry["id"]).rsplit("_", 1)[-1]
         return os.path.join(self.folder, name)
 
-    def iter_data(self, slice_element=None):
+    def iter_data(self, slice_element: slice | None = None) -> Iterator[dict[str, Any]]:
         """Yield each clip's JPEG bytes."""
         for entry in self.entries[_slice(slice_element, len(self))]:
             meta = {k: v for k, v in entry.items() if k != "folder"}

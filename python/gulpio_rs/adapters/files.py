@@ -13,7 +13,7 @@ FRAME_EXTENSIONS: tuple[str, ...] = (".jpg", ".jpeg", ".png")
 _DIGITS = re.compile(r"([0-9]+)")
 
 
-def _natural_key(name: str):
+def _natural_key(name: str) -> tuple[list[int | str], str]:
     """Sort key that orders ``frame2`` before ``frame10`` (and is plain order for padded names)."""
     # split() puts the digit runs at the odd positions, so keys always compare str with str
     # and int with int; the name itself breaks ties ("2" vs "02") independently of listdir.

@@ -325,7 +325,8 @@ class FramesFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         if labels is not None:
             return bool(labels)
         exts = _extensions(self.file_extensions)
-        with_frames, without = [], []
+        with_frames: list[str] = []
+        without: list[str] = []
         for name in _subdirs(folder):
             sub = os.path.join(folder, name)
             has_frames = any(

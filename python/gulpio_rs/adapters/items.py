@@ -5,6 +5,7 @@ of frames; anything unreadable becomes an error item naming the file.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -15,7 +16,14 @@ from .base import _error_item, _reason
 from .files import _frame_files
 
 
-def _video_item(id_, meta, path: str, frame_rate, frame_size, max_frames) -> dict:
+def _video_item(
+    id_: object,
+    meta: object,
+    path: str,
+    frame_rate: float | None,
+    frame_size: int,
+    max_frames: int | None,
+) -> dict[str, Any]:
     """The item of one video, decoded now, with its frames' timestamps (stored by the ingest:
     docs/INGEST.md, "Frame timestamps"); an unreadable video becomes an error item."""
     try:
@@ -34,7 +42,7 @@ def _video_item(id_, meta, path: str, frame_rate, frame_size, max_frames) -> dic
     }
 
 
-def _image_frame(path: str, size: int):
+def _image_frame(path: str, size: int) -> str | np.ndarray:
     """One image file as a frame: its path if it can be stored as it is (a plain JPEG and no
     resize asked), else the decoded uint8 array (resized by :func:`_image_item`)."""
     if size < 1:
@@ -51,7 +59,9 @@ def _image_frame(path: str, size: int):
         return pil_to_array(img)
 
 
-def _frames_folder_item(id_, meta, folder: str, exts: tuple[str, ...], size: int) -> dict:
+def _frames_folder_item(
+    id_: object, meta: object, folder: str, exts: tuple[str, ...], size: int
+) -> dict[str, Any]:
     """The item of one folder of frame files; an unreadable folder makes it an error item."""
     try:
         paths = _frame_files(folder, exts)
@@ -60,11 +70,13 @@ def _frames_folder_item(id_, meta, folder: str, exts: tuple[str, ...], size: int
     return _image_item(id_, meta, paths, size, f"no frames in {folder}")
 
 
-def _image_item(id_, meta, paths: Sequence[str], size: int, empty_reason: str) -> dict:
+def _image_item(
+    id_: object, meta: object, paths: Sequence[str], size: int, empty_reason: str
+) -> dict[str, Any]:
     """The item of one image or frame folder; any unreadable file makes it an error item."""
     if not paths:
         return _error_item(id_, meta, empty_reason)
-    frames = []
+    frames: list[str | np.ndarray] = []
     for path in paths:
         try:
             frames.append(_image_frame(path, size))
@@ -74,5 +86,6 @@ def _image_item(id_, meta, paths: Sequence[str], size: int, empty_reason: str) -
         from .. import utils
 
         # One call for the whole video; looked up at call time (the Rust resize).
-        frames = [np.ascontiguousarray(f) for f in utils.resize_frames(frames, size)]
+        arrays = cast("list[np.ndarray]", frames)  # _image_frame decodes all for a resize
+        frames = [np.ascontiguousarray(f) for f in utils.resize_frames(arrays, size)]
     return {"id": id_, "meta": meta, "frames": frames}

@@ -6,6 +6,8 @@ import json
 import os
 import re
 import warnings
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,6 +16,9 @@ from .base import _BuiltinAdapter, _check_size, _check_unique_ids, _frame_rate, 
 from .files import _files_under, _has_extension, _visible
 from .items import _video_item
 
+if TYPE_CHECKING:
+    from _typeshed import StrPath
+
 _KINETICS_NAME = re.compile(r"^(?P<id>.+)_\d{6}_\d{6}$")
 
 
@@ -21,8 +26,18 @@ class _JsonVideosAdapter(_BuiltinAdapter):
     """What the Kinetics and ActivityNet adapters share: videos listed in ``vid_storage``
     (``{'id', 'meta', 'path'}``), annotations re-read from ``json_file`` on access."""
 
+    vid_storage: list[dict[str, Any]]  # filled by each adapter's set_video_storage
+
     def _setup(
-        self, json_file, folder, shuffle, frame_size, shm_dir_path, frame_rate, max_frames, seed
+        self,
+        json_file: StrPath,
+        folder: StrPath,
+        shuffle: bool,
+        frame_size: int,
+        shm_dir_path: str,
+        frame_rate: float | None,
+        max_frames: int | None,
+        seed: int | None,
     ) -> None:
         self.json_file = json_file
         self.folder = folder
@@ -37,25 +52,25 @@ class _JsonVideosAdapter(_BuiltinAdapter):
         _check_unique_ids((v["id"] for v in self.vid_storage), os.fspath(folder))
         _shuffled(self.vid_storage, self.shuffle, seed)
 
-    def _collect(self, json_storage: dict) -> None:
+    def _collect(self, json_storage: dict[str, Any]) -> None:
         raise NotImplementedError
 
-    def _records(self) -> list[dict]:
+    def _records(self) -> list[dict[str, Any]]:
         return self.vid_storage
 
     @staticmethod
-    def read_json(json_file) -> dict:
+    def read_json(json_file: StrPath) -> dict[str, Any]:
         raise NotImplementedError
 
     @property
-    def json_storage(self) -> dict:
+    def json_storage(self) -> dict[str, Any]:
         """The annotations (gulpio2's attribute; read on access, not kept)."""
         return self.read_json(self.json_file)
 
     def __len__(self) -> int:
         return len(self.vid_storage)
 
-    def get_bursted_frames(self, vid_file) -> list[np.ndarray]:
+    def get_bursted_frames(self, vid_file: StrPath) -> list[np.ndarray]:
         """All frames of one video (gulpio2's name; decoded with PyAV, not bursted)."""
         return read_video(
             os.path.join(os.fspath(self.folder), vid_file),
@@ -64,7 +79,7 @@ class _JsonVideosAdapter(_BuiltinAdapter):
             max_frames=self.max_frames,
         )
 
-    def iter_data(self, slice_element=None):
+    def iter_data(self, slice_element: slice | None = None) -> Iterator[dict[str, Any]]:
         """Decode each video of the slice (one at a time) and yield it."""
         for v in self.vid_storage[_slice(slice_element, len(self))]:
             yield _video_item(
@@ -95,31 +110,31 @@ class KineticsAdapter(_JsonVideosAdapter):
 
     def __init__(
         self,
-        json_file,
-        folder,
-        shuffle=False,
-        frame_size=-1,
-        shm_dir_path="/dev/shm",
+        json_file: StrPath,
+        folder: StrPath,
+        shuffle: bool = False,
+        frame_size: int = -1,
+        shm_dir_path: str = "/dev/shm",
         *,
-        frame_rate=None,
-        max_frames=None,
-        seed=0,
-    ):
+        frame_rate: float | None = None,
+        max_frames: int | None = None,
+        seed: int | None = 0,
+    ) -> None:
         self._setup(
             json_file, folder, shuffle, frame_size, shm_dir_path, frame_rate, max_frames, seed
         )
 
-    def _collect(self, json_storage: dict) -> None:
+    def _collect(self, json_storage: dict[str, Any]) -> None:
         self.set_video_storage(json_storage)
 
     @staticmethod
-    def video_id(path) -> str:
+    def video_id(path: StrPath) -> str:
         """The YouTube id of a clip file name."""
         stem = os.path.basename(os.fspath(path)).split(".", 1)[0]
         m = _KINETICS_NAME.match(stem)
         return m.group("id") if m else stem
 
-    def set_video_storage(self, json_storage: dict | None = None) -> None:
+    def set_video_storage(self, json_storage: dict[str, Any] | None = None) -> None:
         """Collect the videos that have an entry in ``json_storage`` (default: the JSON file)."""
         if json_storage is None:
             json_storage = self.read_json(self.json_file)
@@ -142,10 +157,11 @@ class KineticsAdapter(_JsonVideosAdapter):
             )
 
     @staticmethod
-    def read_json(json_file) -> dict:
+    def read_json(json_file: StrPath) -> dict[str, Any]:
         """The annotation JSON (``{youtube id: entry}``)."""
         with open(json_file) as f:
-            return json.load(f)
+            storage: dict[str, Any] = json.load(f)
+        return storage
 
 
 class ActivitynetAdapter(_JsonVideosAdapter):
@@ -166,26 +182,28 @@ class ActivitynetAdapter(_JsonVideosAdapter):
 
     def __init__(
         self,
-        json_file,
-        folder,
-        shuffle=False,
-        frame_size=-1,
-        shm_dir_path="/dev/shm",
-        phase="training",
+        json_file: StrPath,
+        folder: StrPath,
+        shuffle: bool = False,
+        frame_size: int = -1,
+        shm_dir_path: str = "/dev/shm",
+        phase: str | None = "training",
         *,
-        frame_rate=None,
-        max_frames=None,
-        seed=0,
-    ):
+        frame_rate: float | None = None,
+        max_frames: int | None = None,
+        seed: int | None = 0,
+    ) -> None:
         self.phase = phase
         self._setup(
             json_file, folder, shuffle, frame_size, shm_dir_path, frame_rate, max_frames, seed
         )
 
-    def _collect(self, json_storage: dict) -> None:
+    def _collect(self, json_storage: dict[str, Any]) -> None:
         self.set_video_storage(self.phase, json_storage)
 
-    def set_video_storage(self, phase="training", json_storage=None) -> None:
+    def set_video_storage(
+        self, phase: str | None = "training", json_storage: dict[str, Any] | None = None
+    ) -> None:
         """Collect the videos of ``phase`` (all phases for ``None``)."""
         if json_storage is None:
             json_storage = self.read_json(self.json_file)
@@ -203,7 +221,8 @@ class ActivitynetAdapter(_JsonVideosAdapter):
                 self.vid_storage.append({"id": id_, "path": path, "meta": entry})
 
     @staticmethod
-    def read_json(json_file) -> dict:
+    def read_json(json_file: StrPath) -> dict[str, Any]:
         """The ``database`` part of the annotation JSON."""
         with open(json_file) as f:
-            return json.load(f)["database"]
+            database: dict[str, Any] = json.load(f)["database"]
+        return database

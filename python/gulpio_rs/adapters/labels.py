@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from .._atomic import write_json_atomically
 
@@ -14,7 +15,12 @@ LABEL2IDX_FILE = "label2idx.json"
 class _Label2IdxMixin:
     """``label2idx.json`` in ``output_folder``: stable across extensions, written atomically."""
 
-    output_folder: str | None
+    output_folder: str | os.PathLike[str] | None
+
+    if TYPE_CHECKING:
+        # Each subclass has it: an attribute of the folder adapters, a property of the 20BN.
+        @property
+        def label2idx(self) -> dict[str, int]: ...
 
     def _label2idx_path(self) -> str:
         return os.path.join(self._label2idx_folder(), LABEL2IDX_FILE)
@@ -26,6 +32,8 @@ class _Label2IdxMixin:
         from .. import _native
         from ..ingest.remote import staging_folder
 
+        if self.output_folder is None:
+            raise TypeError(f"{type(self).__name__} has no output_folder for label2idx.json")
         folder = os.fsdecode(os.fspath(self.output_folder))
         return staging_folder(folder) if _native.is_remote_url(folder) else folder
 
@@ -33,12 +41,13 @@ class _Label2IdxMixin:
         """True if the output folder already has a ``label2idx.json``."""
         return self.output_folder is not None and os.path.exists(self._label2idx_path())
 
-    def read_label2idx(self) -> dict:
+    def read_label2idx(self) -> dict[str, int]:
         """The output folder's ``label2idx.json``."""
         with open(self._label2idx_path()) as f:
-            return json.load(f)
+            label2idx: dict[str, int] = json.load(f)
+        return label2idx
 
-    def _stable_label2idx(self, labels: Iterable) -> dict:
+    def _stable_label2idx(self, labels: Iterable[object]) -> dict[str, int]:
         """Existing labels keep their index; new ones are appended in sorted order."""
         label2idx = dict(self.read_label2idx()) if self.check_if_label2idx_exists() else {}
         next_idx = max(label2idx.values(), default=-1) + 1
@@ -48,7 +57,7 @@ class _Label2IdxMixin:
                 next_idx += 1
         return label2idx
 
-    def _label_index(self) -> dict:
+    def _label_index(self) -> dict[str, int]:
         return self.label2idx
 
     def write_label2idx_dict(self) -> None:
@@ -69,12 +78,15 @@ class _Label2IdxMixin:
 class Custom20BNAdapterMixin(_Label2IdxMixin):
     """gulpio2's label bookkeeping of the 20BN adapters (``labels2idx``)."""
 
-    def create_label2idx_dict(self, label_name) -> dict:
+    data: list[dict[str, Any]]
+    labels2idx: dict[str, int]
+
+    def create_label2idx_dict(self, label_name: str) -> dict[str, int]:
         """``{label: idx}`` for every label in ``self.data``, extending the existing file."""
         return self._stable_label2idx(item[label_name] for item in self.data)
 
     @property
-    def label2idx(self) -> dict:
+    def label2idx(self) -> dict[str, int]:
         """Alias of ``labels2idx`` (the name the other gulpio2 adapters use)."""
         return self.labels2idx
 
@@ -82,11 +94,14 @@ class Custom20BNAdapterMixin(_Label2IdxMixin):
 class _LabelFolderMixin(_Label2IdxMixin):
     """gulpio2's label bookkeeping of the folder and list adapters (``label2idx``)."""
 
-    def create_label2idx_dict(self) -> dict:
+    data: list[dict[str, Any]]
+    label2idx: dict[str, int]
+
+    def create_label2idx_dict(self) -> dict[str, int]:
         """``{label: idx}`` for every label in ``self.data``, extending the existing file."""
         return self._stable_label2idx(item["label"] for item in self.data)
 
     @property
-    def labels2idx(self) -> dict:
+    def labels2idx(self) -> dict[str, int]:
         """Alias of ``label2idx`` (the name the 20BN adapters use)."""
         return self.label2idx

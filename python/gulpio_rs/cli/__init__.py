@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from .. import __version__
 from ..errors import GulpError
@@ -42,8 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         # Its arguments depend on the adapter named in them; it parses them itself.
         return ingest.run_argv(argv[1:])
     args = build_parser().parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run  # each subcommand's run()
     try:
-        return args.run(args)
+        return run(args)
     except KeyboardInterrupt:
         print(f"gulpio {args.command}: interrupted", file=sys.stderr)
         return ingest.EXIT_INTERRUPTED

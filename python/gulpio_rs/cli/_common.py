@@ -3,22 +3,37 @@ data safely, and stop quietly when the reader of its output goes away."""
 
 from __future__ import annotations
 
+import argparse
 import functools
 import os
 import select
 import signal
 import sys
 import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ParamSpec, TextIO
 
 from .._terminal import printable
 from ..errors import BrokenChunkWarning, EmptyDirectoryWarning, GulpError
+
+if TYPE_CHECKING:
+    from ..directory import GulpDirectory
+
+_P = ParamSpec("_P")
+
+#: What each subcommand module's ``add_parser`` adds its parser to (argparse has no public
+#: name for it; generic only in its type stubs).
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    Subparsers = argparse._SubParsersAction
 
 #: Exit status after the reader of stdout went away (``gulpio ls DIR | head -1``): what a
 #: shell reports for ``ls`` or ``cat`` killed by SIGPIPE in the same place.
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE
 
 
-def say(*parts, file=None) -> None:
+def say(*parts: object, file: TextIO | None = None) -> None:
     """``print`` for human output: the line with data escaped by :func:`printable`."""
     print(printable(" ".join(str(p) for p in parts)), file=file)
 
@@ -40,7 +55,7 @@ def output_closed(e: BaseException) -> bool:
     return isinstance(e, BrokenPipeError) and _reader_gone(sys.stdout)
 
 
-def _reader_gone(stream) -> bool:
+def _reader_gone(stream: TextIO) -> bool:
     # A pipe (or socket) whose reading end is closed polls as POLLERR for its writer.
     try:
         fd = stream.fileno()
@@ -51,13 +66,13 @@ def _reader_gone(stream) -> bool:
         return False
 
 
-def entry_point(main):
+def entry_point(main: Callable[_P, int]) -> Callable[_P, int]:
     """Wraps a console script's ``main`` (returning an exit status) so that it behaves like
     a Unix tool when the reader of its output goes away (``| head -1``): it stops quietly,
     without a traceback or an error line, with :data:`EXIT_BROKEN_PIPE`."""
 
     @functools.wraps(main)
-    def run(*args, **kwargs):
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> int:
         try:
             try:
                 return main(*args, **kwargs)
@@ -82,7 +97,7 @@ def entry_point(main):
     return run
 
 
-def count_arg(name: str, *, zero_means_all: bool = True):
+def count_arg(name: str, *, zero_means_all: bool = True) -> Callable[[str], int]:
     """An argparse ``type=`` for a thread or worker count given as ``name``: an integer in
     the accepted range, else argparse's usage error (not a traceback)."""
     import argparse
@@ -90,6 +105,7 @@ def count_arg(name: str, *, zero_means_all: bool = True):
     from .._reading import thread_count
 
     def parse(text: str) -> int:
+        value: int | str
         try:
             value = int(text)
         except ValueError:
@@ -118,7 +134,7 @@ def refuse_remote(directory: str, command: str, why: str) -> None:
         raise GulpError(f"{shown}: `gulpio {command}` works on local directories only: {why}")
 
 
-def open_directory(directory: str, *, quiet: bool = False):
+def open_directory(directory: str, *, quiet: bool = False) -> GulpDirectory:
     """A ``GulpDirectory`` for ``directory`` (a local path or a dataset URL, with credentials
     from the environment); GulpError if it is missing or holds no chunks.
 

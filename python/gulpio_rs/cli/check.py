@@ -14,6 +14,7 @@ import os
 import sys
 import time
 import warnings
+from typing import Any
 
 from .._atomic import write_text_atomically
 from .._names import temporary_of
@@ -21,7 +22,7 @@ from .._reading import thread_count
 from .._sizes import megabytes
 from ..errors import BrokenChunkWarning, GulpError
 from ..ingest.locks import pid_alive
-from ._common import count_arg, is_url, open_directory, say
+from ._common import Subparsers, count_arg, is_url, open_directory, say
 
 EPILOG = """examples:
   gulpio check /data/gulps              CRC of every frame, one line per problem
@@ -33,7 +34,7 @@ EPILOG = """examples:
 """
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "check",
         help="verify every frame's checksum (and optionally decode); exit 0 only if intact",
@@ -54,11 +55,19 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def _problem(path, kind, message, video_id=None, frame=None) -> dict:
+def _problem(
+    path: str,
+    kind: str,
+    message: str,
+    video_id: str | None = None,
+    frame: int | None = None,
+) -> dict[str, Any]:
     return {"path": path, "video_id": video_id, "frame": frame, "kind": kind, "message": message}
 
 
-def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: bool = False):
+def verify(
+    directory: str, *, decode: bool = False, threads: int = 0, progress: bool = False
+) -> dict[str, Any]:
     """The check as data: a report dict (see ``--json``)."""
     threads = thread_count(threads, "--threads")
     start = time.perf_counter()
@@ -128,7 +137,7 @@ def verify(directory: str, *, decode: bool = False, threads: int = 0, progress: 
     }
 
 
-def leftovers(directory: str) -> list[dict]:
+def leftovers(directory: str) -> list[dict[str, Any]]:
     """Temporary files of writers that are gone (killed, crashed): never read, only taking
     space; ``gulpio repair --apply`` removes them. Those of a running writer are its work in
     progress, not a problem. Liveness is judged on this machine (as repair judges it)."""
@@ -149,7 +158,7 @@ def leftovers(directory: str) -> list[dict]:
     return found
 
 
-def _line(p: dict) -> str:
+def _line(p: dict[str, Any]) -> str:
     where, message = p["path"], p["message"]
     # Messages from the core may start with the file already.
     message = message.removeprefix(f"{where}: ")

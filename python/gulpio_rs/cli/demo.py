@@ -13,7 +13,7 @@ from importlib import resources
 from .. import JPEG_BACKEND, __version__, _decoder_note, _zune_fallback_reason
 from .._sizes import megabytes
 from ..errors import GulpError
-from ._common import say
+from ._common import Subparsers, say
 
 EPILOG = """examples:
   gulpio demo                      gulp into ./gulpio-demo/ (replaced on the next run) and report
@@ -28,7 +28,7 @@ MARKER = ".gulpio-demo"
 CREATED = "folder created by gulpio demo"
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "demo",
         help="gulp a built-in sample clip, check it, read it back, draw a contact sheet",

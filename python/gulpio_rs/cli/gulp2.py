@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .._encode_options import DEFAULT, SUBSAMPLINGS
@@ -26,7 +27,7 @@ class Script:
     #: (positional name in gulpio2's usage, adapter parameter)
     positionals: list[tuple[str, str]]
     #: (option, adapter parameter, type, default)
-    options: list[tuple[str, str, type, object]] = field(default_factory=list)
+    options: Sequence[tuple[str, str, type, object]] = field(default_factory=list)
     #: (flag, adapter parameter)
     flags: list[tuple[str, str]] = field(default_factory=list)
     per_chunk: str = "--videos_per_chunk"
@@ -168,7 +169,7 @@ def run(name: str, argv: list[str] | None = None) -> int:
         return error_line(name, e)
 
 
-def _entry(name: str):
+def _entry(name: str) -> Callable[[], None]:
     def main() -> None:
         sys.exit(entry_point(run)(name))
 

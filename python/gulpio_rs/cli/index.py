@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import open_directory, refuse_remote, say
+from ._common import Subparsers, open_directory, refuse_remote, say
 
 EPILOG = """examples:
   gulpio index /data/something_something_gulps
 """
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "index",
         help="write checksummed indexes for chunks that lack them (gulpio/gulpio2 data)",

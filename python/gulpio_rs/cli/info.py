@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
+from typing import Any
 
 from .._sizes import megabytes
-from ._common import open_directory, say
+from ._common import Subparsers, open_directory, say
 
 EPILOG = """examples:
   gulpio info /data/gulps
@@ -17,7 +18,7 @@ EPILOG = """examples:
 """
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "info",
         help="chunks, videos, frames, bytes, frame sizes, channels and label counts",
@@ -36,12 +37,12 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def describe(directory: str, label_field: str = "label") -> dict:
+def describe(directory: str, label_field: str = "label") -> dict[str, Any]:
     """The summary as data (see ``--json``)."""
     gd = open_directory(directory, quiet=True)
-    sizes: Counter = Counter()
-    channels: Counter = Counter()
-    labels: Counter = Counter()
+    sizes: Counter[str] = Counter()
+    channels: Counter[str] = Counter()
+    labels: Counter[str] = Counter()
     frames = frame_bytes = disk_bytes = indexed = 0
     frame_counts = []
     for pos, (data_len, meta_len) in enumerate(gd.chunk_sizes()):
@@ -86,7 +87,7 @@ def video_shapes(directory: str) -> dict[str, int]:
     """Videos per first-frame size, ``"WxH"`` (``"unknown"`` for chunks without an index and
     videos without frames), most common first: what ``GulpBucketBatchSampler`` buckets by."""
     _, shapes = open_directory(directory, quiet=True).video_shapes()
-    sizes: Counter = Counter(f"{w}x{h}" if w else "unknown" for h, w, _ in shapes.tolist())
+    sizes: Counter[str] = Counter(f"{w}x{h}" if w else "unknown" for h, w, _ in shapes.tolist())
     return dict(sizes.most_common())
 
 

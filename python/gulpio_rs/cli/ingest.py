@@ -17,10 +17,14 @@ import sys
 import textwrap
 import warnings
 from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
 from .._encode_options import DEFAULT, GULPIO2, SUBSAMPLINGS
 from ..errors import GulpError
-from ._common import count_arg, error_line, say
+from ._common import Subparsers, count_arg, error_line, say
+
+if TYPE_CHECKING:
+    from argparse import _ArgumentGroup
 
 #: command name -> (class name in gulpio_rs.adapters, example arguments)
 BUILTIN = {
@@ -77,7 +81,7 @@ else a local one started for this run.
 """
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     # Only for `gulpio --help`; `main` hands `gulpio ingest ...` straight to `run_argv`, because
     # the arguments depend on the adapter, which is known only once its name has been read.
     p = sub.add_parser(
@@ -88,12 +92,12 @@ def add_parser(sub) -> None:
     p.set_defaults(run=lambda args: run_argv([]))
 
 
-def _adapter_class(spec: str):
+def _adapter_class(spec: str) -> type:
     if spec in BUILTIN:
         from .. import adapters
 
         name = BUILTIN[spec][0]
-        cls = getattr(adapters, name, None)
+        cls: type | None = getattr(adapters, name, None)
         if cls is None:
             raise GulpError(f"built-in adapter {name} is not available in this version")
         return cls
@@ -103,6 +107,7 @@ def _adapter_class(spec: str):
             f"unknown adapter {spec!r}: use one of {', '.join(BUILTIN)} or "
             "--adapter package.module:ClassName"
         )
+    obj: object
     try:
         obj = importlib.import_module(module)
     except ImportError as e:
@@ -134,7 +139,7 @@ def _size(text: str) -> int:
     return value
 
 
-def _literal(text: str):
+def _literal(text: str) -> Any:
     """Python/JSON literals become values (``3``, ``[1, 2]``, ``None``); anything else stays a
     string, so paths need no quoting."""
     try:
@@ -143,7 +148,7 @@ def _literal(text: str):
         return text
 
 
-def _aliases(group, dest: str, aliases: list[str], **kwargs) -> None:
+def _aliases(group: _ArgumentGroup, dest: str, aliases: list[str], **kwargs: Any) -> None:
     """Hidden spellings of an option (gulpio2's scripts used underscores): same destination,
     no default of their own, not listed in --help."""
     for alias in aliases:
@@ -151,9 +156,10 @@ def _aliases(group, dest: str, aliases: list[str], **kwargs) -> None:
                            **kwargs)  # fmt: skip
 
 
-def _add_param(group, param: inspect.Parameter) -> None:
+def _add_param(group: _ArgumentGroup, param: inspect.Parameter) -> None:
     names = [f"--{param.name.replace('_', '-')}"]
     if "_" in param.name:
+        kind: dict[str, object]
         kind = {"action": argparse.BooleanOptionalAction} if isinstance(param.default, bool) else {}
         if not kind:
             kind = {"type": type(param.default)} if isinstance(param.default, (int, float)) else {}
@@ -187,12 +193,12 @@ def _add_param(group, param: inspect.Parameter) -> None:
         group.add_argument(*names, dest=param.name, type=_literal, default=default, help=help_)
 
 
-def _parameters(cls) -> list[inspect.Parameter]:
+def _parameters(cls: type[Any]) -> list[inspect.Parameter]:
     params = list(inspect.signature(cls.__init__).parameters.values())[1:]
     return [p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
-def build_parser(cls, spec: str) -> argparse.ArgumentParser:
+def build_parser(cls: type, spec: str) -> argparse.ArgumentParser:
     params = _parameters(cls)
     doc = inspect.getdoc(cls) or ""
     example = BUILTIN[spec][1] if spec in BUILTIN else "INPUT... out/"
@@ -327,7 +333,7 @@ def run_argv(argv: list[str]) -> int:
         return error_line("gulpio ingest", e)
 
 
-def _run(cls, args: argparse.Namespace) -> int:
+def _run(cls: type, args: argparse.Namespace) -> int:
     params = _parameters(cls)
     kwargs = {p.name: getattr(args, p.name) for p in params if hasattr(args, p.name)}
     return ingest_with(
@@ -349,15 +355,15 @@ def _run(cls, args: argparse.Namespace) -> int:
 
 
 def ingest_with(
-    cls,
-    kwargs: dict,
+    cls: type,
+    kwargs: dict[str, Any],
     output_folder: str,
     *,
     videos_per_chunk: int = 100,
     num_workers: int | None = None,
     report: str | None = None,
     ray: str | None = None,
-    **options,
+    **options: Any,
 ) -> int:
     """Builds the adapter (passing ``output_folder`` if its constructor takes one), gulps it,
     prints the report and returns the exit status. ``options``: the other keyword arguments

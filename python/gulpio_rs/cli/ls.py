@@ -7,10 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from typing import Any
 
 from .._sizes import kilobytes
 from .._terminal import json_text, printable
-from ._common import open_directory
+from ._common import Subparsers, open_directory
 
 EPILOG = """examples:
   gulpio ls /data/gulps                     ids, one per line
@@ -20,7 +21,7 @@ EPILOG = """examples:
 """
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "ls",
         help="list the ids of a dataset (with --long: frames, size, label, chunk)",
@@ -34,7 +35,9 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def entries(directory: str, label_field: str = "label", details: bool = True) -> list[dict]:
+def entries(
+    directory: str, label_field: str = "label", details: bool = True
+) -> list[dict[str, Any]]:
     """``{id, frames, bytes, label?, chunk}`` per video, in the dataset's order (``{id}``
     only without ``details``)."""
     gd = open_directory(directory)

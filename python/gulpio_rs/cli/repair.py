@@ -30,12 +30,13 @@ import json
 import os
 import stat
 import warnings
+from typing import Any
 
 from .._atomic import write_json_atomically
 from .._files import open_for_reading
 from .._names import chunk_names, chunk_number
 from ..errors import BrokenChunkWarning, GulpError, UnsafeFileError, WriteConflictError
-from ._common import refuse_remote, say
+from ._common import Subparsers, refuse_remote, say
 
 QUARANTINE = "gulpio-quarantine"
 
@@ -46,7 +47,7 @@ EPILOG = """examples:
 """
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "repair",
         help="remove leftovers of interrupted writes and salvage every intact video",
@@ -81,7 +82,7 @@ def _unsafe(path: str, *, in_place: bool) -> str | None:
     return None
 
 
-def _refusal(path: str, why: str, action: str) -> dict:
+def _refusal(path: str, why: str, action: str) -> dict[str, Any]:
     return {
         "action": "refuse",
         "path": path,
@@ -89,7 +90,7 @@ def _refusal(path: str, why: str, action: str) -> dict:
     }
 
 
-def _guarded(directory: str, a: dict) -> dict:
+def _guarded(directory: str, a: dict[str, Any]) -> dict[str, Any]:
     """``a``, or a refusal when it would change a file through a link or outside."""
     kind, path = a["action"], a["path"]
     if kind == "remove_temp":
@@ -127,7 +128,7 @@ def _quarantine_problem(directory: str) -> str | None:
     return None
 
 
-def plan(directory: str, decode: bool = False) -> list[dict]:
+def plan(directory: str, decode: bool = False) -> list[dict[str, Any]]:
     """The actions repair would take, from a full check of the directory; actions it must
     not take (they would go through a symlink or outside) are ``refuse`` entries."""
     from .check import verify
@@ -138,7 +139,7 @@ def plan(directory: str, decode: bool = False) -> list[dict]:
         for p in report["problems"]
         if p["kind"] == "leftover"
     ]
-    damaged: dict[str, dict] = {}
+    damaged: dict[str, dict[str, Any]] = {}
     for p in report["problems"]:
         if p["kind"] == "leftover":
             continue
@@ -213,7 +214,7 @@ def _quarantine_dir(directory: str) -> str:
     return path
 
 
-def _record(directory: str, entries: list[dict]) -> None:
+def _record(directory: str, entries: list[dict[str, Any]]) -> None:
     path = os.path.join(_quarantine_dir(directory), "quarantine.json")
     existing = []
     if os.path.lexists(path):
@@ -265,7 +266,7 @@ def _rewrite(directory: str, data: str, damaged: dict[str, list[str]]) -> int:
     return len(keep)
 
 
-def apply(directory: str, actions: list[dict]) -> list[dict]:
+def apply(directory: str, actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Takes the actions; returns those refused when they ran (as ``refuse`` entries): a
     file that became unsafe since the plan, or a chunk a writer holds."""
     refused = []
@@ -279,7 +280,7 @@ def apply(directory: str, actions: list[dict]) -> list[dict]:
     return refused
 
 
-def _apply_one(directory: str, a: dict) -> None:
+def _apply_one(directory: str, a: dict[str, Any]) -> None:
     from .. import _native
 
     kind, path = a["action"], a["path"]
@@ -302,7 +303,7 @@ def _apply_one(directory: str, a: dict) -> None:
         _rewrite(directory, path, a["damaged_videos"])
 
 
-def _describe(a: dict) -> str:
+def _describe(a: dict[str, Any]) -> str:
     kind, path = a["action"], a["path"]
     if kind == "refuse":
         return f"refuse to change {path}: {a['reason']}"

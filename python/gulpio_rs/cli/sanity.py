@@ -12,6 +12,8 @@ import argparse
 import os
 import sys
 import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypedDict
 
 from ..errors import GulpError
 from ..sanity_utils import (
@@ -22,6 +24,9 @@ from ..sanity_utils import (
     check_meta_file_size_larger_zero,
 )
 from ._common import entry_point, error_line, say
+
+if TYPE_CHECKING:
+    from ..directory import GulpDirectory
 
 PROG = "gulp2_sanity_check"
 
@@ -34,7 +39,13 @@ Arguments:
     gulp_directory      Directory where the Gulp-Files are located
 """
 
-TESTS = [
+
+class _Test(TypedDict):
+    message: str
+    check: Callable[[GulpDirectory], list[str]]
+
+
+TESTS: list[_Test] = [
     {"message": "Check for empty meta files", "check": check_meta_file_size_larger_zero},
     {"message": "Check for empty data files", "check": check_data_file_size_larger_zero},
     {"message": "Check data file size equals size in meta file", "check": check_data_file_size},
@@ -42,7 +53,7 @@ TESTS = [
 ]
 
 
-def run_tests(gulp_directory) -> bool:
+def run_tests(gulp_directory: GulpDirectory) -> bool:
     """Run and print every check in order, as gulpio2 does; True if all of them passed."""
     passed = True
     for test in TESTS:

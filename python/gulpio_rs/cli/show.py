@@ -4,9 +4,10 @@ to look at stored data instead of reading numbers."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from ..errors import GulpError
-from ._common import open_directory, say
+from ._common import Subparsers, open_directory, say
 
 DEFAULT_MAX_FRAMES = 24
 
@@ -59,7 +60,7 @@ def thumb_height(text: str) -> int:
     return value
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "show",
         help="draw a contact sheet (PNG grid of frames with frame numbers) of one video",
@@ -109,7 +110,7 @@ def select_frames(spec: slice | list[int] | None, num_frames: int, video_id: str
     return picks
 
 
-def _suggestions(wanted: str, ids) -> str:
+def _suggestions(wanted: str, ids: Sequence[str]) -> str:
     """``"; did you mean 'a' or 'b'?"`` with the closest ids (difflib), or a count."""
     import difflib
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import Self
 
 from filelock import FileLock
 
@@ -53,11 +54,11 @@ class RunLock:
     def release(self) -> None:
         self._lock.release(force=True)
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         self.acquire()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 

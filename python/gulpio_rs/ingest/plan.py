@@ -9,6 +9,7 @@ import json
 import os
 import uuid
 import warnings
+from collections.abc import Sequence
 
 from .._atomic import write_json_atomically
 from .._fingerprint import NOT_SETTINGS, NoCanonicalForm, digest, is_location, settings_of
@@ -272,7 +273,7 @@ def _plan(
     key: dict,
     num_slices: int | None = None,
     settings: dict | None = None,
-    taken: list[int] = (),
+    taken: Sequence[int] = (),
     extra: dict | None = None,
 ) -> dict:
     """The run's plan: created by whichever shard gets there first, read by the others.
@@ -320,7 +321,7 @@ def _create_plan(
     key: dict,
     fields: dict,
     settings: dict | None,
-    taken_elsewhere: list[int] = (),
+    taken_elsewhere: Sequence[int] = (),
 ) -> None:
     """Called under the run lock, so runs starting at once on one file system see each other's
     plans (and ``link`` keeps it exclusive where ``flock`` is not shared across machines)."""

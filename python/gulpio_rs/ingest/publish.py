@@ -22,6 +22,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from .. import _native
 from .._atomic import write_json_atomically
@@ -29,8 +30,11 @@ from .._names import chunk_names, chunk_paths
 from ..chunk import GulpChunk
 from ..errors import GulpError
 from .locks import STATE_DIR
-from .report import ChunkResult, IngestError
-from .write import write_chunk
+from .report import ChunkResult, IngestError, failure_pairs
+from .write import Adapter, Encoder, write_chunk
+
+if TYPE_CHECKING:
+    from ..directory import GulpDirectory
 
 
 def record_path(folder: str, number: int) -> str:
@@ -45,12 +49,12 @@ def _write_record(folder: str, result: ChunkResult) -> None:
 
 
 def publish_chunk(
-    adapter,
+    adapter: Adapter,
     folder: str,
     number: int,
     parts: slice | list[slice] = slice(None),
     *,
-    encoder,
+    encoder: Encoder,
     strict: bool = False,
     existing_ids: Callable[[str], str | None] | None = None,
     refused_ids: Callable[[str], str | None] | None = None,
@@ -58,7 +62,7 @@ def publish_chunk(
     check: Callable[[ChunkResult, set[str]], None] | None = None,
     already_stored: int = 0,
     record: bool = True,
-    remote=None,
+    remote: GulpDirectory | None = None,
 ) -> ChunkResult:
     """Writes the videos of ``adapter.iter_data(parts)`` as chunk ``number`` of ``folder`` and
     publishes it; returns what it did (``published`` is False when every video was skipped:
@@ -112,7 +116,7 @@ def finished(folder: str, number: int) -> ChunkResult | None:
     if not (os.path.exists(data) and os.path.exists(meta)):
         if r is not None and not r.published and not os.path.exists(data):
             # Every video was skipped (recorded after the attempt, nothing published).
-            r.failures = [tuple(f) for f in r.failures]
+            r.failures = failure_pairs(r.failures)
             r.resumed = True
             return r
         return None
@@ -130,12 +134,12 @@ def finished(folder: str, number: int) -> ChunkResult | None:
     if r is None or r.videos != videos:
         # No record (older writer) or one from another attempt: count from the chunk itself.
         r = counted(number, native)
-    r.failures = [tuple(f) for f in r.failures]
+    r.failures = failure_pairs(r.failures)
     r.resumed = True
     return r
 
 
-def counted(number: int, native) -> ChunkResult:
+def counted(number: int, native: _native.Chunk) -> ChunkResult:
     """The result of published chunk ``number`` as its index tells it (``native``: its
     ``_native.Chunk``): videos, frames and JPEG bytes; the videos it skipped are not known."""
     infos = [native.frame_info(v) for v in range(len(native))]
@@ -168,7 +172,7 @@ def earlier_attempt(folder: str, number: int, ids: list[str] | None = None) -> C
     return done
 
 
-def upload_chunk(remote, staging: str, number: int) -> bool:
+def upload_chunk(remote: GulpDirectory, staging: str, number: int) -> bool:
     """Uploads chunk ``number``, published in ``staging``, to the dataset URL of ``remote``
     (a ``GulpDirectory``) unless it has it already with the same ``.gmeta``; True when the
     remote now has it. A chunk number that exists remotely with other content is an

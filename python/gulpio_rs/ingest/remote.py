@@ -14,12 +14,18 @@ import queue
 import re
 import threading
 import warnings
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING
 
 from .._names import chunk_number
 from ..errors import BrokenChunkWarning, EmptyDirectoryWarning
 from .plan import ids_by_chunk
 from .publish import upload_chunk
-from .report import IngestError, IngestReport
+from .report import ChunkResult, IngestError, IngestReport
+
+if TYPE_CHECKING:
+    from ..directory import GulpDirectory
 
 #: Files beside the chunks that are uploaded too (written by the adapters into the staging
 #: folder when the command line runs them).
@@ -29,7 +35,7 @@ SIDECARS = ("label2idx.json",)
 _URL_TYPO = re.compile(r"(?i)^(s3|gs|gcs|az|abfss?|azure|https?)(?::/?|//)(?!/)(.+)$")
 
 
-def url_like(path) -> str | None:
+def url_like(path: str | bytes | os.PathLike[str]) -> str | None:
     """The dataset URL a local path was probably meant to be (``s3//bucket/x``, ``s3:/bucket/x``
     and ``s3:bucket/x`` all mean ``s3://bucket/x``), or None for an ordinary path."""
     m = _URL_TYPO.match(os.fsdecode(path))
@@ -49,7 +55,11 @@ def staging_folder(url: str, given: str | None = None) -> str:
     return os.path.join(base, key)
 
 
-def ingest_remote(ingestor, url: str, ingest_into) -> IngestReport:
+def ingest_remote(
+    ingestor: object,
+    url: str,
+    ingest_into: Callable[[str, IngestReport, dict[str, tuple[int, str]]], IngestReport],
+) -> IngestReport:
     """Runs ``ingestor`` into the staging folder, then uploads its chunks to ``url``; removes
     the staging folder once everything is uploaded (it is kept after a failure or Ctrl-C, so
     a rerun resumes from it). ``ingest_into(folder, report, elsewhere)`` is the ingestor's
@@ -70,7 +80,7 @@ def ingest_remote(ingestor, url: str, ingest_into) -> IngestReport:
     uploader = _Uploader(remote, staging)
 
     class _StreamingReport(IngestReport):
-        def add(self, r) -> None:
+        def add(self, r: ChunkResult) -> None:
             super().add(r)
             uploader.chunk_published(r.chunk)
 
@@ -110,7 +120,7 @@ def remove_staging(staging: str, whole: bool) -> None:
                 os.unlink(path)
 
 
-def fetch_sidecars(url: str, staging: str, storage_options=None) -> None:
+def fetch_sidecars(url: str, staging: str, storage_options: dict[str, str] | None = None) -> None:
     """Copies the remote dataset's sidecar files (``label2idx.json``) into ``staging`` when
     it has none, so that an adapter extending the dataset keeps its label indices."""
     from ..directory import GulpDirectory
@@ -136,7 +146,7 @@ class _Uploader:
     no longer ends with hours of uploading). One chunk at a time, in the order of
     docs/FORMAT.md §4a inside each. The first failure stops the ingest at its next chunk."""
 
-    def __init__(self, remote, staging: str):
+    def __init__(self, remote: GulpDirectory, staging: str) -> None:
         self.remote = remote
         self.staging = staging
         self.uploaded: set[int] = set()
@@ -171,7 +181,7 @@ class _Uploader:
         self._thread.join()
 
 
-def upload_staged(remote, staging: str, skip: set[int] = frozenset()) -> int:
+def upload_staged(remote: GulpDirectory, staging: str, skip: AbstractSet[int] = frozenset()) -> int:
     """Uploads every chunk published in ``staging`` that ``remote`` lacks (except ``skip``),
     in chunk order, and the sidecar files; returns how many chunks were looked at."""
     numbers = sorted(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from .._sizes import megabytes
@@ -99,7 +100,7 @@ class IngestReport:
     def failed_ids(self) -> list[str]:
         return [id_ for id_, _ in self.failures]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         # gulpio-rs 0.1 returned the skipped ids; keep `for id in ingestor()` working.
         return iter(self.failed_ids)
 
@@ -121,3 +122,8 @@ class IngestReport:
             # Ids and reasons come from the input: escaped, so none can forge a line.
             lines += [f"  {printable(id_)}: {printable(reason)}" for id_, reason in self.failures]
         return "\n".join(lines)
+
+
+def failure_pairs(failures: Iterable[Sequence[str]]) -> list[tuple[str, str]]:
+    """``ChunkResult.failures`` as read back from a JSON record (lists): ``(id, message)``."""
+    return [(f[0], f[1]) for f in failures]

@@ -7,7 +7,8 @@ import queue
 import sys
 import time
 import warnings
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+from typing import Literal
 
 from .. import _native
 from .._encode_options import DEFAULT, EncodeOptions
@@ -46,11 +47,11 @@ from .report import (
 from .write import ChunkWriter
 
 
-def _our_executor():
+def _our_executor() -> type[Executor]:
     return ProcessPoolExecutor
 
 
-def _our_writer():
+def _our_writer() -> type[ChunkWriter]:
     return ChunkWriter
 
 
@@ -75,7 +76,7 @@ class _Worker:
         self.run_range = run_range
         self.stored = stored
         self.events = events
-        self._ids: list[str] | None | bool = False
+        self._ids: list[str] | None | Literal[False] = False  # False: not asked yet
         self._published: dict[int, list[str]] = {}
 
     def existing(self, id_: str) -> str | None:
@@ -401,10 +402,10 @@ class GulpIngestor:
             # Ids the dataset already holds are left out of a new run before anything is
             # decoded (an extension with a superset of the input, a rerun after the output was
             # moved): the plan lists the positions to write, so every shard agrees on them.
-            todo = list(range(len(self.adapter)))
+            wanted = list(range(len(self.adapter)))
             if ids is not None:
-                todo = [p for p, id_ in enumerate(ids) if id_ not in stored]
-            if not todo:
+                wanted = [p for p, id_ in enumerate(ids) if id_ not in stored]
+            if not wanted:
                 report.already_stored = len(self.adapter)
                 report.seconds = time.perf_counter() - t0
                 return report
@@ -414,9 +415,9 @@ class GulpIngestor:
                 settings=settings,
                 taken=sorted({n for n, _ in elsewhere.values()}),
                 extra={
-                    "todo": to_ranges(todo),
-                    "num_slices": -(-len(todo) // self.videos_per_chunk),
-                    "already_stored": len(self.adapter) - len(todo),
+                    "todo": to_ranges(wanted),
+                    "num_slices": -(-len(wanted) // self.videos_per_chunk),
+                    "already_stored": len(self.adapter) - len(wanted),
                     "data": data,
                 },
             )
@@ -435,7 +436,7 @@ class GulpIngestor:
         report.already_stored = plan.get("already_stored", 0)
         outside = {id_: name for id_, (n, name) in stored.items() if not first <= n < end}
 
-        todo = []
+        todo: list[tuple[int, list[slice]]] = []  # (chunk number, its parts)
         for i, parts in enumerate(slices):
             if i % self.num_shards != self.shard_index:
                 continue

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Protocol
 
 from .._encode_options import EncodeOptions
 from .._frames import FrameEncoder
@@ -22,9 +23,9 @@ def _fail(result: ChunkResult, id_: str, reason: str, strict: bool) -> None:
     result.failures.append((id_, reason))
 
 
-def _done(encoder: FrameEncoder, video: dict) -> Future:
+def _done(encoder: Encoder, video: dict[str, Any]) -> Future[list[bytes]]:
     """The encode of ``video`` run here and now, as a finished future (errors kept in it)."""
-    job: Future = Future()
+    job: Future[list[bytes]] = Future()
     try:
         job.set_result(encoder.encode(video["frames"], video.get("size")))
     except BaseException as e:  # handed to settle(), which reports or re-raises it
@@ -36,12 +37,24 @@ class _Discard(Exception):
     """Leaves ``open('wb')`` without publishing (its abort path)."""
 
 
+class Adapter(Protocol):
+    """What writing a chunk needs of an adapter (gulpio2's contract, or a stand-in)."""
+
+    def iter_data(self, slice_element: Any = None, /) -> Iterable[dict[str, Any]]: ...
+
+
+class Encoder(Protocol):
+    """What writing a chunk needs of a ``FrameEncoder`` (or a stand-in for stored frames)."""
+
+    def encode(self, frames: Any, size: int | None = None, /) -> list[bytes]: ...
+
+
 def write_chunk(
-    adapter,
+    adapter: Adapter,
     output_chunk: GulpChunk,
     input_slice: slice | list[slice],
     *,
-    encoder: FrameEncoder,
+    encoder: Encoder,
     number: int = -1,
     strict: bool = False,
     existing_ids: Callable[[str], str | None] | None = None,
@@ -76,7 +89,7 @@ def write_chunk(
     # only fought the adapter for the GIL (more CPU per frame: docs/DECISIONS.md, "Writing").
     opts = getattr(encoder, "opts", None)  # (a stand-in encoder may have none)
     pipelined = own_append and opts is not None and opts.threads > 1
-    pending: tuple[dict, str, Future | None] | None = None
+    pending: tuple[dict[str, Any], str, Future[list[bytes]] | None] | None = None
 
     def settle() -> None:
         nonlocal pending
@@ -152,7 +165,7 @@ def write_chunk(
     return result
 
 
-def _times_of(video: dict, frame_count: int) -> dict | None:
+def _times_of(video: dict[str, Any], frame_count: int) -> dict[str, Any] | None:
     """The timestamps element of an item with ``'timestamps'`` (and optional ``'fps'`` and
     ``'end'``), or None; ValueError (the video is skipped and reported) when they do not fit
     its frames."""
@@ -167,7 +180,7 @@ def _times_of(video: dict, frame_count: int) -> dict | None:
     return time_element(timestamps, fps=video.get("fps"), end=video.get("end"))
 
 
-def _videos(adapter, input_slice):
+def _videos(adapter: Adapter, input_slice: slice | list[slice]) -> Iterator[dict[str, Any]]:
     if isinstance(input_slice, list):
         for part in input_slice:
             yield from adapter.iter_data(part)
@@ -183,12 +196,12 @@ class ChunkWriter:
     ``options`` says otherwise. Returns the ids that were skipped.
     """
 
-    def __init__(self, adapter, options: EncodeOptions | None = None):
+    def __init__(self, adapter: Adapter, options: EncodeOptions | None = None) -> None:
         self.adapter = adapter
         self.options = options
         self.skipped: list[str] = []
 
-    def write_chunk(self, output_chunk: GulpChunk, input_slice):
+    def write_chunk(self, output_chunk: GulpChunk, input_slice: slice | list[slice]) -> list[str]:
         with FrameEncoder(self.options or _gulpio2_encoding()) as encoder:
             r = write_chunk(self.adapter, output_chunk, input_slice, encoder=encoder)
         for id_, reason in r.failures:

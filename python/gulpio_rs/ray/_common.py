@@ -4,14 +4,19 @@ temporaries."""
 from __future__ import annotations
 
 import os
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from .._names import temporary_of
 from ..errors import GulpError
 
+if TYPE_CHECKING:
+    from ..directory import GulpDirectory
+
 INSTALL_HINT = 'gulpio_rs.ray needs Ray Data: pip install "ray[data]>=2.40"'
 
 
-def import_ray():
+def import_ray() -> ModuleType:
     try:
         import ray
     except ImportError as e:
@@ -19,7 +24,7 @@ def import_ray():
     return ray
 
 
-def connect(address: str | None = None):
+def connect(address: str | None = None) -> ModuleType:
     """``ray``, connected: to ``address`` when given (``"auto"``: a running cluster,
     ``"ray://..."``, host:port), else to the cluster this process already uses, the running
     one ``ray.init()`` finds (``RAY_ADDRESS``, ``ray start --head`` on this machine), or a
@@ -41,12 +46,12 @@ def connect(address: str | None = None):
     return ray
 
 
-def task_error(ray, e: BaseException) -> BaseException:
+def task_error(ray: ModuleType, e: BaseException) -> BaseException:
     """The user-facing exception inside a Ray task failure: a task's ``IngestError`` (any
     ``GulpError``) reaches the caller as itself, not wrapped in ``RayTaskError`` or Ray
     Data's ``UserCodeException``; anything else stays as Ray raised it."""
     seen: list[BaseException] = []
-    todo = [e]
+    todo: list[BaseException | None] = [e]
     while todo and len(seen) < 20:
         x = todo.pop()
         if x is None or any(x is s for s in seen):
@@ -71,10 +76,10 @@ def remove_temporaries(folder: str, numbers: set[int]) -> None:
                 pass
 
 
-_OPEN: dict = {}
+_OPEN: dict[tuple[int, str, tuple[tuple[str, str], ...]], GulpDirectory] = {}
 
 
-def open_remote(url: str, storage_options):
+def open_remote(url: str, storage_options: dict[str, str] | None) -> GulpDirectory:
     """The ``GulpDirectory`` of a dataset URL, opened once per worker process (Ray reuses
     workers): opening lists the prefix and fetches every chunk's index front, which one read
     or write task should not repeat for every chunk it handles."""

@@ -11,20 +11,41 @@ chunk's record instead of writing it again.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
+from .._frames import FrameEncoder
 from ..ingest.publish import earlier_attempt
 from ..ingest.report import ChunkResult, IngestReport
 from ._common import connect, remove_temporaries, task_error
 
+if TYPE_CHECKING:
+    from ..ingest.runner import _Progress
+
+
+class _ChunkWorker(Protocol):
+    """What a task needs of ``ingest.runner._Worker``."""
+
+    encoder: FrameEncoder
+
+    def run(self, number: int, input_slice: slice | list[slice]) -> ChunkResult: ...
+
+
 #: Per worker process: the ``_Worker`` of the latest run it served, by that run's token (its
 #: caches of ids survive across the run's tasks).
-_WORKERS: dict[str, object] = {}
+_WORKERS: dict[str, _ChunkWorker] = {}
 
 #: Tasks a worker death may cost before the run stops.
 MAX_RETRIES = 3
 
 
-def _write_one(worker_cls, args, token: str, number: int, input_slice) -> ChunkResult:
+def _write_one(
+    worker_cls: Callable[..., _ChunkWorker],
+    args: tuple[Any, ...],
+    token: str,
+    number: int,
+    input_slice: slice | list[slice],
+) -> ChunkResult:
     done = earlier_attempt(args[1], number)
     if done is not None:
         return done
@@ -37,7 +58,15 @@ def _write_one(worker_cls, args, token: str, number: int, input_slice) -> ChunkR
     return worker.run(number, input_slice)
 
 
-def run_chunks(worker_cls, args, run: str, todo, report: IngestReport, bar, address) -> None:
+def run_chunks(
+    worker_cls: Callable[..., _ChunkWorker],
+    args: tuple[Any, ...],
+    run: str,
+    todo: list[tuple[int, list[slice]]],
+    report: IngestReport,
+    bar: _Progress,
+    address: str | None,
+) -> None:
     """Writes chunks ``todo`` (``(number, slices)`` pairs) as Ray tasks, adding each result to
     ``report`` and the progress bar as it arrives."""
     ray = connect(address)

@@ -4,14 +4,30 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from .._reading import _selection, _threads
+import numpy as np
+
+from .._reading import Selection, _selection, _threads
 from ._common import connect, open_remote
+
+if TYPE_CHECKING:
+    from ray.data import Dataset
+
+    from ..directory import StorageOptions
 
 
 def _read_chunk(
-    batch, frames, decode, check_data, colorspace, threads, videos_per_block, remote=None
-):
+    batch: dict[str, np.ndarray],
+    frames: Selection,
+    decode: bool,
+    check_data: bool,
+    colorspace: str | None,
+    threads: int,
+    videos_per_block: int,
+    remote: tuple[str, StorageOptions | None] | None = None,
+) -> Iterator[dict[str, list[Any]]]:
     """One chunk (the batch holds its paths, or its position in a remote dataset) -> batches of
     its videos. Only this chunk's files are read; the frame selection is resolved per video
     before anything decodes."""
@@ -38,23 +54,23 @@ def _read_chunk(
             }
 
 
-def _first(meta_data: str) -> dict:
+def _first(meta_data: str) -> dict[str, Any]:
     items = json.loads(meta_data)
     return dict(items[0]) if items else {}
 
 
 def read_gulp(
-    path,
+    path: str | os.PathLike[str],
     *,
-    frames=None,
+    frames: Selection = None,
     decode: bool = True,
     check_data: bool = True,
     colorspace: str | None = None,
     threads: int | None = 1,
     videos_per_block: int = 16,
     ray_address: str | None = None,
-    storage_options: dict | None = None,
-):
+    storage_options: dict[str, str] | None = None,
+) -> Dataset:
     """A gulp directory as a ``ray.data.Dataset`` with one row per video: ``id`` (str),
     ``frames`` and ``meta`` (the video's metadata dict).
 
@@ -87,10 +103,11 @@ def read_gulp(
     ]
     if not items:
         raise ValueError(f"{folder}: no chunks to read")
-    ds = ray.data.from_items(items, override_num_blocks=len(items))
+    ds: Dataset = ray.data.from_items(items, override_num_blocks=len(items))
     ds.context.execution_options.preserve_order = True
+    # Ray's annotation of map_batches has no room for fn_kwargs (fn takes the batch alone).
     return ds.map_batches(
-        _read_chunk,
+        _read_chunk,  # type: ignore[arg-type]
         batch_size=1,
         batch_format="numpy",
         fn_kwargs={

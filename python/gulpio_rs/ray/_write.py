@@ -24,6 +24,7 @@ import os
 import warnings
 from collections import Counter
 from dataclasses import asdict
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,13 @@ from ..directory import _storage_options
 from ..errors import BrokenChunkWarning, GulpError
 from ..ingest.plan import _plan, calculate_chunk_slices, ids_by_chunk
 from ..ingest.publish import counted, earlier_attempt, finished, publish_chunk
-from ..ingest.report import ChunkResult, IngestError, IngestReport, IngestWarning
+from ..ingest.report import (
+    ChunkResult,
+    IngestError,
+    IngestReport,
+    IngestWarning,
+    failure_pairs,
+)
 from ._common import connect, forget_remote, open_remote, remove_temporaries, task_error
 
 # -- pass 1: check rows, collect ids ---------------------------------------------------------
@@ -66,7 +73,8 @@ def _check_batch(batch: dict) -> dict:
     n = len(next(iter(batch.values()))) if batch else 0
     if "id" not in batch:
         return {"id": [None] * n, "problem": [f"no 'id' column (columns: {sorted(batch)})"] * n}
-    ids, problems = [], []
+    ids: list[str | None] = []
+    problems: list[str | None] = []
     for i in range(n):
         id_ = batch["id"][i]
         if id_ is None or (isinstance(id_, float) and np.isnan(id_)):
@@ -114,7 +122,7 @@ def _frame_list(frames) -> list:
 def _encode_batch(batch, index, first, per_chunk, todo, options, size, skip):
     import pyarrow as pa
 
-    out = {k: [] for k in ("chunk", "pos", "id", "meta", "jpegs", "error")}
+    out: dict[str, list[Any]] = {k: [] for k in ("chunk", "pos", "id", "meta", "jpegs", "error")}
     n = len(batch["id"])
     with FrameEncoder(options) as encoder:
         for i in range(n):
@@ -191,8 +199,10 @@ def _write_group(table, folder: str, strict: bool, remote=None):
         result = _write_remote(rows, number, strict, remote)
     else:
         # A retry of a task whose first attempt published keeps the chunk if it is this one.
-        result = earlier_attempt(folder, number, [r["id"] for r in rows])
-        if result is None:
+        earlier = earlier_attempt(folder, number, [r["id"] for r in rows])
+        if earlier is not None:
+            result = earlier
+        else:
             result = publish_chunk(_Rows(rows), folder, number, encoder=_Stored(), strict=strict)
     return pa.table(
         {
@@ -394,7 +404,7 @@ def write_gulp(
             raise task_error(ray, e) from None
         for row in sorted(results, key=lambda r: r["chunk"]):
             r = ChunkResult(**json.loads(row["result"]))
-            r.failures = [tuple(f) for f in r.failures]
+            r.failures = failure_pairs(r.failures)
             report.add(r)
         if remote is None:
             remove_temporaries(folder, todo)

@@ -88,6 +88,7 @@ def gulp_collate(samples):
     Anything else (samples changed by a transform, other datasets) goes to
     ``default_collate``.
     """
+    clips: list[Any] | torch.Tensor | None
     if getattr(samples, "ragged", False):
         clips = [s[0] for s in samples] if samples.extras else list(samples)
     else:
@@ -119,7 +120,7 @@ def _check_one_shape(owner: _Owner, ids: list[str], samples: list) -> None:
     shapes = [tuple(c.shape) for c in clips]
     if len(set(shapes)) <= 1:
         return
-    first = {}
+    first: dict[tuple[int, ...], str] = {}
     for id_, shape in zip(ids, shapes, strict=True):
         first.setdefault(shape, id_)
     listed = ", ".join(f"{id_!r} {shape}" for shape, id_ in list(first.items())[:4])
@@ -154,6 +155,8 @@ def _check_one_shape(owner: _Owner, ids: list[str], samples: list) -> None:
 class _GulpDataset(Dataset):
     """What the video and image datasets share: the lazily (re)opened directory, ids,
     targets, random offsets and batched decoding."""
+
+    layout: str  # set by each dataset class: the order of its tensors' dimensions
 
     def __init__(
         self,
@@ -210,7 +213,7 @@ class _GulpDataset(Dataset):
         self.on_error = on_error
         # Samples skipped by on_error="skip", per process (slot 0: the main process, slot
         # 1 + k: DataLoader worker k), in shared memory so the main process sees the workers'.
-        self._skip_counts = None
+        self._skip_counts: torch.Tensor | None = None
         if on_error == "skip":
             self._skip_counts = torch.zeros(_SKIP_SLOTS, dtype=torch.int64).share_memory_()
         self.skipped: list[tuple[str, str]] = []
@@ -240,16 +243,16 @@ class _GulpDataset(Dataset):
         len(self)
 
     def _reset(self) -> None:
-        self._pid = None
-        self._gd = None
-        self._ids = None
-        self._labels = None
-        self._rng = None
+        self._pid: int | None = None
+        self._gd: GulpDirectory | None = None
+        self._ids: list[str] | None = None
+        self._labels: dict[str, Any] | None = None
+        self._rng: np.random.Generator | None = None
         # Read-ahead: which batch comes next, and the frames already drawn for prefetched
         # samples, by (epoch, index[, draw]) (so the read asks for exactly what was fetched,
         # and a guess made before set_epoch is not read in the new epoch).
         self._ahead = ReadAhead()
-        self._planned = {}
+        self._planned: dict[tuple[int, ...], Any] = {}
 
     # -- per-process state -------------------------------------------------------------------
     def _directory(self) -> GulpDirectory:
@@ -268,6 +271,7 @@ class _GulpDataset(Dataset):
                     io=self.io,
                 )
             self._pid = os.getpid()
+        assert self._gd is not None  # opened above in this process
         return self._gd
 
     def _id(self, index: int) -> str:
@@ -454,6 +458,7 @@ class _GulpDataset(Dataset):
         """Counts and logs a sample left out by ``on_error="skip"``."""
         info = get_worker_info()
         slot = 0 if info is None else (1 + int(info.id)) % _SKIP_SLOTS
+        assert self._skip_counts is not None  # made for on_error="skip", the only caller
         self._skip_counts[slot] += 1
         self.skipped.append((id_, str(error)))
         where = "" if info is None else f" (DataLoader worker {info.id})"
@@ -620,7 +625,7 @@ class _GulpDataset(Dataset):
         or None (the whole frames); ``shared``: into shared memory in a worker."""
         gd = self._directory()
         geometry = geometry or [None] * len(ids)
-        fused = {}
+        fused: dict[str, Any] = {}
         if any(g is not None for g in geometry):
             fused = {
                 "crop": [g[0] if g else None for g in geometry],
@@ -868,7 +873,7 @@ class GulpVideoDataset(_GulpDataset):
         self.layout = layout
         # Whether the fallback of videos without timestamps was reported, shared by the
         # DataLoader's workers so that the dataset warns once, not once per process.
-        self._warned_no_times = None
+        self._warned_no_times: torch.Tensor | None = None
         if self._by_time:
             self._warned_no_times = torch.zeros(1, dtype=torch.uint8).share_memory_()
         super().__init__(
@@ -947,9 +952,10 @@ class GulpVideoDataset(_GulpDataset):
                 and bool(np.isfinite(fps))
                 and fps > 0
             )
-            rate = float(fps) if known else DEFAULT_FPS
-            if not self._warned_no_times[0]:
-                self._warned_no_times[0] = 1
+            rate = float(fps) if known and fps is not None else DEFAULT_FPS
+            warned = self._warned_no_times
+            if warned is not None and not warned[0]:
+                warned[0] = 1
                 source = "its metadata's 'fps'" if known else "the default rate"
                 warnings.warn(
                     f"{self.path}: video {id_!r} has no stored frame timestamps (not ingested "

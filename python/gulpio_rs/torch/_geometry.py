@@ -211,16 +211,18 @@ def split_fusable(
     if transform is None:
         return [], None
     v2 = _v2()
-    if type(transform) is not v2.Compose:
+    compose: type = v2.Compose
+    kind: type = type(transform)
+    if kind is not compose:
         return ([transform], None) if is_fusable(transform) else ([], transform)
-    steps = _flatten(transform, v2.Compose)
+    steps = _flatten(transform, compose)
     n = 0
     while n < len(steps) and is_fusable(steps[n]):
         n += 1
     if n == 0:
         return [], transform
     rest = steps[n:]
-    return steps[:n], (v2.Compose(rest) if rest else None)
+    return steps[:n], (compose(rest) if rest else None)
 
 
 def is_fusable(op: Any) -> bool:
@@ -265,6 +267,7 @@ def plan_fused(
     height = _positive_int(height, "height")
     width = _positive_int(width, "width")
     state = _Virtual(height, width)
+    op: Any  # a torchvision transform: its attributes are read below
     for op in ops:
         kind = type(op)
         if not is_fusable(op):
@@ -344,7 +347,8 @@ def _make_params(op: Any, height: int, width: int) -> dict[str, Any]:
     # make_params only asks the input its size (query_size reads the last two dims of a plain
     # tensor), so an unallocated meta tensor stands in for the frames.
     fake = torch.empty((1, height, width), device="meta")
-    return op.make_params([fake])
+    params: dict[str, Any] = op.make_params([fake])
+    return params
 
 
 def _resized_output_size(

@@ -3,11 +3,16 @@ of a remote dataset fetch that batch's bytes while it decodes the current one.""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from torch.utils.data import get_worker_info
+
+if TYPE_CHECKING:
+    from ._sampler import GulpDistributedSampler
 
 
 def coming_batch(
-    sampler,
+    sampler: GulpDistributedSampler,
     indices: list[int],
     epochs: list[int],
     workers: int,
@@ -86,7 +91,9 @@ class ReadAhead:
         self.expected: list[int] | None = None
         self.misses = 0
 
-    def coming(self, indices: list[int], length: int, order) -> list[int] | None:
+    def coming(
+        self, indices: list[int], length: int, order: GulpDistributedSampler | None
+    ) -> list[int] | None:
         """The indices of the batch this process gets after ``indices``, or None."""
         if not indices:
             return None
@@ -102,8 +109,8 @@ class ReadAhead:
             found = order.read_ahead_batch(indices, epochs, workers, me, self.batch_size)
             if found is None:
                 return None
-            self.epoch, coming = found
-            return coming
+            self.epoch, found_batch = found
+            return found_batch
         confirmed = self.expected == indices
         if self.expected is not None:
             self.misses = 0 if confirmed else self.misses + 1

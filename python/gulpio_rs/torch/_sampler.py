@@ -4,10 +4,11 @@ order, for every epoch."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sized
-from typing import Any
+from collections.abc import Iterable, Iterator, Sized
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 from torch.utils.data import Sampler
 
 from .. import _native
@@ -35,7 +36,8 @@ def _mix64_array(x: np.ndarray) -> np.ndarray:
     x = x * np.uint64(0xBF58476D1CE4E5B9)
     x = x ^ (x >> np.uint64(27))
     x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    out: np.ndarray = x ^ (x >> np.uint64(31))
+    return out
 
 
 def shuffled_positions(positions: np.ndarray, n: int, seed: int, epoch: int) -> np.ndarray:
@@ -63,7 +65,7 @@ def unshuffled_positions(indices: np.ndarray, n: int, seed: int, epoch: int) -> 
     return _walk(indices, n, seed, epoch, inverse=True)
 
 
-def _walk(values, n: int, seed: int, epoch: int, inverse: bool) -> np.ndarray:
+def _walk(values: npt.ArrayLike, n: int, seed: int, epoch: int, inverse: bool) -> np.ndarray:
     x = np.asarray(values, dtype=np.uint64)
     if n <= 1:
         return np.zeros_like(x)
@@ -146,7 +148,7 @@ class GulpDistributedSampler(Sampler[int]):
         if isinstance(dataset_or_len, (int, np.integer)) and not isinstance(dataset_or_len, bool):
             length = int(dataset_or_len)
         else:
-            length = len(dataset_or_len)
+            length = len(cast(Sized, dataset_or_len))  # a bool: len's own TypeError
         if length < 0:
             raise ValueError(f"dataset length must be >= 0, not {length}")
         self.dataset_len = length
@@ -216,7 +218,7 @@ class GulpDistributedSampler(Sampler[int]):
             return positions
         return shuffled_positions(positions, self.dataset_len, self.seed, epoch).astype(np.int64)
 
-    def locate(self, batch, epochs) -> tuple[int, int] | None:
+    def locate(self, batch: npt.ArrayLike, epochs: Iterable[int]) -> tuple[int, int] | None:
         """``(epoch, k)`` such that ``batch`` is this rank's samples ``k, k + 1, ...`` of that
         epoch, trying ``epochs`` in turn; None if it is none of them. In O(len(batch)): this is
         how a DataLoader worker, which only sees the indices of its own batches, finds where it
@@ -239,7 +241,14 @@ class GulpDistributedSampler(Sampler[int]):
                     return epoch, k
         return None
 
-    def read_ahead_batch(self, indices, epochs, workers: int, worker_id: int, batch_size: int):
+    def read_ahead_batch(
+        self,
+        indices: list[int],
+        epochs: list[int],
+        workers: int,
+        worker_id: int,
+        batch_size: int,
+    ) -> tuple[int, list[int]] | None:
         """``(epoch, indices)`` of the batch the DataLoader process that got ``indices`` gets
         next, or None (the read-ahead's question; see :func:`coming_batch`)."""
         return coming_batch(self, indices, epochs, workers, worker_id, batch_size)
@@ -335,7 +344,7 @@ class GulpDistributedSampler(Sampler[int]):
         if isinstance(loader_state, dict):
             if loader_state.get(_STATE_KEY) in _STATE_VERSIONS:
                 return loader_state
-            values = loader_state.values()
+            values: Iterable[Any] = loader_state.values()
         elif isinstance(loader_state, (list, tuple)):
             values = loader_state
         else:

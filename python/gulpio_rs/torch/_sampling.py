@@ -5,7 +5,8 @@ caller's."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -114,6 +115,7 @@ def sample_time_indices(
     rate = None if fps is None else positive_number(fps, "fps")
     seconds = None if clip_seconds is None else positive_number(clip_seconds, "clip_seconds")
     if seconds is None:
+        assert rate is not None  # one of the two was given
         count = max(1, math.ceil(duration * rate - TOLERANCE))
         times = start + np.arange(count) / rate
         return _at_or_before(ts, times), times
@@ -158,7 +160,7 @@ def positive_number(value, name: str) -> float:
     return number
 
 
-def _offsets(offset, count: int) -> list[float]:
+def _offsets(offset: float | Iterable[float], count: int) -> list[float]:
     if isinstance(offset, (int, float)):
         values = [float(offset)] * count
     else:
@@ -171,13 +173,13 @@ def _offsets(offset, count: int) -> list[float]:
     return values
 
 
-def _positive_int(value, name: str) -> int:
+def _positive_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or int(value) != value or value < 1:
         raise ValueError(f"{name} must be a positive integer, not {value!r}")
     return int(value)
 
 
-def _non_negative_int(value, name: str) -> int:
+def _non_negative_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or int(value) != value or value < 0:
         raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
     return int(value)

@@ -73,7 +73,9 @@ class _Handover(torch.Tensor):
     """A pooled batch on its way out of the worker: pickles as a refcounted segment handle,
     and unpickles as a plain tensor over that segment."""
 
-    __torch_function__ = torch._C._disabled_torch_function_impl
+    # torch's own way to opt a subclass out of __torch_function__ dispatch; its stubs type the
+    # function less precisely than Tensor's classmethod.
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
     def __reduce_ex__(self, protocol):
         storage = self.untyped_storage()
