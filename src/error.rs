@@ -4,16 +4,40 @@
 
 use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-#[derive(Debug, thiserror::Error)]
+/// Why a JPEG did not decode, from either backend (`jpeg::turbo`, `jpeg::zune`); defined here
+/// so that the error type depends on nothing above it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeFailure {
+    /// A valid JPEG using a feature the backend lacks (arithmetic coding with zune-jpeg,
+    /// 12-bit, lossless).
+    #[error("{0}")]
+    Unsupported(String),
+    /// Damaged or not a JPEG.
+    #[error("{0}")]
+    Corrupt(String),
+}
+
+impl DecodeFailure {
+    pub fn message(&self) -> &str {
+        match self {
+            DecodeFailure::Unsupported(m) | DecodeFailure::Corrupt(m) => m,
+        }
+    }
+}
+
+/// `Clone` because one failure can be the answer to several requests (a remote fetch shared
+/// by the reads that wait on it); `io::Error` is not `Clone`, so it is shared.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
         #[source]
-        source: io::Error,
+        source: Arc<io::Error>,
     },
 
     /// A file is not what the format says it must be (bad magic, bad JSON, a limit exceeded,
@@ -90,7 +114,7 @@ pub enum Error {
     /// A JPEG given on its own (not a stored frame, which gets `Decode`/`UnsupportedJpeg` with
     /// its location) cannot be decoded or has no usable frame header.
     #[error("{0}")]
-    Jpeg(#[from] crate::jpeg::DecodeFailure),
+    Jpeg(#[from] DecodeFailure),
 
     /// A write, truncation or deletion refused because the file is not safe to change: a
     /// symlink (it may lead outside the dataset), not a regular file, or a file with other
@@ -220,7 +244,7 @@ impl Error {
     pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
         Error::Io {
             path: path.into(),
-            source,
+            source: Arc::new(source),
         }
     }
 
@@ -293,112 +317,6 @@ impl Error {
         }
     }
 }
-
-impl Clone for Error {
-    /// `io::Error` is not `Clone`; a copy keeps its kind, OS code and message.
-    fn clone(&self) -> Self {
-        match self {
-            Error::Io { path, source } => Error::Io {
-                path: path.clone(),
-                source: match source.raw_os_error() {
-                    Some(code) => io::Error::from_raw_os_error(code),
-                    None => io::Error::new(source.kind(), source.to_string()),
-                },
-            },
-            Error::Format { path, at, msg } => Error::Format {
-                path: path.clone(),
-                at: at.clone(),
-                msg: msg.clone(),
-            },
-            Error::InvalidFor { path, at, msg } => Error::InvalidFor {
-                path: path.clone(),
-                at: at.clone(),
-                msg: msg.clone(),
-            },
-            Error::StaleIndex { path, msg } => Error::StaleIndex {
-                path: path.clone(),
-                msg: msg.clone(),
-            },
-            Error::Crc {
-                path,
-                id,
-                frame,
-                offset,
-                end,
-                expected,
-                actual,
-            } => Error::Crc {
-                path: path.clone(),
-                id: id.clone(),
-                frame: *frame,
-                offset: *offset,
-                end: *end,
-                expected: *expected,
-                actual: *actual,
-            },
-            Error::Decode {
-                path,
-                id,
-                frame,
-                msg,
-            } => Error::Decode {
-                path: path.clone(),
-                id: id.clone(),
-                frame: *frame,
-                msg: msg.clone(),
-            },
-            Error::UnsupportedJpeg {
-                path,
-                id,
-                frame,
-                msg,
-            } => Error::UnsupportedJpeg {
-                path: path.clone(),
-                id: id.clone(),
-                frame: *frame,
-                msg: msg.clone(),
-            },
-            Error::DuplicateId { id, first, second } => Error::DuplicateId {
-                id: id.clone(),
-                first: first.clone(),
-                second: second.clone(),
-            },
-            Error::UnknownId(id) => Error::UnknownId(id.clone()),
-            Error::FrameOutOfRange {
-                path,
-                id,
-                frame,
-                count,
-            } => Error::FrameOutOfRange {
-                path: path.clone(),
-                id: id.clone(),
-                frame: *frame,
-                count: *count,
-            },
-            Error::Unsafe { path, msg } => Error::Unsafe {
-                path: path.clone(),
-                msg: msg.clone(),
-            },
-            Error::Conflict { path, msg } => Error::Conflict {
-                path: path.clone(),
-                msg: msg.clone(),
-            },
-            Error::Jpeg(f) => Error::Jpeg(f.clone()),
-            Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
-            Error::Remote { url, kind, msg } => Error::Remote {
-                url: url.clone(),
-                kind: *kind,
-                msg: msg.clone(),
-            },
-            Error::OutOfMemory { bytes, what } => Error::OutOfMemory {
-                bytes: *bytes,
-                what: what.clone(),
-            },
-            Error::Internal(m) => Error::Internal(m.clone()),
-        }
-    }
-}
-
 /// Extension for `io::Result` so I/O errors always carry the path they concern.
 pub trait IoContext<T> {
     fn at(self, path: &std::path::Path) -> Result<T>;

@@ -243,7 +243,10 @@ fn read_part(
     // A regular file only, opened without blocking (a FIFO here would hang the reader).
     let (file, file_len) = match super::local::open_read_limited(path, u64::MAX) {
         Ok(opened) => opened,
-        Err(crate::error::Error::Io { source, .. }) => return Err(source),
+        Err(crate::error::Error::Io { source, .. }) => {
+            return Err(std::sync::Arc::try_unwrap(source)
+                .unwrap_or_else(|shared| std::io::Error::new(shared.kind(), shared.to_string())))
+        }
         Err(_) => return Ok(None),
     };
     let fixed = MAGIC.len() + 4 + key.len() + 8;

@@ -51,24 +51,8 @@ pub enum Precision {
     Fast,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeFailure {
-    /// A valid JPEG using a feature the backend lacks (arithmetic coding with zune-jpeg,
-    /// 12-bit, lossless).
-    #[error("{0}")]
-    Unsupported(String),
-    /// Damaged or not a JPEG.
-    #[error("{0}")]
-    Corrupt(String),
-}
-
-impl DecodeFailure {
-    pub fn message(&self) -> &str {
-        match self {
-            DecodeFailure::Unsupported(m) | DecodeFailure::Corrupt(m) => m,
-        }
-    }
-}
+/// The failure type lives with the core's error type (`crate::error`), which wraps it.
+pub use crate::error::DecodeFailure;
 
 /// Which library decodes: libjpeg-turbo when built with the `turbo` feature (what the Python
 /// wheel ships), else zune-jpeg (pure Rust).
