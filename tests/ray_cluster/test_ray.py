@@ -52,11 +52,14 @@ def files(folder) -> dict[str, bytes]:
 
 
 def rows_of(adapter) -> list[dict]:
-    """The adapter's items as Ray Data rows, metadata as JSON text (kept exactly)."""
-    return [
-        {"id": it["id"], "frames": np.stack(it["frames"]), "meta": json.dumps(it["meta"])}
-        for it in adapter.iter_data()
-    ]
+    """The adapter's items as Ray Data rows, metadata as JSON text (kept exactly), with the
+    frame timestamps the video adapters give (stored by write_gulp as by the ingest)."""
+    rows = []
+    for it in adapter.iter_data():
+        row = {"id": it["id"], "frames": np.stack(it["frames"]), "meta": json.dumps(it["meta"])}
+        row.update({k: it[k] for k in ("timestamps", "fps", "end") if it.get(k) is not None})
+        rows.append(row)
+    return rows
 
 
 class Clips(AbstractDatasetAdapter):

@@ -24,6 +24,7 @@ import os
 import warnings
 from collections import Counter
 from dataclasses import asdict
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -110,7 +111,39 @@ def _meta(batch: dict, i: int) -> dict:
         if isinstance(m, (str, np.str_)):
             return json.loads(str(m))
         return _plain(m) if m is not None else {}
-    return {k: _plain(v[i]) for k, v in batch.items() if k not in ("id", "frames")}
+    return {k: _plain(v[i]) for k, v in batch.items() if k not in ("id", "frames", *_TIME_KEYS)}
+
+
+#: Optional columns with a video's frame timestamps, as an adapter's item gives them
+#: (docs/INGEST.md, "Frame timestamps"): stored as the ingest stores them, not as metadata.
+_TIME_KEYS = ("timestamps", "fps", "end")
+
+
+def _times(batch: dict, i: int) -> str:
+    """The row's timestamp columns as JSON text ("" without any), exact: a
+    :class:`~fractions.Fraction` (what the video adapters give) as ``{"n": .., "d": ..}``."""
+    got = {k: _time_json(batch[k][i]) for k in _TIME_KEYS if k in batch}
+    got = {k: v for k, v in got.items() if v is not None}
+    return json.dumps(got) if got else ""
+
+
+def _time_json(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return [_time_json(v) for v in value.tolist()]
+    if isinstance(value, (list, tuple)):
+        return [_time_json(v) for v in value]
+    if isinstance(value, Fraction):
+        return {"n": value.numerator, "d": value.denominator}
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _time_value(value: Any) -> Any:
+    """:func:`_time_json` undone."""
+    if isinstance(value, list):
+        return [_time_value(v) for v in value]
+    if isinstance(value, dict):
+        return Fraction(value["n"], value["d"])
+    return value
 
 
 def _frame_list(frames) -> list:
@@ -122,7 +155,8 @@ def _frame_list(frames) -> list:
 def _encode_batch(batch, index, first, per_chunk, todo, options, size, skip):
     import pyarrow as pa
 
-    out: dict[str, list[Any]] = {k: [] for k in ("chunk", "pos", "id", "meta", "jpegs", "error")}
+    columns = ("chunk", "pos", "id", "meta", "jpegs", "error", "times")
+    out: dict[str, list[Any]] = {k: [] for k in columns}
     n = len(batch["id"])
     with FrameEncoder(options) as encoder:
         for i in range(n):
@@ -144,6 +178,7 @@ def _encode_batch(batch, index, first, per_chunk, todo, options, size, skip):
             out["meta"].append(json.dumps(_meta(batch, i)))
             out["jpegs"].append(jpegs)
             out["error"].append(error)
+            out["times"].append(_times(batch, i))
     return pa.table(out, schema=_ENCODED_SCHEMA())
 
 
@@ -158,6 +193,7 @@ def _ENCODED_SCHEMA():
             ("meta", pa.string()),
             ("jpegs", pa.list_(pa.binary())),
             ("error", pa.string()),
+            ("times", pa.string()),
         ]
     )
 
@@ -177,6 +213,8 @@ class _Rows:
     def iter_data(self, slice_element=None):
         for r in self.rows:
             item = {"id": r["id"], "meta": json.loads(r["meta"]), "frames": r["jpegs"]}
+            if r.get("times"):
+                item.update({k: _time_value(v) for k, v in json.loads(r["times"]).items()})
             if r["error"]:
                 item["error"] = r["error"]
             yield item
@@ -280,7 +318,9 @@ def write_gulp(
 
     Each row is one video: ``id`` (str), ``frames`` (a ``(T, H, W, C)`` or ``(T, H, W)``
     uint8 array, or a list of JPEG ``bytes`` / uint8 arrays) and its metadata: a ``meta``
-    column (a dict, or a JSON string, kept exactly) or else every other column.
+    column (a dict, or a JSON string, kept exactly) or else every other column. Optional
+    ``timestamps`` (one per frame, seconds), ``fps`` and ``end`` columns are the frames' times,
+    stored as the ingest stores an adapter item's (docs/INGEST.md, "Frame timestamps").
     ``quality``/``subsampling``/``restart_rows`` as :class:`~gulpio_rs.GulpIngestor`;
     ``frame_size`` resizes so the shorter side has that many pixels. The dataset's order fixes
     the chunks (this
