@@ -82,6 +82,11 @@ pub enum Error {
     #[error("{0}")]
     Jpeg(#[from] crate::jpeg::DecodeFailure),
 
+    /// A video segment given on its own (not a stored one, which gets `Decode` with its
+    /// location) cannot be decoded.
+    #[error("{0}")]
+    Video(#[from] crate::video::SegmentFailure),
+
     /// A bad argument from the caller (a mode string, a size, a closed writer, ...).
     #[error("{0}")]
     InvalidArgument(String),
@@ -213,6 +218,7 @@ impl Clone for Error {
                 count: *count,
             },
             Error::Jpeg(f) => Error::Jpeg(f.clone()),
+            Error::Video(f) => Error::Video(f.clone()),
             Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
             Error::Remote { url, kind, msg } => Error::Remote {
                 url: url.clone(),

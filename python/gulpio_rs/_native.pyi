@@ -191,3 +191,16 @@ def gulpio_chunk_number(name: str) -> int | None:
 def parse_temp_name(name: str) -> tuple[str, int] | None:
     """``(target file name, pid of the writer)`` if ``name`` is a chunk writer's temporary
     file, else ``None``."""
+
+def probe_segment(data: bytes, frames: int) -> tuple[int, int, str, bool]:
+    """Decodes a whole AV1 video segment that must hold ``frames`` frames, keeping no pixels:
+    ``(width, height, matrix, full_range)`` (matrix ``"bt601"`` or ``"bt709"``).
+    :class:`~gulpio_rs.errors.DecodeError` when it is not such a segment."""
+
+def decode_segment(
+    data: bytes, width: int, height: int, frames: int, wanted: list[int] | None = None
+) -> npt.NDArray[np.uint8]:
+    """Decodes the frames ``wanted`` (increasing indices within the segment; all by default)
+    of an AV1 segment declared ``width`` x ``height`` with ``frames`` frames: an
+    ``(N, height, width, 3)`` RGB array, converted as FFmpeg converts the stream.
+    :class:`~gulpio_rs.errors.DecodeError` on a segment that does not decode as declared."""

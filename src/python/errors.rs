@@ -86,7 +86,9 @@ fn context(err: &Error) -> (Option<String>, Option<String>, Option<usize>) {
         Error::FrameOutOfRange { path, id, .. } => (p(path), Some(id.clone()), None),
         Error::UnknownId(id) => (None, Some(id.clone()), None),
         Error::Remote { url, .. } => (Some(url.clone()), None, None),
-        Error::Jpeg(_) | Error::InvalidArgument(_) | Error::Internal(_) => (None, None, None),
+        Error::Jpeg(_) | Error::Video(_) | Error::InvalidArgument(_) | Error::Internal(_) => {
+            (None, None, None)
+        }
     }
 }
 
@@ -100,7 +102,7 @@ fn to_py(py: Python<'_>, err: Error) -> PyErr {
         Error::Format { .. } => gulp_error(py, Class::Format, &err),
         Error::StaleIndex { .. } => gulp_error(py, Class::StaleIndex, &err),
         Error::Crc { .. } => gulp_error(py, Class::CorruptData, &err),
-        Error::Decode { .. } | Error::Jpeg(DecodeFailure::Corrupt(_)) => {
+        Error::Decode { .. } | Error::Jpeg(DecodeFailure::Corrupt(_)) | Error::Video(_) => {
             gulp_error(py, Class::Decode, &err)
         }
         Error::UnsupportedJpeg { .. } | Error::Jpeg(DecodeFailure::Unsupported(_)) => {

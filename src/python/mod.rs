@@ -10,6 +10,7 @@ mod errors;
 mod jpeg;
 mod paths;
 mod resize;
+mod video;
 mod writer;
 
 use pyo3::prelude::*;
@@ -30,6 +31,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resize::resize_frames, m)?)?;
     m.add_function(wrap_pyfunction!(resize::reframe_frames, m)?)?;
     m.add_function(wrap_pyfunction!(resize::encode_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(video::probe_segment, m)?)?;
+    m.add_function(wrap_pyfunction!(video::decode_segment, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::pooled_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::release_pooled_buffers, m)?)?;
     paths::register(m)?;
