@@ -12,7 +12,7 @@ cd "$(dirname "$0")"
 
 SECONDS_EACH="${FUZZ_SECONDS:-30}"
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(index gmeta chunk jpeg reframe)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(index gmeta chunk jpeg reframe video_segment)
 
 # cargo-fuzz passes nightly-only flags (-Zsanitizer=address, sanitizer coverage); the stable
 # toolchain accepts them with RUSTC_BOOTSTRAP=1, so no nightly toolchain is needed.
