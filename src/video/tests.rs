@@ -106,15 +106,19 @@ fn colours_match_ffmpeg_per_frame() {
     for f in fixtures() {
         let frames = decode(&f.shape, &f.bytes, &all(&f.shape)).unwrap();
         assert_eq!(frames.len(), f.means.len(), "{}", f.name);
+        // Even sizes: FFmpeg's unscaled conversion, whose arithmetic `yuv` reproduces (the
+        // manifest keeps 3 decimals). Odd sizes: FFmpeg switches to its generic scaler, which
+        // interpolates chroma; its channel means differ from ours by up to 1.6 levels here.
+        let odd = f.shape.width % 2 == 1 || f.shape.height % 2 == 1;
+        let tolerance = if odd { 2.0 } else { 0.01 };
         for (k, (px, want)) in frames.iter().zip(&f.means).enumerate() {
             let n = (px.len() / 3) as f64;
-            for c in 0..3 {
+            for (c, want) in want.iter().enumerate() {
                 let mean = px.iter().skip(c).step_by(3).map(|&v| v as f64).sum::<f64>() / n;
                 assert!(
-                    (mean - want[c]).abs() < 0.75,
-                    "{} frame {k} channel {c}: mean {mean:.3}, FFmpeg {:.3}",
+                    (mean - want).abs() < tolerance,
+                    "{} frame {k} channel {c}: mean {mean:.3}, FFmpeg {want:.3}",
                     f.name,
-                    want[c]
                 );
             }
         }

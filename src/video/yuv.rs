@@ -177,11 +177,11 @@ fn convert_row(c: &Coefficients, y: &[u8], u: &[u8], v: &[u8], rgb: &mut [u8]) {
             *l = mulhi(8 * y as i32 - c.y_off, c.y);
         }
         let (mut r, mut g, mut b) = ([0i32; BLOCK / 2], [0i32; BLOCK / 2], [0i32; BLOCK / 2]);
-        for j in 0..BLOCK / 2 {
-            let (u, v) = (8 * (us[j] as i32 - 128), 8 * (vs[j] as i32 - 128));
-            r[j] = mulhi(v, c.rv);
-            g[j] = mulhi(u, c.gu) + mulhi(v, c.gv);
-            b[j] = mulhi(u, c.bu);
+        for ((((r, g), b), &u), &v) in r.iter_mut().zip(&mut g).zip(&mut b).zip(us).zip(vs) {
+            let (u, v) = (8 * (u as i32 - 128), 8 * (v as i32 - 128));
+            *r = mulhi(v, c.rv);
+            *g = mulhi(u, c.gu) + mulhi(v, c.gv);
+            *b = mulhi(u, c.bu);
         }
         for (i, dst) in px.chunks_exact_mut(3).enumerate() {
             dst[0] = clamp8(l[i] + r[i / 2]);
