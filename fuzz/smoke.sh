@@ -12,7 +12,9 @@ cd "$(dirname "$0")"
 
 SECONDS_EACH="${FUZZ_SECONDS:-30}"
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(index gmeta chunk jpeg reframe video_segment)
+# video_segment is not in the default list yet: rav1d 1.1.0 aborts on damaged segments
+# (docs/DECISIONS.md, "Video segments"); run it by name.
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(index gmeta chunk jpeg reframe)
 
 # cargo-fuzz passes nightly-only flags (-Zsanitizer=address, sanitizer coverage); the stable
 # toolchain accepts them with RUSTC_BOOTSTRAP=1, so no nightly toolchain is needed.
