@@ -249,9 +249,11 @@ fn what_is_not_a_segment_fails_cleanly() {
         e.msg.contains("key frame") || e.msg.contains("sequence header"),
         "{e}"
     );
-    // Too many frame headers for the declared frame count: the work bound.
+    // Too many frame headers for the declared frame count (the work bound, 2n + 16): the
+    // segment three times over, declared as one frame.
     let short = SegmentShape { frames: 1, ..s };
-    let e = decode(&short, &f.bytes, &[0]).unwrap_err();
+    let tripled = [&f.bytes[..], &f.bytes[..], &f.bytes[..]].concat();
+    let e = decode(&short, &tripled, &[0]).unwrap_err();
     assert!(e.msg.contains("frame headers"), "{e}");
 }
 
