@@ -91,7 +91,9 @@ def main() -> None:
         n = len(frames)
         jpegs = [simplejpeg.encode_jpeg(f, quality=90, colorsubsampling="420") for f in frames]
         segs = encode_segments(frames)
-        seg_rgb = np.concatenate([_native.decode_segment(s.data, w, h, s.frames) for s in segs])
+        seg_rgb = np.concatenate(
+            [_native.decode_segment(s.data, w, h, s.frames, crc=s.crc) for s in segs]
+        )
         jpeg_rgb = [_native.decode_jpeg(j) for j in jpegs]
         jpeg_bytes = sum(map(len, jpegs)) / n
         seg_bytes = sum(len(s.data) for s in segs) / n
@@ -103,7 +105,7 @@ def main() -> None:
         )
 
         def decode_segments(segs=segs, w=w, h=h):
-            return [_native.decode_segment(s.data, w, h, s.frames) for s in segs]
+            return [_native.decode_segment(s.data, w, h, s.frames, crc=s.crc) for s in segs]
 
         def decode_jpegs(jpegs=jpegs):
             return [_native.decode_jpeg(j) for j in jpegs]

@@ -12,6 +12,7 @@ Not yet wired into :class:`~gulpio_rs.GulpIngestor` (``encoding="video"`` is pla
 
 from __future__ import annotations
 
+import zlib
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -49,6 +50,12 @@ class Segment(NamedTuple):
     data: bytes
     frames: int
     keyframe: bool
+
+    @property
+    def crc(self) -> int:
+        """The CRC-32 of ``data`` (``zlib.crc32``), as the index records it and
+        ``_native.decode_segment(..., crc=)`` checks it."""
+        return zlib.crc32(self.data)
 
 
 def _check_frames(frames) -> tuple[int, int]:

@@ -102,6 +102,7 @@ fn to_py(py: Python<'_>, err: Error) -> PyErr {
         Error::Format { .. } => gulp_error(py, Class::Format, &err),
         Error::StaleIndex { .. } => gulp_error(py, Class::StaleIndex, &err),
         Error::Crc { .. } => gulp_error(py, Class::CorruptData, &err),
+        Error::Video(f) if f.corrupt => gulp_error(py, Class::CorruptData, &err),
         Error::Decode { .. } | Error::Jpeg(DecodeFailure::Corrupt(_)) | Error::Video(_) => {
             gulp_error(py, Class::Decode, &err)
         }

