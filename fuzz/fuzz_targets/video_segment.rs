@@ -32,7 +32,8 @@ fuzz_target!(|data: &[u8]| {
     if first.is_ok() && !bufs.is_empty() {
         let mut again = vec![vec![0xA5u8; shape.frame_len()]; wanted.len()];
         let mut outs: Vec<&mut [u8]> = again.iter_mut().map(|b| b.as_mut_slice()).collect();
-        decode_segment(&shape, stream, Integrity::Unchecked, &wanted, &mut outs).expect("second decode");
+        decode_segment(&shape, stream, Integrity::Unchecked, &wanted, &mut outs)
+            .expect("second decode");
         assert!(again == bufs, "two decodes of the same segment differ");
     }
     let _ = probe_segment(Codec::Av1, stream, shape.frames, 1 << 16);
