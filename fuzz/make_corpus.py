@@ -2,7 +2,8 @@
 small real chunks written by gulpio_rs (indexed, legacy, appended to, with a tail, with
 restart markers: a version 2 index), their .gidx and .gmeta files, hand-written .gmeta edge
 cases, small JPEGs of every coding process the decoder meets (plus a few from
-shared/data/jpeg-conformance when present), and crops of JPEGs for the reframe target."""
+shared/data/jpeg-conformance when present), crops of JPEGs for the reframe target, and the AV1
+segments of tests/segments/ for the video_segment target."""
 
 from __future__ import annotations
 
@@ -137,8 +138,21 @@ GMETA_CASES = {
 }
 
 
+def segment_inputs() -> dict[str, bytes]:
+    """The real AV1 segments of tests/segments/ (tools/make_segment_fixtures.py), each behind
+    the 4 bytes the video_segment target reads its declared shape from: width - 16, height -
+    16, frames - 1, and a mask of the wanted frames (all)."""
+    folder = FUZZ.parent / "tests" / "segments"
+    out = {}
+    for line in (folder / "manifest.tsv").read_text().splitlines():
+        file, w, h, frames = line.split("\t")[:4]
+        head = bytes([int(w) - 16, int(h) - 16, int(frames) - 1, 0xFF])
+        out[file] = head + (folder / file).read_bytes()
+    return out
+
+
 def main() -> None:
-    for target in ("index", "gmeta", "chunk", "jpeg", "reframe"):
+    for target in ("index", "gmeta", "chunk", "jpeg", "reframe", "video_segment"):
         (CORPUS / target).mkdir(parents=True, exist_ok=True)
     for name, data in reframe_inputs().items():
         (CORPUS / "reframe" / name).write_bytes(data)
@@ -151,6 +165,8 @@ def main() -> None:
             (CORPUS / "index" / f"{name}.gidx").write_bytes(index)
     for name, text in GMETA_CASES.items():
         (CORPUS / "gmeta" / name).write_bytes(text)
+    for name, data in segment_inputs().items():
+        (CORPUS / "video_segment" / name).write_bytes(data)
     for name, data in generated_jpegs().items():
         (CORPUS / "jpeg" / name).write_bytes(data)
     bbb = FUZZ.parent / "python" / "gulpio_rs" / "data" / "bbb" / "clip_00" / "frame_0000.jpg"

@@ -127,6 +127,11 @@ pub enum Error {
     #[error("{path}: {msg}")]
     Conflict { path: PathBuf, msg: String },
 
+    /// A video segment given on its own (not a stored one, which gets `Decode` with its
+    /// location) cannot be decoded.
+    #[error("{0}")]
+    Video(#[from] crate::video::SegmentFailure),
+
     /// A bad argument from the caller (a mode string, a size, a closed writer, ...).
     #[error("{0}")]
     InvalidArgument(String),
@@ -278,6 +283,7 @@ impl Error {
             Error::Io { .. }
             | Error::StaleIndex { .. }
             | Error::Jpeg(_)
+            | Error::Video(_)
             | Error::InvalidArgument(_)
             | Error::Remote { .. }
             | Error::Unsafe { .. }

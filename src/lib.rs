@@ -1,5 +1,6 @@
-//! gulpio-rs core: gulpio-compatible chunk storage with a checksummed index, mmap reads and
-//! JPEG decoding. Pure Rust; the Python bindings live in `python/` behind the `python` feature.
+//! gulpio-rs core: gulpio-compatible chunk storage with a checksummed index, mmap reads, JPEG
+//! decoding and AV1 video-segment decoding. Pure Rust; the Python bindings live in `python/`
+//! behind the `python` feature.
 
 pub mod batch;
 pub mod buffers;
@@ -13,6 +14,7 @@ pub mod permute;
 pub mod pool;
 pub mod resize;
 pub mod verify;
+pub mod video;
 
 #[cfg(feature = "python")]
 mod python;

@@ -29,6 +29,8 @@ __all__ = [
     "reframe_frames",
     "encode_frames",
     "available_threads",
+    "probe_segment",
+    "decode_segment",
     "pooled_bytes",
     "release_pooled_buffers",
     "feistel",
@@ -290,3 +292,33 @@ def gulpio_chunk_number(name: str) -> int | None:
 def parse_temp_name(name: str) -> tuple[str, int] | None:
     """``(target file name, pid of the writer)`` if ``name`` is a chunk writer's temporary
     file, else ``None``."""
+
+def probe_segment(data: bytes, frames: int) -> tuple[int, int, str, bool]:
+    """Decodes a whole AV1 video segment that must hold ``frames`` frames, keeping no pixels:
+    ``(width, height, matrix, full_range)`` (matrix ``"bt601"`` or ``"bt709"``).
+    :class:`~gulpio_rs.errors.DecodeError` when it is not such a segment.
+
+    For checking an encoder's fresh output (ingest), not for reading stored segments: no CRC
+    is checked, so it carries the risks that :func:`decode_segment` lists for ``crc=None``."""
+
+def decode_segment(
+    data: bytes,
+    width: int,
+    height: int,
+    frames: int,
+    wanted: list[int] | None = None,
+    *,
+    crc: int | None,
+) -> npt.NDArray[np.uint8]:
+    """Decodes the frames ``wanted`` (increasing indices within the segment; all by default)
+    of an AV1 segment declared ``width`` x ``height`` with ``frames`` frames: an
+    ``(N, height, width, 3)`` RGB array, converted as FFmpeg converts the stream.
+    :class:`~gulpio_rs.errors.DecodeError` on a segment that does not decode as declared.
+
+    ``crc`` is required: the segment's recorded CRC-32 (``zlib.crc32`` of ``data``, as the
+    index stores it; :attr:`gulpio_rs.segments.Segment.crc`), checked before anything is
+    decoded, a mismatch raising :class:`~gulpio_rs.errors.CorruptDataError`. ``crc=None``
+    decodes ``data`` unchecked, which risks: wrong pixels without an error (AV1 carries no
+    checksum, so most damage decodes to garbage that looks like a picture), and, should the
+    decoder (rav1d) still panic on some damaged input, the end of the process rather than an
+    exception (the known case is worked around: docs/DECISIONS.md, "Video segments")."""

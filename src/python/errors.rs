@@ -104,6 +104,7 @@ fn context(err: &Error) -> (Option<String>, Option<String>, Option<i64>) {
         Error::Remote { url, .. } => Some(url.clone()),
         Error::UnknownId(_)
         | Error::Jpeg(_)
+        | Error::Video(_)
         | Error::InvalidArgument(_)
         | Error::OutOfMemory { .. }
         | Error::Internal(_) => None,
@@ -126,7 +127,8 @@ fn to_py(py: Python<'_>, err: Error) -> PyErr {
         Error::Format { .. } => gulp_error(py, Class::Format, &err),
         Error::StaleIndex { .. } => gulp_error(py, Class::StaleIndex, &err),
         Error::Crc { .. } => gulp_error(py, Class::CorruptData, &err),
-        Error::Decode { .. } | Error::Jpeg(DecodeFailure::Corrupt(_)) => {
+        Error::Video(f) if f.corrupt => gulp_error(py, Class::CorruptData, &err),
+        Error::Decode { .. } | Error::Jpeg(DecodeFailure::Corrupt(_)) | Error::Video(_) => {
             gulp_error(py, Class::Decode, &err)
         }
         Error::UnsupportedJpeg { .. } | Error::Jpeg(DecodeFailure::Unsupported(_)) => {

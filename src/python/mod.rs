@@ -13,6 +13,7 @@ mod paths;
 mod permute;
 mod pool;
 mod resize;
+mod video;
 mod writer;
 
 use pyo3::prelude::*;
@@ -40,6 +41,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resize::reframe_frames, m)?)?;
     m.add_function(wrap_pyfunction!(resize::encode_frames, m)?)?;
     m.add_function(wrap_pyfunction!(pool::available_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(video::probe_segment, m)?)?;
+    m.add_function(wrap_pyfunction!(video::decode_segment, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::pooled_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::release_pooled_buffers, m)?)?;
     m.add_function(wrap_pyfunction!(permute::feistel, m)?)?;

@@ -30,7 +30,11 @@ def _params(fn: ast.FunctionDef, drop_first: bool) -> list[tuple[str, object]]:
         ast.literal_eval(d) for d in fn.args.defaults
     ]
     out = list(zip((a.arg for a in args), defaults, strict=True))
-    return out[1:] if drop_first else out
+    out = out[1:] if drop_first else out
+    # Keyword-only parameters: ``kw_defaults`` holds None for those without a default.
+    for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+        out.append((a.arg, inspect.Parameter.empty if d is None else ast.literal_eval(d)))
+    return out
 
 
 def _runtime_params(obj, drop_first: bool) -> list[tuple[str, object]]:

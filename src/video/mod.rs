@@ -1,0 +1,380 @@
+//! Video segments: a run of a video's frames stored as one short AV1 stream that starts with
+//! a key frame and decodes on its own (docs/FORMAT.md §6, docs/DECISIONS.md "Video segments").
+//!
+//! This module owns the segment decoder's contract whatever the codec: the limits checked
+//! before anything is decoded, the output (packed RGB, `height x width x 3`, converted as
+//! FFmpeg converts the same stream, `yuv`), frame-exact selection (the i-th picture in display
+//! order is the segment's frame i; decoding stops after the last frame asked for), and that
+//! nothing a decoder does on bad input (an error or a panic) leaves it other than as a
+//! [`SegmentFailure`]. `av1` (rav1d) is the only backend; `obu` vets AV1 streams for it.
+
+pub mod av1;
+pub mod obu;
+pub mod yuv;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::jpeg::check_frame_size;
+
+/// The largest segment decoded, in bytes. A 32-frame segment of 1080p AV1 at high quality is
+/// a few MB; this bounds what one read can make the decoder copy and parse.
+pub const MAX_SEGMENT_BYTES: usize = 64 << 20;
+
+/// The most frames one segment may hold (the longest GOP written). Random access costs up to
+/// a whole segment of decoding, so longer ones defeat the format's purpose.
+pub const MAX_SEGMENT_FRAMES: usize = 1024;
+
+/// Frame headers allowed in a segment of `frames` frames: each frame is coded once, plus the
+/// repeats that show hidden frames (at most one per shown frame) and a little slack. Each
+/// header can make the decoder reconstruct a whole frame, so this bounds its work.
+fn max_frame_headers(frames: usize) -> usize {
+    2 * frames + 16
+}
+
+/// The codec of a video's segments, as the index records it (`code`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    /// AV1 (Main profile, 8-bit 4:2:0), low-overhead OBU stream with sizes (AV1 spec §5.2).
+    Av1,
+}
+
+impl Codec {
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Av1 => "av1",
+        }
+    }
+
+    /// The value stored in the index (docs/FORMAT.md §6).
+    pub fn code(self) -> u8 {
+        match self {
+            Codec::Av1 => 1,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<Codec> {
+        match code {
+            1 => Some(Codec::Av1),
+            _ => None,
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Codec> {
+        match name {
+            "av1" => Some(Codec::Av1),
+            _ => None,
+        }
+    }
+}
+
+/// What a segment is declared to be (by the index): its frames' size and count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentShape {
+    pub codec: Codec,
+    pub width: usize,
+    pub height: usize,
+    pub frames: usize,
+}
+
+impl SegmentShape {
+    /// Bytes of one decoded RGB frame.
+    pub fn frame_len(&self) -> usize {
+        self.width * self.height * 3
+    }
+}
+
+/// A segment that cannot be decoded. `frame` is the frame (within the segment) it concerns,
+/// when one does; the reader adds the file, video and frame numbers (`Error::Decode`).
+/// `corrupt`: the bytes are not the ones stored (their CRC differs from the recorded one), so
+/// nothing was decoded (the reader's `Error::Crc`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{msg}")]
+pub struct SegmentFailure {
+    pub frame: Option<usize>,
+    pub msg: String,
+    pub corrupt: bool,
+}
+
+impl SegmentFailure {
+    fn new(msg: impl Into<String>) -> Self {
+        SegmentFailure {
+            frame: None,
+            msg: msg.into(),
+            corrupt: false,
+        }
+    }
+    fn at(frame: usize, msg: impl Into<String>) -> Self {
+        SegmentFailure {
+            frame: Some(frame),
+            ..SegmentFailure::new(msg)
+        }
+    }
+}
+
+/// What is known of a segment's bytes before they reach the decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Integrity {
+    /// The CRC-32 recorded for the segment (the index's segment entry, docs/FORMAT.md §6.3):
+    /// checked before anything is decoded; a mismatch fails with `corrupt` set.
+    Crc(u32),
+    /// Decode the bytes as given, for a caller that asked for it. Damage then reaches the
+    /// decoder: AV1 carries no checksum, so a damaged segment can decode to wrong pixels
+    /// without an error, and a panic left in rav1d (one is worked around, `av1::Decoder`)
+    /// would abort the process rather than fail the call.
+    Unchecked,
+}
+
+impl Integrity {
+    fn check(self, bytes: &[u8]) -> Result<(), SegmentFailure> {
+        let Integrity::Crc(expected) = self else {
+            return Ok(());
+        };
+        let actual = crc32fast::hash(bytes);
+        if actual == expected {
+            return Ok(());
+        }
+        Err(SegmentFailure {
+            corrupt: true,
+            ..SegmentFailure::new(format!(
+                "CRC mismatch in the segment's {} bytes: expected {expected:#010x}, found \
+                 {actual:#010x}",
+                bytes.len()
+            ))
+        })
+    }
+}
+
+/// What a whole decode of a segment found (for ingest's check and for index building).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentProbe {
+    pub width: usize,
+    pub height: usize,
+    pub frames: usize,
+    pub matrix: yuv::Matrix,
+    pub range: yuv::Range,
+}
+
+/// Checks the limits that hold before decoding: sizes, counts, the stream's own structure.
+fn vet(shape: &SegmentShape, bytes: &[u8]) -> Result<(), SegmentFailure> {
+    if bytes.len() > MAX_SEGMENT_BYTES {
+        return Err(SegmentFailure::new(format!(
+            "the segment is {} bytes, over the maximum of {MAX_SEGMENT_BYTES}",
+            bytes.len()
+        )));
+    }
+    if shape.frames == 0 || shape.frames > MAX_SEGMENT_FRAMES {
+        return Err(SegmentFailure::new(format!(
+            "the segment is declared to hold {} frames; 1 to {MAX_SEGMENT_FRAMES} are allowed",
+            shape.frames
+        )));
+    }
+    check_frame_size(shape.width, shape.height).map_err(SegmentFailure::new)?;
+    if shape.width == 0 || shape.height == 0 {
+        return Err(SegmentFailure::new(format!(
+            "the segment is declared {}x{}",
+            shape.width, shape.height
+        )));
+    }
+    let summary = obu::walk(bytes).map_err(SegmentFailure::new)?;
+    if summary.profile != 0 {
+        return Err(SegmentFailure::new(format!(
+            "AV1 profile {} (only Main, 8-bit 4:2:0, is stored)",
+            summary.profile
+        )));
+    }
+    let most = max_frame_headers(shape.frames);
+    if summary.frame_headers > most {
+        return Err(SegmentFailure::new(format!(
+            "the segment has {} frame headers, more than {most} for {} frames",
+            summary.frame_headers, shape.frames
+        )));
+    }
+    Ok(())
+}
+
+/// Decodes the frames `wanted` (indices within the segment, strictly increasing) of a segment
+/// declared as `shape`, each into its buffer in `outs` (`shape.frame_len()` bytes each).
+/// `integrity` is checked first ([`Integrity::Unchecked`] only when the caller asked for it).
+/// Decoding starts at the segment's key frame and stops once the last wanted frame is out.
+/// A picture of another size than declared, fewer pictures than the wanted frames need, or
+/// (when the whole segment is decoded) more pictures than declared, is a failure.
+pub fn decode_segment(
+    shape: &SegmentShape,
+    bytes: &[u8],
+    integrity: Integrity,
+    wanted: &[usize],
+    outs: &mut [&mut [u8]],
+) -> Result<(), SegmentFailure> {
+    if wanted.len() != outs.len() {
+        return Err(SegmentFailure::new(
+            "one output buffer per wanted frame is needed",
+        ));
+    }
+    if wanted.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(SegmentFailure::new(
+            "wanted frames must be strictly increasing",
+        ));
+    }
+    if let Some(&last) = wanted.last() {
+        if last >= shape.frames {
+            return Err(SegmentFailure::at(
+                last,
+                format!("frame {last} of a {}-frame segment", shape.frames),
+            ));
+        }
+    }
+    if let Some(o) = outs.iter().find(|o| o.len() != shape.frame_len()) {
+        return Err(SegmentFailure::new(format!(
+            "an output buffer of {} bytes for a {}x{} RGB frame",
+            o.len(),
+            shape.width,
+            shape.height
+        )));
+    }
+    integrity.check(bytes)?;
+    vet(shape, bytes)?;
+    guarded(|| run(shape, bytes, wanted, outs).map(|_| ()))
+}
+
+/// Decodes a whole segment without keeping pixels: its frame size, frame count and colour
+/// signalling. For checking what ingest is about to store (bytes straight from the encoder,
+/// which have no recorded CRC yet): it decodes unchecked bytes, with the risks told at
+/// [`Integrity::Unchecked`], and is not a way to read stored segments. `max_pixels` bounds
+/// the frame size.
+pub fn probe_segment(
+    codec: Codec,
+    bytes: &[u8],
+    frames: usize,
+    max_pixels: usize,
+) -> Result<SegmentProbe, SegmentFailure> {
+    let shape = SegmentShape {
+        codec,
+        width: 1,
+        height: 1,
+        frames,
+    };
+    vet(&shape, bytes)?;
+    guarded(|| {
+        let max = u32::try_from(max_pixels.min(crate::jpeg::MAX_FRAME_PIXELS)).unwrap_or(u32::MAX);
+        let mut dec = av1::Decoder::new(max).map_err(SegmentFailure::new)?;
+        let mut pending = dec.start(bytes).map_err(SegmentFailure::new)?;
+        let mut probe: Option<SegmentProbe> = None;
+        let mut count = 0usize;
+        while let Some(pic) = dec
+            .next(&mut pending)
+            .map_err(|m| SegmentFailure::at(count, m))?
+        {
+            let (matrix, range) = pic.color().map_err(|m| SegmentFailure::at(count, m))?;
+            let (w, h) = (pic.width(), pic.height());
+            match &probe {
+                None => {
+                    probe = Some(SegmentProbe {
+                        width: w,
+                        height: h,
+                        frames: 0,
+                        matrix,
+                        range,
+                    })
+                }
+                Some(p) if (p.width, p.height, p.matrix, p.range) != (w, h, matrix, range) => {
+                    return Err(SegmentFailure::at(
+                        count,
+                        format!(
+                            "frame {count} is {w}x{h}, the segment's first {}x{} (or its colour \
+                             signalling changed)",
+                            p.width, p.height
+                        ),
+                    ))
+                }
+                Some(_) => {}
+            }
+            count += 1;
+            if count > frames {
+                return Err(SegmentFailure::at(
+                    count - 1,
+                    format!("the segment holds more than its {frames} declared frames"),
+                ));
+            }
+        }
+        match probe {
+            Some(p) if count == frames => Ok(SegmentProbe { frames: count, ..p }),
+            _ => Err(SegmentFailure::new(format!(
+                "the segment holds {count} frames, not the {frames} declared"
+            ))),
+        }
+    })
+}
+
+/// Runs `f`, turning a panic (in our code or a backend's Rust code) into a failure.
+fn guarded<T>(f: impl FnOnce() -> Result<T, SegmentFailure>) -> Result<T, SegmentFailure> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let why = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown".into());
+            Err(SegmentFailure::new(format!(
+                "the segment decoder failed unexpectedly ({why})"
+            )))
+        }
+    }
+}
+
+/// The decode loop of [`decode_segment`], after vetting. Returns the pictures seen.
+fn run(
+    shape: &SegmentShape,
+    bytes: &[u8],
+    wanted: &[usize],
+    outs: &mut [&mut [u8]],
+) -> Result<usize, SegmentFailure> {
+    let Some(&last) = wanted.last() else {
+        return Ok(0);
+    };
+    // The decoder refuses larger frames before allocating them (a hostile stream could
+    // otherwise declare 65536x65536 inside a segment the index calls small).
+    let max = u32::try_from(shape.width * shape.height).unwrap_or(u32::MAX);
+    let mut dec = av1::Decoder::new(max).map_err(SegmentFailure::new)?;
+    let mut pending = dec.start(bytes).map_err(SegmentFailure::new)?;
+    let mut next_out = 0usize;
+    let mut index = 0usize;
+    while index <= last {
+        let pic = dec
+            .next(&mut pending)
+            .map_err(|m| SegmentFailure::at(index, m))?
+            .ok_or_else(|| {
+                SegmentFailure::at(
+                    index,
+                    format!(
+                        "the segment ends after {index} frames; {} are declared",
+                        shape.frames
+                    ),
+                )
+            })?;
+        if (pic.width(), pic.height()) != (shape.width, shape.height) {
+            return Err(SegmentFailure::at(
+                index,
+                format!(
+                    "frame {index} decodes to {}x{}, the index says {}x{}",
+                    pic.width(),
+                    pic.height(),
+                    shape.width,
+                    shape.height
+                ),
+            ));
+        }
+        if wanted.get(next_out) == Some(&index) {
+            let (matrix, range) = pic.color().map_err(|m| SegmentFailure::at(index, m))?;
+            let planes = pic.planes().map_err(|m| SegmentFailure::at(index, m))?;
+            yuv::to_rgb(&planes, matrix, range, outs[next_out])
+                .map_err(|m| SegmentFailure::at(index, m))?;
+            next_out += 1;
+        }
+        index += 1;
+    }
+    Ok(index)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,353 @@
+//! YUV 4:2:0 (8-bit) to packed RGB, as FFmpeg's swscale converts a decoded frame for
+//! `to_ndarray(format="rgb24")`: the matrix the stream signals (BT.709, else BT.601), limited
+//! ("TV") or full range as signalled, and each chroma sample used for its 2x2 block of luma
+//! samples (swscale's unscaled YUV -> RGB path does not interpolate chroma), in swscale's own
+//! integer arithmetic (`Coefficients`), so that the pixels are FFmpeg's for even-sized frames
+//! (docs/DECISIONS.md, "Video segments", has the measured difference).
+
+/// The matrix coefficients that turn Y'CbCr into R'G'B'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Matrix {
+    /// ITU-R BT.601 (also what an unsignalled stream gets, as in swscale).
+    Bt601,
+    /// ITU-R BT.709.
+    Bt709,
+}
+
+/// How the samples use the 8-bit range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Range {
+    /// Y in 16..=235, chroma in 16..=240 ("TV", "MPEG"): what encoders write by default.
+    Limited,
+    /// 0..=255 ("PC", "JPEG").
+    Full,
+}
+
+/// Borrowed planes of one 4:2:0 picture: chroma planes are `ceil(w/2) x ceil(h/2)`.
+#[derive(Clone, Copy)]
+pub struct Planes<'a> {
+    pub y: &'a [u8],
+    pub u: &'a [u8],
+    pub v: &'a [u8],
+    pub y_stride: usize,
+    pub uv_stride: usize,
+    pub width: usize,
+    pub height: usize,
+}
+
+impl Planes<'_> {
+    /// `Err` if a plane is too short for the geometry (a bug in the caller, never input data:
+    /// the decoder hands out the planes).
+    fn check(&self) -> Result<(), String> {
+        let (cw, ch) = (self.width.div_ceil(2), self.height.div_ceil(2));
+        let need = |stride: usize, w: usize, h: usize| match h {
+            0 => 0,
+            h => stride * (h - 1) + w,
+        };
+        if self.y_stride < self.width
+            || self.uv_stride < cw
+            || self.y.len() < need(self.y_stride, self.width, self.height)
+            || self.u.len() < need(self.uv_stride, cw, ch)
+            || self.v.len() < need(self.uv_stride, cw, ch)
+        {
+            return Err(format!(
+                "YUV planes too short for a {}x{} picture",
+                self.width, self.height
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The conversion in swscale's integer arithmetic (what FFmpeg's unscaled YUV -> RGB code
+/// computes on x86), so that pixels equal `to_ndarray(format="rgb24")`'s: samples are scaled
+/// by 8, each term is a 16x16-bit product keeping the high 16 bits (rounded down), and the
+/// terms are added and clamped. Coefficients carry 13 fractional bits:
+/// `R = y*(8Y - y_off) + rv*8(V - 128)`, `G = ... + gu*8(U - 128) + gv*8(V - 128)`,
+/// `B = ... + bu*8(U - 128)`, each product `>> 16`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Coefficients {
+    y: i32,
+    y_off: i32,
+    rv: i32,
+    gu: i32,
+    gv: i32,
+    bu: i32,
+}
+
+/// `x` in 16.16 fixed point, rounded to nearest.
+const fn fixed16(x: f64) -> i64 {
+    (x * 65536.0 + 0.5) as i64
+}
+
+/// swscale's rounding of a 16.16 value times `2^k` to an integer: `(x + 2^15) >> 16`.
+const fn round16(x: i64) -> i32 {
+    ((x + (1 << 15)) >> 16) as i32
+}
+
+/// From the luma weights `kr`, `kb` of the matrix (`kg = 1 - kr - kb`). The chroma factors are
+/// first those of limited range (`V - 128` spans `2 (1 - kr)` of R's range, scaled by
+/// 255/224), in 16.16 as swscale tabulates them; full range scales them back by 224/255 in
+/// integers, and limited range scales luma by 255/219 and offsets it by 16.
+const fn coefficients(kr: f64, kb: f64, range: Range) -> Coefficients {
+    let kg = 1.0 - kr - kb;
+    let c = 255.0 / 224.0;
+    let (mut crv, mut cbu) = (fixed16(c * 2.0 * (1.0 - kr)), fixed16(c * 2.0 * (1.0 - kb)));
+    let (mut cgu, mut cgv) = (
+        -fixed16(c * 2.0 * (1.0 - kb) * kb / kg),
+        -fixed16(c * 2.0 * (1.0 - kr) * kr / kg),
+    );
+    let (cy, oy): (i64, i64) = match range {
+        Range::Limited => ((65536 * 255) / 219, 16 << 16),
+        Range::Full => {
+            crv = crv * 224 / 255;
+            cbu = cbu * 224 / 255;
+            cgu = cgu * 224 / 255;
+            cgv = cgv * 224 / 255;
+            (65536, 0)
+        }
+    };
+    Coefficients {
+        y: round16(cy << 13),
+        y_off: round16(oy << 3),
+        rv: round16(crv << 13),
+        gu: round16(cgu << 13),
+        gv: round16(cgv << 13),
+        bu: round16(cbu << 13),
+    }
+}
+
+const fn table(matrix: Matrix, range: Range) -> Coefficients {
+    match matrix {
+        Matrix::Bt601 => coefficients(0.299, 0.114, range),
+        Matrix::Bt709 => coefficients(0.2126, 0.0722, range),
+    }
+}
+
+/// The high 16 bits of a product, rounded down (x86's `pmulhw`).
+#[inline(always)]
+fn mulhi(a: i32, b: i32) -> i32 {
+    (a * b) >> 16
+}
+
+#[inline(always)]
+fn clamp8(x: i32) -> u8 {
+    x.clamp(0, 255) as u8
+}
+
+/// Writes the picture as packed RGB (`height` rows of `width * 3` bytes) into `out`, which
+/// must be exactly that long.
+pub fn to_rgb(p: &Planes, matrix: Matrix, range: Range, out: &mut [u8]) -> Result<(), String> {
+    p.check()?;
+    if out.len() != p.width * p.height * 3 {
+        return Err(format!(
+            "an RGB buffer of {} bytes for a {}x{} picture",
+            out.len(),
+            p.width,
+            p.height
+        ));
+    }
+    let c = table(matrix, range);
+    if p.width == 0 {
+        return Ok(());
+    }
+    for (row, rgb) in out.chunks_exact_mut(p.width * 3).enumerate() {
+        let y_row = &p.y[row * p.y_stride..][..p.width];
+        let u_row = &p.u[(row / 2) * p.uv_stride..][..p.width.div_ceil(2)];
+        let v_row = &p.v[(row / 2) * p.uv_stride..][..p.width.div_ceil(2)];
+        convert_row(&c, y_row, u_row, v_row, rgb);
+    }
+    Ok(())
+}
+
+/// Luma samples converted per block: the arithmetic runs on fixed-size arrays, which the
+/// compiler turns into SIMD; only the interleaving store is per sample.
+const BLOCK: usize = 16;
+
+fn convert_row(c: &Coefficients, y: &[u8], u: &[u8], v: &[u8], rgb: &mut [u8]) {
+    let blocks = y.len() / BLOCK;
+    for (((ys, us), vs), px) in y
+        .chunks_exact(BLOCK)
+        .zip(u.chunks_exact(BLOCK / 2))
+        .zip(v.chunks_exact(BLOCK / 2))
+        .zip(rgb.chunks_exact_mut(BLOCK * 3))
+    {
+        let mut l = [0i32; BLOCK];
+        for (l, &y) in l.iter_mut().zip(ys) {
+            *l = mulhi(8 * y as i32 - c.y_off, c.y);
+        }
+        let (mut r, mut g, mut b) = ([0i32; BLOCK / 2], [0i32; BLOCK / 2], [0i32; BLOCK / 2]);
+        for ((((r, g), b), &u), &v) in r.iter_mut().zip(&mut g).zip(&mut b).zip(us).zip(vs) {
+            let (u, v) = (8 * (u as i32 - 128), 8 * (v as i32 - 128));
+            *r = mulhi(v, c.rv);
+            *g = mulhi(u, c.gu) + mulhi(v, c.gv);
+            *b = mulhi(u, c.bu);
+        }
+        for (i, dst) in px.chunks_exact_mut(3).enumerate() {
+            dst[0] = clamp8(l[i] + r[i / 2]);
+            dst[1] = clamp8(l[i] + g[i / 2]);
+            dst[2] = clamp8(l[i] + b[i / 2]);
+        }
+    }
+    // The rest of the row (fewer than BLOCK samples), two luma samples per chroma pair.
+    let done = blocks * BLOCK;
+    for (((px, ys), &u), &v) in rgb[done * 3..]
+        .chunks_mut(6)
+        .zip(y[done..].chunks(2))
+        .zip(&u[done / 2..])
+        .zip(&v[done / 2..])
+    {
+        let (u, v) = (8 * (u as i32 - 128), 8 * (v as i32 - 128));
+        let (r, g, b) = (
+            mulhi(v, c.rv),
+            mulhi(u, c.gu) + mulhi(v, c.gv),
+            mulhi(u, c.bu),
+        );
+        for (dst, &yy) in px.chunks_exact_mut(3).zip(ys) {
+            let l = mulhi(8 * yy as i32 - c.y_off, c.y);
+            dst[0] = clamp8(l + r);
+            dst[1] = clamp8(l + g);
+            dst[2] = clamp8(l + b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn convert(y: u8, u: u8, v: u8, m: Matrix, r: Range) -> [u8; 3] {
+        let planes = Planes {
+            y: &[y],
+            u: &[u],
+            v: &[v],
+            y_stride: 1,
+            uv_stride: 1,
+            width: 1,
+            height: 1,
+        };
+        let mut out = [0u8; 3];
+        to_rgb(&planes, m, r, &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn limited_range_black_white_and_grey() {
+        for m in [Matrix::Bt601, Matrix::Bt709] {
+            assert_eq!(convert(16, 128, 128, m, Range::Limited), [0, 0, 0]);
+            assert_eq!(convert(235, 128, 128, m, Range::Limited), [255, 255, 255]);
+            assert_eq!(convert(126, 128, 128, m, Range::Limited), [128, 128, 128]);
+            assert_eq!(convert(0, 128, 128, m, Range::Full), [0, 0, 0]);
+            assert_eq!(convert(255, 128, 128, m, Range::Full), [255, 255, 255]);
+        }
+    }
+
+    #[test]
+    fn equals_ffmpeg_on_sample_values() {
+        // What PyAV 18 (FFmpeg 8's swscale) returns from `to_ndarray(format="rgb24")` for flat
+        // yuv420p frames with these samples, per matrix and range.
+        let cases = [
+            (Matrix::Bt601, Range::Limited, [100, 90, 200], [211, 52, 20]),
+            (Matrix::Bt601, Range::Limited, [81, 90, 240], [253, 0, 0]),
+            (Matrix::Bt601, Range::Limited, [50, 200, 60], [0, 65, 184]),
+            (Matrix::Bt709, Range::Limited, [100, 90, 200], [226, 66, 16]),
+            (Matrix::Bt709, Range::Limited, [81, 90, 240], [255, 23, 0]),
+            (Matrix::Bt709, Range::Limited, [50, 200, 60], [0, 59, 191]),
+            (Matrix::Bt601, Range::Full, [100, 90, 200], [200, 61, 32]),
+            (Matrix::Bt601, Range::Full, [81, 90, 240], [238, 14, 13]),
+            (Matrix::Bt601, Range::Full, [50, 200, 60], [0, 73, 177]),
+            (Matrix::Bt601, Range::Full, [235, 128, 128], [235, 235, 235]),
+        ];
+        for (m, r, [y, u, v], want) in cases {
+            assert_eq!(convert(y, u, v, m, r), want, "{m:?} {r:?} {y} {u} {v}");
+        }
+    }
+
+    #[test]
+    fn odd_sizes_use_the_last_chroma_sample() {
+        // 3x3 picture: chroma is 2x2; the last column and row reuse chroma column/row 1.
+        let y = [16u8; 9];
+        let u = [128u8, 128, 128, 240];
+        let v = [128u8, 128, 128, 240];
+        let planes = Planes {
+            y: &y,
+            u: &u,
+            v: &v,
+            y_stride: 3,
+            uv_stride: 2,
+            width: 3,
+            height: 3,
+        };
+        let mut out = [0u8; 27];
+        to_rgb(&planes, Matrix::Bt601, Range::Limited, &mut out).unwrap();
+        assert_eq!(&out[..3], &[0, 0, 0]);
+        // Pixel (2, 2) uses chroma (1, 1): strongly magenta.
+        assert!(
+            out[24] > 150 && out[26] > 150 && out[25] == 0,
+            "{:?}",
+            &out[24..]
+        );
+    }
+
+    #[test]
+    fn blocks_and_row_tails_agree_with_the_per_pixel_formula() {
+        // Widths below, at and across the block size, odd and even, with strides > width.
+        let mut seed = 1u32;
+        let mut byte = || {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (seed >> 16) as u8
+        };
+        for width in [1usize, 2, 15, 16, 17, 33, 47] {
+            let height: usize = 3;
+            let (cw, ch) = (width.div_ceil(2), height.div_ceil(2));
+            let y: Vec<u8> = (0..(width + 5) * height).map(|_| byte()).collect();
+            let u: Vec<u8> = (0..(cw + 3) * ch).map(|_| byte()).collect();
+            let v: Vec<u8> = (0..(cw + 3) * ch).map(|_| byte()).collect();
+            let planes = Planes {
+                y: &y,
+                u: &u,
+                v: &v,
+                y_stride: width + 5,
+                uv_stride: cw + 3,
+                width,
+                height,
+            };
+            for (m, r) in [
+                (Matrix::Bt601, Range::Limited),
+                (Matrix::Bt709, Range::Full),
+            ] {
+                let mut out = vec![0u8; width * height * 3];
+                to_rgb(&planes, m, r, &mut out).unwrap();
+                for row in 0..height {
+                    for x in 0..width {
+                        let at = row * (width + 5) + x;
+                        let c = (row / 2) * (cw + 3) + x / 2;
+                        let want = convert(y[at], u[c], v[c], m, r);
+                        let got = &out[(row * width + x) * 3..][..3];
+                        assert_eq!(got, want, "width {width} row {row} x {x}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn short_planes_or_output_are_errors() {
+        let planes = Planes {
+            y: &[0; 3],
+            u: &[0; 1],
+            v: &[0; 1],
+            y_stride: 2,
+            uv_stride: 1,
+            width: 2,
+            height: 2,
+        };
+        assert!(to_rgb(&planes, Matrix::Bt601, Range::Limited, &mut [0; 12]).is_err());
+        let planes = Planes {
+            y: &[0; 4],
+            ..planes
+        };
+        assert!(to_rgb(&planes, Matrix::Bt601, Range::Limited, &mut [0; 11]).is_err());
+        assert!(to_rgb(&planes, Matrix::Bt601, Range::Limited, &mut [0; 12]).is_ok());
+    }
+}
