@@ -1,22 +1,29 @@
-//! The binary chunk index (`.gidx`), versions 1 and 2. `docs/FORMAT.md` is the normative
+//! The binary chunk index (`.gidx`), versions 1 to 3. `docs/FORMAT.md` is the normative
 //! description; this module is its only implementation. All integers are little-endian; every
 //! CRC is CRC-32 (IEEE, as zlib's `crc32`).
 //!
 //! Layout: header (128 bytes) | video table (40 B per video) | ids (UTF-8, zero-padded to a
 //! multiple of 8) | frame table (24 B per frame) | meta blob (each video's `meta_data` JSON) |
 //! version 2 only: zero padding to a multiple of 8, then the restart table (where each
-//! frame's restart markers are, for decoding only the rows a crop needs). Writers use
-//! version 1 when no frame has restart markers, so such indexes read in older builds too.
+//! frame's restart markers are, for decoding only the rows a crop needs). Version 3 (chunks
+//! with videos stored as segments, docs/FORMAT.md §6.3) always has the restart table, then the
+//! stream and segment tables (`super::segments`), each at a multiple of 8. Writers use the
+//! lowest version that holds the chunk, so indexes without segments read in older builds too.
 //! Reading is two-step so that opening a directory stays cheap: [`Index::parse`] checks the
 //! header, the video table and the ids (all a directory open needs); [`Index::verify_full`]
 //! checks the frame table and meta blob, once, before a chunk is first read from.
 
+use super::segments::{
+    check_video_segments, encode_segment, encode_stream, segment_at, stream_at,
+    stream_reserved_zero, SegmentRec, StreamRec, MAX_SEGMENTS, SEGMENT_ENTRY_LEN, STREAM_ENTRY_LEN,
+};
 use super::Storage;
 use crate::error::{At, Problem};
 
 pub const MAGIC: [u8; 8] = *b"GULPIDX\0";
-/// The version written when some frame has restart markers; 1 otherwise.
-pub const VERSION: u32 = 2;
+/// The newest version: written when the chunk has a video stored as segments; 2 when some
+/// frame has restart markers; 1 otherwise.
+pub const VERSION: u32 = 3;
 pub const HEADER_LEN: usize = 128;
 pub const VIDEO_ENTRY_LEN: usize = 40;
 pub const FRAME_ENTRY_LEN: usize = 24;
@@ -55,6 +62,11 @@ pub struct Header {
     /// Version 2: restart marker positions in the table, and the table's CRC.
     pub restarts_len: u64,
     pub restarts_crc: u32,
+    /// Version 3: videos stored as segments, segments, and the two tables' CRCs.
+    pub stream_count: u32,
+    pub streams_crc: u32,
+    pub segment_count: u64,
+    pub segments_crc: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -65,6 +77,8 @@ pub struct VideoRec {
     pub id_off: u64,
     pub meta_off: u64,
     pub meta_len: u32,
+    /// Version 3: 0 for a video of JPEG frames, `s` for the one stream entry `s - 1` describes.
+    pub stream: u32,
 }
 
 /// One stored frame. `channels` and the size come from the JPEG's SOF header (0 = unknown,
@@ -123,6 +137,10 @@ struct Layout {
     /// End of the meta blob; version 2: the restart table starts at the next multiple of 8.
     meta_end: usize,
     restarts_at: usize,
+    restarts_end: usize,
+    /// Version 3: the stream table, then the segment table (its end is `total`).
+    streams_at: usize,
+    segments_at: usize,
     total: u64,
 }
 
@@ -146,7 +164,7 @@ impl Layout {
             .ok_or_else(overflow)?;
         let meta_at = frames_at.checked_add(frames_len).ok_or_else(overflow)?;
         let meta_end = meta_at.checked_add(h.meta_len).ok_or_else(overflow)?;
-        let (restarts_at, total) = if h.version >= 2 {
+        let (restarts_at, restarts_end) = if h.version >= 2 {
             // Starts of each frame's markers (one more than frames), then the markers.
             let entries = h
                 .frame_count
@@ -159,6 +177,24 @@ impl Layout {
         } else {
             (meta_end, meta_end)
         };
+        let (streams_at, segments_at, total) = if h.version >= 3 {
+            let streams_at = restarts_end
+                .checked_add(pad8(restarts_end))
+                .ok_or_else(overflow)?;
+            // Stream entries are 32 bytes: the segment table starts at a multiple of 8 too.
+            let segments_at = (h.stream_count as u64)
+                .checked_mul(STREAM_ENTRY_LEN as u64)
+                .and_then(|n| n.checked_add(streams_at))
+                .ok_or_else(overflow)?;
+            let total = h
+                .segment_count
+                .checked_mul(SEGMENT_ENTRY_LEN as u64)
+                .and_then(|n| n.checked_add(segments_at))
+                .ok_or_else(overflow)?;
+            (streams_at, segments_at, total)
+        } else {
+            (restarts_end, restarts_end, restarts_end)
+        };
         let to_usize = |x: u64| usize::try_from(x).map_err(|_| overflow());
         Ok(Layout {
             videos_at: HEADER_LEN,
@@ -167,6 +203,9 @@ impl Layout {
             meta_at: to_usize(meta_at)?,
             meta_end: to_usize(meta_end)?,
             restarts_at: to_usize(restarts_at)?,
+            restarts_end: to_usize(restarts_end)?,
+            streams_at: to_usize(streams_at)?,
+            segments_at: to_usize(segments_at)?,
             total,
         })
     }
@@ -192,6 +231,12 @@ pub fn encode_header(h: &Header) -> [u8; HEADER_LEN] {
     if h.version >= 2 {
         b[88..96].copy_from_slice(&h.restarts_len.to_le_bytes());
         b[96..100].copy_from_slice(&h.restarts_crc.to_le_bytes());
+    }
+    if h.version >= 3 {
+        b[100..104].copy_from_slice(&h.stream_count.to_le_bytes());
+        b[104..108].copy_from_slice(&h.streams_crc.to_le_bytes());
+        b[108..116].copy_from_slice(&h.segment_count.to_le_bytes());
+        b[116..120].copy_from_slice(&h.segments_crc.to_le_bytes());
     }
     let crc = crc32fast::hash(&b[..HEADER_CRC_AT]);
     b[HEADER_CRC_AT..].copy_from_slice(&crc.to_le_bytes());
@@ -225,7 +270,11 @@ pub fn decode_header(b: &[u8]) -> Result<Header, String> {
     if u32_at(b, 12) as usize != HEADER_LEN {
         return Err("header length field is not 128".into());
     }
-    let reserved_from = if version >= 2 { 100 } else { 88 };
+    let reserved_from = match version {
+        1 => 88,
+        2 => 100,
+        _ => 120,
+    };
     if b[reserved_from..HEADER_CRC_AT].iter().any(|&x| x != 0) {
         return Err("reserved header bytes are not zero".into());
     }
@@ -245,6 +294,10 @@ pub fn decode_header(b: &[u8]) -> Result<Header, String> {
         version,
         restarts_len: if version >= 2 { u64_at(b, 88) } else { 0 },
         restarts_crc: if version >= 2 { u32_at(b, 96) } else { 0 },
+        stream_count: if version >= 3 { u32_at(b, 100) } else { 0 },
+        streams_crc: if version >= 3 { u32_at(b, 104) } else { 0 },
+        segment_count: if version >= 3 { u64_at(b, 108) } else { 0 },
+        segments_crc: if version >= 3 { u32_at(b, 116) } else { 0 },
     };
     if h.restarts_len > MAX_RESTARTS {
         return Err(format!(
@@ -252,7 +305,7 @@ pub fn decode_header(b: &[u8]) -> Result<Header, String> {
             h.restarts_len
         ));
     }
-    if version >= 2 && h.restarts_len == 0 {
+    if version == 2 && h.restarts_len == 0 {
         // Writers use version 1 then: one index per content, so a version 2 without markers
         // is not something a writer made.
         return Err("a version 2 index without restart markers".into());
@@ -267,6 +320,18 @@ pub fn decode_header(b: &[u8]) -> Result<Header, String> {
         return Err(format!(
             "frame count {} exceeds the limit {MAX_FRAMES}",
             h.frame_count
+        ));
+    }
+    if version >= 3
+        && (h.stream_count == 0
+            || h.stream_count as u64 > h.video_count
+            || h.segment_count < h.stream_count as u64
+            || h.segment_count > h.frame_count.min(MAX_SEGMENTS))
+    {
+        // Version 3 is written only for chunks with segments; each stream has at least one.
+        return Err(format!(
+            "{} streams and {} segments for {} videos of {} frames",
+            h.stream_count, h.segment_count, h.video_count, h.frame_count
         ));
     }
     if h.gulp_len > MAX_GULP_LEN {
@@ -285,7 +350,7 @@ fn encode_video(v: &VideoRec, out: &mut Vec<u8>) {
     out.extend_from_slice(&v.id_off.to_le_bytes());
     out.extend_from_slice(&v.meta_off.to_le_bytes());
     out.extend_from_slice(&v.meta_len.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&v.stream.to_le_bytes());
 }
 
 fn encode_frame(f: &FrameRec, out: &mut Vec<u8>) {
@@ -309,6 +374,9 @@ pub struct IndexBuilder {
     /// Version 2's restart table: where each frame's markers start in `restarts`.
     restart_starts: Vec<u32>,
     restarts: Vec<u32>,
+    /// Version 3's tables.
+    streams: Vec<StreamRec>,
+    segments: Vec<SegmentRec>,
 }
 
 impl IndexBuilder {
@@ -355,6 +423,7 @@ impl IndexBuilder {
             id_off: self.ids.len() as u64,
             meta_off: self.meta.len() as u64,
             meta_len,
+            stream: 0,
         });
         self.frames.extend_from_slice(frames);
         self.ids.extend_from_slice(id.as_bytes());
@@ -391,6 +460,37 @@ impl IndexBuilder {
         Ok(())
     }
 
+    /// Adds a video stored as segments (docs/FORMAT.md §6): `frames` are its frame table
+    /// entries (the segments' tiles, `SegmentRec::tiles`), `stream` its stream entry (its
+    /// `segment_count` and `segment_start` are set here), `segments` in frame order.
+    pub fn push_segment_video(
+        &mut self,
+        id: &str,
+        meta_json: &[u8],
+        frames: &[FrameRec],
+        stream: StreamRec,
+        segments: &[SegmentRec],
+    ) -> Result<(), Problem> {
+        let stream = StreamRec {
+            segment_count: u32::try_from(segments.len())
+                .map_err(|_| Problem::at(At::video(id), "too many segments"))?,
+            segment_start: self.segments.len() as u64,
+            ..stream
+        };
+        check_video_segments(&stream, segments.iter().copied(), frames)
+            .map_err(|e| Problem::at(At::video(id), e))?;
+        if (self.segments.len() + segments.len()) as u64 > MAX_SEGMENTS {
+            return Err(Problem::at(At::video(id), "too many segments in one chunk"));
+        }
+        self.push_video(id, meta_json, frames)?;
+        self.streams.push(stream);
+        if let Some(v) = self.videos.last_mut() {
+            v.stream = self.streams.len() as u32;
+        }
+        self.segments.extend_from_slice(segments);
+        Ok(())
+    }
+
     /// Serialises the index for a chunk whose data and meta files have the given lengths/CRCs.
     pub fn encode(&self, gulp_len: u64, gulp_crc: u32, gmeta_len: u64, gmeta_crc: u32) -> Vec<u8> {
         let mut videos = Vec::with_capacity(self.videos.len() * VIDEO_ENTRY_LEN);
@@ -401,8 +501,17 @@ impl IndexBuilder {
         for f in &self.frames {
             encode_frame(f, &mut frames);
         }
-        // The restart table (version 2) only when some frame has markers.
-        let restart_table = (!self.restarts.is_empty()).then(|| {
+        let segmented = !self.streams.is_empty();
+        let mut streams = Vec::with_capacity(self.streams.len() * STREAM_ENTRY_LEN);
+        for st in &self.streams {
+            encode_stream(st, &mut streams);
+        }
+        let mut segments = Vec::with_capacity(self.segments.len() * SEGMENT_ENTRY_LEN);
+        for sg in &self.segments {
+            encode_segment(sg, &mut segments);
+        }
+        // The restart table (version 2) only when some frame has markers; always in 3.
+        let restart_table = (segmented || !self.restarts.is_empty()).then(|| {
             let mut starts = self.restart_starts.clone();
             starts.resize(self.frames.len() + 1, self.restarts.len() as u32);
             let mut t = Vec::with_capacity(4 * (starts.len() + self.restarts.len()));
@@ -424,9 +533,19 @@ impl IndexBuilder {
             ids_crc: crc32fast::hash(&self.ids),
             frames_crc: crc32fast::hash(&frames),
             meta_crc: crc32fast::hash(&self.meta),
-            version: if restart_table.is_some() { 2 } else { 1 },
+            version: if segmented {
+                3
+            } else if restart_table.is_some() {
+                2
+            } else {
+                1
+            },
             restarts_len: self.restarts.len() as u64,
             restarts_crc: restart_table.as_deref().map_or(0, crc32fast::hash),
+            stream_count: self.streams.len() as u32,
+            streams_crc: crc32fast::hash(&streams),
+            segment_count: self.segments.len() as u64,
+            segments_crc: crc32fast::hash(&segments),
         };
         let pad = pad8(self.ids.len() as u64) as usize;
         let mut out = Vec::with_capacity(
@@ -441,6 +560,11 @@ impl IndexBuilder {
         if let Some(table) = restart_table {
             out.resize(out.len() + pad8(out.len() as u64) as usize, 0);
             out.extend_from_slice(&table);
+        }
+        if segmented {
+            out.resize(out.len() + pad8(out.len() as u64) as usize, 0);
+            out.extend_from_slice(&streams);
+            out.extend_from_slice(&segments);
         }
         out
     }
@@ -511,6 +635,7 @@ fn video_at(b: &[u8], videos_at: usize, i: usize) -> VideoRec {
         id_off: u64_at(b, at + 16),
         meta_off: u64_at(b, at + 24),
         meta_len: u32_at(b, at + 32),
+        stream: u32_at(b, at + 36),
     }
 }
 
@@ -528,7 +653,7 @@ fn id_at<'a>(b: &'a [u8], ids_at: usize, ids_len: usize, v: &VideoRec) -> &'a st
 
 /// Video entries must tile the frame table, id table and meta blob exactly, in order.
 fn check_videos(b: &[u8], header: &Header, layout: &Layout) -> Result<(), String> {
-    let (mut frames, mut ids, mut meta) = (0u64, 0u64, 0u64);
+    let (mut frames, mut ids, mut meta, mut streams) = (0u64, 0u64, 0u64, 0u32);
     let ids_len = header.ids_len as usize;
     for i in 0..header.video_count as usize {
         let v = video_at(b, layout.videos_at, i);
@@ -545,8 +670,17 @@ fn check_videos(b: &[u8], header: &Header, layout: &Layout) -> Result<(), String
         if v.frame_count > MAX_FRAMES_PER_VIDEO {
             return Err(format!("video entry {i} declares too many frames"));
         }
-        if u32_at(b, layout.videos_at + i * VIDEO_ENTRY_LEN + 36) != 0 {
-            return Err(format!("video entry {i} has non-zero reserved bytes"));
+        if v.stream != 0 {
+            if header.version < 3 {
+                return Err(format!("video entry {i} has non-zero reserved bytes"));
+            }
+            streams += 1;
+            if v.stream != streams {
+                return Err(format!(
+                    "video entry {i} names stream {} where {streams} comes next",
+                    v.stream
+                ));
+            }
         }
         frames += v.frame_count as u64;
         ids += v.id_len as u64;
@@ -562,6 +696,12 @@ fn check_videos(b: &[u8], header: &Header, layout: &Layout) -> Result<(), String
     }
     if frames != header.frame_count || ids != header.ids_len || meta != header.meta_len {
         return Err("video entries do not cover the frame, id and meta sections".into());
+    }
+    if streams != header.stream_count {
+        return Err(format!(
+            "video entries name {streams} streams, the header {}",
+            header.stream_count
+        ));
     }
     Ok(())
 }
@@ -600,6 +740,9 @@ impl Index {
         check_crc("meta blob", self.meta_bytes(), h.meta_crc)?;
         if h.version >= 2 {
             self.verify_restarts()?;
+        }
+        if h.version >= 3 {
+            self.verify_segments()?;
         }
         check_frames(
             (0..self.frame_count()).map(|j| self.frame(j)),
@@ -648,7 +791,7 @@ impl Index {
         }
         check_crc(
             "restart table",
-            &self.bytes[l.restarts_at..],
+            &self.bytes[l.restarts_at..l.restarts_end],
             self.header.restarts_crc,
         )?;
         let start = |j: usize| u32_at(&self.bytes, l.restarts_at + 4 * j) as u64;
@@ -669,6 +812,78 @@ impl Index {
             }
         }
         Ok(())
+    }
+
+    /// The stream and segment tables (version 3): CRCs, zero padding, and for each stream
+    /// video the rules of `segments::check_video_segments`; streams take the segment table
+    /// in order, video after video.
+    fn verify_segments(&self) -> Result<(), String> {
+        let l = &self.layout;
+        if self.bytes[l.restarts_end..l.streams_at]
+            .iter()
+            .any(|&b| b != 0)
+        {
+            return Err("padding before the stream table is not zero".into());
+        }
+        check_crc(
+            "stream table",
+            &self.bytes[l.streams_at..l.segments_at],
+            self.header.streams_crc,
+        )?;
+        check_crc(
+            "segment table",
+            &self.bytes[l.segments_at..],
+            self.header.segments_crc,
+        )?;
+        let mut next = 0u64;
+        for i in 0..self.video_count() {
+            let v = self.video(i);
+            if v.stream == 0 {
+                continue;
+            }
+            let s = self.stream_entry(v.stream as usize - 1);
+            let k = (v.stream - 1) as usize;
+            if !stream_reserved_zero(&self.bytes[l.streams_at..l.segments_at], k) {
+                return Err(format!("stream entry {k} has non-zero reserved bytes"));
+            }
+            let end = s.segment_start.checked_add(s.segment_count as u64);
+            if s.segment_start != next || end.is_none_or(|e| e > self.header.segment_count) {
+                return Err(format!(
+                    "stream entry {k} does not take the segment table in order"
+                ));
+            }
+            next += s.segment_count as u64;
+            let frames: Vec<FrameRec> = (0..v.frame_count as usize)
+                .map(|f| self.frame(v.frame_start as usize + f))
+                .collect();
+            let segments =
+                (0..s.segment_count as usize).map(|g| self.segment(s.segment_start as usize + g));
+            check_video_segments(&s, segments, &frames)
+                .map_err(|e| format!("video entry {i} ({:?}): {e}", self.id(i)))?;
+        }
+        if next != self.header.segment_count {
+            return Err("the streams do not cover the segment table".into());
+        }
+        Ok(())
+    }
+
+    /// Stream entry `s` (version 3; panics past `stream_count`).
+    pub fn stream_entry(&self, s: usize) -> StreamRec {
+        stream_at(
+            &self.bytes[self.layout.streams_at..self.layout.segments_at],
+            s,
+        )
+    }
+
+    /// The stream entry of video `i`, if it is stored as segments.
+    pub fn stream_of(&self, i: usize) -> Option<StreamRec> {
+        let s = self.video(i).stream;
+        (s != 0).then(|| self.stream_entry(s as usize - 1))
+    }
+
+    /// Segment entry `k` (version 3; panics past `segment_count`).
+    pub fn segment(&self, k: usize) -> SegmentRec {
+        segment_at(&self.bytes[self.layout.segments_at..], k)
     }
 
     /// Frame `j`'s restart marker positions (offsets of their `0xFF` in the frame), when the
@@ -859,6 +1074,102 @@ mod tests {
         for len in 0..good.len() {
             assert!(Index::parse(Storage::Owned(good[..len].to_vec())).is_err());
         }
+    }
+
+    /// A JPEG video, then a video stored as two segments (a version 3 index).
+    fn sample_v3() -> (Vec<u8>, Vec<SegmentRec>) {
+        use super::super::segments::{FLAG_KEYFRAME, MATRIX_BT709};
+        let mut b = IndexBuilder::new();
+        let jpeg = FrameRec {
+            offset: 0,
+            jpeg_len: 10,
+            crc: 7,
+            width: 4,
+            height: 2,
+            channels: 3,
+            pad: 2,
+        };
+        b.push_video("a", b"[{}]", &[jpeg]).unwrap();
+        let segment = |offset: u64, first: u32, n: u16, bytes: &[u8]| SegmentRec {
+            offset,
+            len: bytes.len() as u32,
+            crc: crc32fast::hash(bytes),
+            first_frame: first,
+            frame_count: n,
+            flags: FLAG_KEYFRAME,
+            pad: super::super::pad_for(bytes.len() as u64),
+        };
+        let (one, two) = ([9u8; 21], [5u8; 10]);
+        let segments = vec![segment(12, 0, 3, &one), segment(36, 3, 2, &two)];
+        let mut frames = segments[0].tiles(64, 48, &one).unwrap();
+        frames.extend(segments[1].tiles(64, 48, &two).unwrap());
+        let stream = StreamRec {
+            codec: 1,
+            chroma: 1,
+            depth: 8,
+            matrix: MATRIX_BT709,
+            range: 1,
+            width: 64,
+            height: 48,
+            segment_count: 0,
+            segment_start: 0,
+            gop: 3,
+        };
+        b.push_segment_video("v", b"[{\"y\": 2}]", &frames, stream, &segments)
+            .unwrap();
+        b.push_video("c", b"[]", &[]).unwrap();
+        (b.encode(48, 1, 100, 2), segments)
+    }
+
+    #[test]
+    fn version_3_holds_streams_and_segments() {
+        let (bytes, segments) = sample_v3();
+        let idx = Index::parse(Storage::Owned(bytes)).unwrap();
+        idx.verify_full().unwrap();
+        let h = idx.header();
+        assert_eq!((h.version, h.stream_count, h.segment_count), (3, 1, 2));
+        assert_eq!(idx.stream_of(0), None);
+        assert_eq!(idx.stream_of(2), None);
+        let s = idx.stream_of(1).unwrap();
+        assert_eq!((s.width, s.height, s.matrix, s.range), (64, 48, 1, 1));
+        assert_eq!((s.segment_start, s.segment_count, s.gop), (0, 2, 3));
+        assert_eq!(idx.segment(0), segments[0]);
+        assert_eq!(idx.segment(1), segments[1]);
+        assert_eq!(idx.frame(1 + 2).frame_info(), (20, 3, 16));
+        assert_eq!(idx.meta(1), b"[{\"y\": 2}]");
+        assert_eq!(idx.restarts(0), None);
+    }
+
+    #[test]
+    fn every_single_byte_corruption_of_a_version_3_index_is_detected() {
+        let (good, _) = sample_v3();
+        assert_every_bit_flip_is_detected(&good);
+        for len in 0..good.len() {
+            assert!(Index::parse(Storage::Owned(good[..len].to_vec())).is_err());
+        }
+    }
+
+    #[test]
+    fn segments_that_do_not_tile_their_video_are_refused_when_written() {
+        let (_, segments) = sample_v3();
+        let mut b = IndexBuilder::new();
+        let stream = StreamRec {
+            codec: 1,
+            chroma: 1,
+            depth: 8,
+            matrix: 6,
+            range: 0,
+            width: 64,
+            height: 48,
+            segment_count: 0,
+            segment_start: 0,
+            gop: 3,
+        };
+        let frames = segments[0].tiles(64, 48, &[9u8; 21]).unwrap();
+        // Two segments for the first one's three frames.
+        let r = b.push_segment_video("v", b"[]", &frames, stream, &segments);
+        assert!(r.is_err());
+        assert_eq!(b.video_count(), 0);
     }
 
     #[test]

@@ -1,10 +1,12 @@
-//! On-disk formats: the binary checksummed index (`index`), gulpio's JSON meta file (`gmeta`),
-//! and the file naming rules of a chunk (`paths`). Pure functions over bytes; no I/O policy.
+//! On-disk formats: the binary checksummed index (`index`) and its segment tables
+//! (`segments`), gulpio's JSON meta file (`gmeta`), and the file naming rules of a chunk
+//! (`paths`). Pure functions over bytes; no I/O policy.
 
 pub mod gmeta;
 pub mod index;
 pub mod json;
 pub mod paths;
+pub mod segments;
 
 /// Byte storage of a file as read: an mmap for files on disk, a vector for indexes built in
 /// memory from legacy `.gmeta` files.
