@@ -13,8 +13,8 @@ Not yet wired into :class:`~gulpio_rs.GulpIngestor` (``encoding="video"`` is pla
 from __future__ import annotations
 
 import zlib
-from fractions import Fraction
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import NamedTuple
 
 import numpy as np
