@@ -12,6 +12,7 @@ use crate::jpeg::{
     DecodeFailure, Precision, Reframe,
 };
 use crate::pool::Runner;
+use crate::segment_read::{decode_segment_jobs, is_segment_job};
 
 /// The most bytes one read may decode into (`read`, `read_batch`, `gd[id]`, `Chunk.decode`):
 /// 32 GiB, above any batch a training loop decodes (256 clips of 64 frames at 224x224 are
@@ -196,6 +197,9 @@ pub fn decode(jobs: &[FrameJob], outs: Vec<&mut [u8]>, check: bool, runner: &Run
             "one output buffer per frame is needed".into(),
         ));
     }
+    if jobs.iter().any(is_segment_job) {
+        return decode_mixed(jobs, outs, check, runner);
+    }
     if jobs.iter().any(|j| j.chunk.mapped().is_none()) {
         return decode_fetched(jobs, outs, check, runner);
     }
@@ -214,6 +218,47 @@ pub fn decode(jobs: &[FrameJob], outs: Vec<&mut [u8]>, check: bool, runner: &Run
             });
             results.into_iter().collect()
         }
+    }
+}
+
+/// [`decode`] for batches with frames of videos stored as segments: those are decoded a
+/// segment at a time (`segment_read`), the others as JPEG frames. With failures on both
+/// sides, the one of the earlier job is returned.
+fn decode_mixed(
+    jobs: &[FrameJob],
+    outs: Vec<&mut [u8]>,
+    check: bool,
+    runner: &Runner,
+) -> Result<()> {
+    let (mut seg_jobs, mut seg_outs, mut seg_at) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut jpeg_jobs, mut jpeg_outs, mut jpeg_at) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, (job, out)) in jobs.iter().zip(outs).enumerate() {
+        if is_segment_job(job) {
+            seg_jobs.push(*job);
+            seg_outs.push(out);
+            seg_at.push(i);
+        } else {
+            jpeg_jobs.push(*job);
+            jpeg_outs.push(out);
+            jpeg_at.push(i);
+        }
+    }
+    let segments = decode_segment_jobs(&seg_jobs, seg_outs, runner);
+    let jpeg = if jpeg_jobs.is_empty() {
+        Ok(())
+    } else {
+        decode(&jpeg_jobs, jpeg_outs, check, runner)
+    };
+    match (segments, jpeg) {
+        (Ok(()), Ok(())) => Ok(()),
+        (Err(e), Ok(())) | (Ok(()), Err(e)) => Err(e),
+        // Which failed first in job order is not tracked per job; the earlier first job of
+        // the two sides is the best deterministic choice.
+        (Err(a), Err(b)) => Err(if seg_at.first() < jpeg_at.first() {
+            a
+        } else {
+            b
+        }),
     }
 }
 
@@ -332,6 +377,10 @@ pub fn decode_frame(
     let mut out = crate::buffers::zeroed(job.len(), || {
         format!("frame {frame} of video {:?}", chunk.id(video))
     })?;
+    if is_segment_job(job) {
+        decode_segment_jobs(std::slice::from_ref(job), vec![&mut out], &Runner::Caller)?;
+        return Ok((out, job.shape.0, job.shape.1, job.shape.2));
+    }
     let bytes = chunk.read_frame(video, job.frame as i64, check)?;
     decode_bytes(job, &bytes, &mut out)?;
     Ok((out, job.shape.0, job.shape.1, job.shape.2))

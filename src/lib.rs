@@ -13,6 +13,7 @@ pub mod jpeg;
 pub mod permute;
 pub mod pool;
 pub mod resize;
+pub mod segment_read;
 pub mod verify;
 pub mod video;
 

@@ -155,6 +155,22 @@ class NativeWriter:
     def append(
         self, id: str, meta_json: str, frames: Sequence[bytes | bytearray | memoryview]
     ) -> None: ...
+    def append_segments(
+        self,
+        id: str,
+        meta_json: str,
+        segments: Sequence[tuple[bytes, int]],
+        *,
+        width: int,
+        height: int,
+        gop: int,
+        codec: str = "av1",
+        matrix: int = 6,
+        full_range: bool = False,
+    ) -> None:
+        """Appends a video stored as AV1 segments (docs/FORMAT.md §6): ``segments`` are
+        ``(stream bytes, frame count)`` pairs in frame order, as
+        :func:`gulpio_rs.segments.encode_segments` returns them."""
     def publish(self) -> None: ...
     def close(self) -> None: ...
     def abort(self) -> None: ...

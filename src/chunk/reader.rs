@@ -11,8 +11,10 @@ use super::probe::{probe_index_in, until_settled, KnownSizes};
 use crate::error::{At, Error, Problem, Result};
 use crate::format::index::{FrameRec, Index, IndexBuilder, HEADER_LEN};
 use crate::format::paths::ChunkPaths;
+use crate::format::segments::{SegmentRec, StreamRec};
 use crate::format::{gmeta, Storage};
 use crate::io::{plan, DataSource, Store};
+use crate::video::Codec;
 
 /// Where a chunk's index came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -514,6 +516,44 @@ impl ChunkReader {
             return None;
         }
         self.index.restarts(v.frame_start as usize + frame)
+    }
+
+    /// Video `video`'s stream entry and segments, when it is stored as segments (only an
+    /// index of version 3 says so).
+    pub fn stream(&self, video: usize) -> Option<(StreamRec, Vec<SegmentRec>)> {
+        let rec = self.index.stream_of(video)?;
+        let start = rec.segment_start as usize;
+        let segments = (start..start + rec.segment_count as usize)
+            .map(|k| self.index.segment(k))
+            .collect();
+        Some((rec, segments))
+    }
+
+    /// Refuses an operation on JPEG bytes (`frame_bytes`) for a video stored as segments:
+    /// its frame table entries are tiles of AV1 streams, not JPEG files.
+    pub fn refuse_segments(&self, video: usize) -> Result<()> {
+        if self.index.stream_of(video).is_none() {
+            return Ok(());
+        }
+        Err(Error::invalid_for(
+            &self.paths.data,
+            At::video(self.id(video)),
+            "the video is stored as AV1 segments, not as JPEG frames: there are no JPEG bytes \
+             to return; read its frames decoded (gd[id], read, read_batch)",
+        ))
+    }
+
+    /// The `.gmeta`'s `segments` object of video `video` as a writer writes it, when it is
+    /// stored as segments.
+    pub fn segments_json(&self, video: usize) -> Option<Vec<u8>> {
+        let (rec, segments) = self.stream(video)?;
+        let codec = Codec::from_code(rec.codec).map_or("unknown", Codec::name);
+        Some(gmeta::segments_json(
+            codec,
+            rec.width,
+            rec.height,
+            segments.iter().map(|g| g.frame_count as usize),
+        ))
     }
 
     /// Starts fetching frames `wanted[i] = (video, frame)` (frame indices may be negative) in

@@ -20,14 +20,17 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::chunk::reader::{ChunkReader, IndexKind};
+use crate::error::Problem;
 use crate::error::{At, Error, IoContext, Result};
 use crate::format::index::{FrameRec, IndexBuilder, MAX_JPEG_LEN};
 use crate::format::json::Scanner;
 use crate::format::paths::{chunk_number, first_free_number, temp_for, ChunkPaths};
+use crate::format::segments::{check_stream, SegmentRec, StreamRec, CHROMA_420, FLAG_KEYFRAME};
 use crate::format::{gmeta, pad_for};
 use crate::io::local;
 use crate::jpeg::header::read_info;
 use crate::jpeg::restart;
+use crate::video::{obu, Codec, MAX_SEGMENT_BYTES, MAX_SEGMENT_FRAMES};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {
@@ -63,12 +66,63 @@ struct Entry {
     restarts: Vec<Vec<u32>>,
     /// JSON text of the whole `meta_data` list.
     meta_data: Vec<u8>,
+    /// A video stored as segments: its stream entry and segments (`frames` are their tiles).
+    stream: Option<Stream>,
+}
+
+struct Stream {
+    rec: StreamRec,
+    segments: Vec<SegmentRec>,
 }
 
 impl Entry {
     fn restart_slices(&self) -> Vec<&[u32]> {
         self.restarts.iter().map(Vec::as_slice).collect()
     }
+
+    /// Adds this entry to an index being built.
+    fn index_into(&self, builder: &mut IndexBuilder) -> std::result::Result<(), Problem> {
+        match &self.stream {
+            Some(st) => builder.push_segment_video(
+                &self.id,
+                &self.meta_data,
+                &self.frames,
+                st.rec,
+                &st.segments,
+            ),
+            None => builder.push_video_with_restarts(
+                &self.id,
+                &self.meta_data,
+                &self.frames,
+                &self.restart_slices(),
+            ),
+        }
+    }
+
+    /// The `.gmeta`'s `segments` object of a video stored as segments.
+    fn segments_json(&self) -> Option<Vec<u8>> {
+        let st = self.stream.as_ref()?;
+        let codec = Codec::from_code(st.rec.codec).map_or("unknown", Codec::name);
+        Some(gmeta::segments_json(
+            codec,
+            st.rec.width,
+            st.rec.height,
+            st.segments.iter().map(|g| g.frame_count as usize),
+        ))
+    }
+}
+
+/// How a video's segments are coded (the stream entry's fields a writer chooses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamSpec {
+    pub codec: Codec,
+    /// Colour matrix as AV1 numbers it (1 = BT.709, 6 = BT.601, ...), and full range or not.
+    pub matrix: u8,
+    pub full_range: bool,
+    pub width: u16,
+    pub height: u16,
+    /// Nominal frames per segment.
+    pub gop: u32,
 }
 
 pub struct ChunkWriter {
@@ -191,22 +245,14 @@ impl ChunkWriter {
                 self.paths.data.display()
             )));
         }
-        let mut scan = Scanner::new(meta_json);
-        scan.skip_value(0)
-            .and_then(|_| {
-                if scan.at_end() {
-                    Ok(())
-                } else {
-                    Err("trailing data".into())
-                }
-            })
-            .map_err(|m| {
-                Error::invalid_for(
-                    &self.paths.data,
-                    At::video(id),
-                    format!("metadata is not valid JSON: {m}"),
-                )
-            })?;
+        check_json(meta_json).map_err(|m| {
+            Error::invalid_for(
+                &self.paths.data,
+                At::video(id),
+                format!("metadata is not valid JSON: {m}"),
+            )
+        })?;
+        self.refuse_mixed(id)?;
         let mut recs = Vec::with_capacity(frames.len());
         let mut restarts = Vec::with_capacity(frames.len());
         let mut offset = self.data_len;
@@ -266,9 +312,139 @@ impl ChunkWriter {
                     frames: recs,
                     restarts,
                     meta_data,
+                    stream: None,
                 });
             }
         }
+        Ok(())
+    }
+
+    /// JPEG frames may not be added to a video stored as segments (nor segments to any
+    /// existing video, `append_segments`): one video, one encoding.
+    fn refuse_mixed(&self, id: &str) -> Result<()> {
+        match self.by_id.get(id) {
+            Some(&i) if self.entries[i].stream.is_some() => Err(Error::invalid_for(
+                &self.paths.data,
+                At::video(id),
+                "the video is stored as segments; JPEG frames cannot be added to it (one video, \
+                 one encoding)",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Appends one video stored as segments (docs/FORMAT.md §6): `segments` are its AV1
+    /// streams in frame order with the number of frames each holds, coded as `spec` says.
+    /// The video must be new to the chunk (a video's segments are written in one call). Each
+    /// segment's structure is checked (a key frame first, frame headers, sizes) before any
+    /// byte is written; its pixels are not decoded here (ingest checks the encoder's output).
+    pub fn append_segments(
+        &mut self,
+        id: &str,
+        meta_json: &[u8],
+        spec: &StreamSpec,
+        segments: &[(&[u8], usize)],
+    ) -> Result<()> {
+        if self.poisoned {
+            return Err(Error::InvalidArgument(format!(
+                "{}: an earlier write failed; this writer can only be aborted",
+                self.paths.data.display()
+            )));
+        }
+        let refuse = |m: String| Error::invalid_for(&self.paths.data, At::video(id), m);
+        if self.by_id.contains_key(id) {
+            return Err(refuse(
+                "the video is already in the chunk; a video stored as segments is written in \
+                 one call, and not mixed with JPEG frames"
+                    .into(),
+            ));
+        }
+        check_json(meta_json).map_err(|m| refuse(format!("metadata is not valid JSON: {m}")))?;
+        let rec = StreamRec {
+            codec: spec.codec.code(),
+            chroma: CHROMA_420,
+            depth: 8,
+            matrix: spec.matrix,
+            range: u8::from(spec.full_range),
+            width: spec.width,
+            height: spec.height,
+            segment_count: 0,
+            segment_start: 0,
+            gop: spec.gop,
+        };
+        check_stream(&rec).map_err(refuse)?;
+        if segments.is_empty() {
+            return Err(refuse("no segments".into()));
+        }
+        let mut offset = self.data_len;
+        let mut first = 0usize;
+        let mut recs = Vec::with_capacity(segments.len());
+        let mut frames = Vec::new();
+        for (k, &(bytes, n)) in segments.iter().enumerate() {
+            let at = |m: String| {
+                Error::invalid_for(
+                    &self.paths.data,
+                    At::frame(id, first),
+                    format!("segment {k}: {m}"),
+                )
+            };
+            if n == 0 || n > MAX_SEGMENT_FRAMES || bytes.len() > MAX_SEGMENT_BYTES {
+                return Err(at(format!(
+                    "{n} frames in {} bytes (1 to {MAX_SEGMENT_FRAMES} frames, at most \
+                     {MAX_SEGMENT_BYTES} bytes)",
+                    bytes.len()
+                )));
+            }
+            let summary = obu::walk(bytes).map_err(at)?;
+            if summary.frame_headers < n {
+                return Err(at(format!(
+                    "{} frame headers for {n} frames",
+                    summary.frame_headers
+                )));
+            }
+            let seg = SegmentRec {
+                offset,
+                len: bytes.len() as u32,
+                crc: crc32fast::hash(bytes),
+                first_frame: u32::try_from(first).map_err(|_| at("too many frames".into()))?,
+                frame_count: n as u16,
+                flags: FLAG_KEYFRAME,
+                pad: pad_for(bytes.len() as u64),
+            };
+            let tiles = seg
+                .tiles(spec.width, spec.height, bytes)
+                .ok_or_else(|| at(format!("{} bytes cannot hold {n} frames", bytes.len())))?;
+            frames.extend(tiles);
+            recs.push(seg);
+            offset = seg.end() + seg.pad as u64;
+            first += n;
+        }
+        let mut meta_data = Vec::with_capacity(meta_json.len() + 2);
+        meta_data.push(b'[');
+        meta_data.extend_from_slice(meta_json);
+        meta_data.push(b']');
+        let entry = Entry {
+            id: id.to_owned(),
+            frames,
+            restarts: Vec::new(),
+            meta_data,
+            stream: Some(Stream {
+                rec,
+                segments: recs,
+            }),
+        };
+        // The index's own checks, before anything is written.
+        entry
+            .index_into(&mut IndexBuilder::new())
+            .map_err(|p| Error::refused(&self.paths.data, p))?;
+        let bytes: Vec<&[u8]> = segments.iter().map(|&(b, _)| b).collect();
+        if let Err(e) = self.write_frames(&bytes) {
+            self.poisoned = true;
+            return Err(e);
+        }
+        self.data_len = offset;
+        self.by_id.insert(id.to_owned(), self.entries.len());
+        self.entries.push(entry);
         Ok(())
     }
 
@@ -296,6 +472,7 @@ impl ChunkWriter {
                 &e.id,
                 e.frames.iter().map(|f| f.frame_info()),
                 &e.meta_data,
+                e.segments_json().as_deref(),
             );
         }
         gmeta::finish(&mut out);
@@ -319,8 +496,7 @@ impl ChunkWriter {
         let meta = self.meta_text();
         let mut builder = IndexBuilder::new();
         for e in &self.entries {
-            builder
-                .push_video_with_restarts(&e.id, &e.meta_data, &e.frames, &e.restart_slices())
+            e.index_into(&mut builder)
                 .map_err(|p| Error::refused(&self.paths.data, p))?;
         }
         let index = builder.encode(
@@ -471,6 +647,17 @@ impl Drop for ChunkWriter {
     }
 }
 
+/// `text` is one JSON value and nothing else.
+fn check_json(text: &[u8]) -> std::result::Result<(), String> {
+    let mut scan = Scanner::new(text);
+    scan.skip_value(0)?;
+    if scan.at_end() {
+        Ok(())
+    } else {
+        Err("trailing data".into())
+    }
+}
+
 fn closed(path: &Path) -> Error {
     Error::InvalidArgument(format!("{}: writer is closed", path.display()))
 }
@@ -580,11 +767,15 @@ fn indexed_entries(reader: &ChunkReader) -> Result<(Vec<Entry>, u32, u64)> {
                 .map(|k| reader.restarts(v, k).unwrap_or_default())
                 .collect()
         };
+        let stream = reader
+            .stream(v)
+            .map(|(rec, segments)| Stream { rec, segments });
         entries.push(Entry {
             id: reader.id(v).to_owned(),
             frames,
             restarts,
             meta_data: reader.meta_data(v).to_vec(),
+            stream,
         });
     }
     let crc = if legacy {
@@ -621,6 +812,7 @@ pub fn restore_meta(paths: &ChunkPaths) -> Result<bool> {
             reader.id(v),
             reader.frames(v).map(|f| f.frame_info()),
             reader.meta_data(v),
+            reader.segments_json(v).as_deref(),
         );
     }
     gmeta::finish(&mut text);
@@ -706,8 +898,7 @@ pub fn write_index(paths: &ChunkPaths) -> Result<usize> {
     let meta = local::read_whole(&paths.meta)?;
     let mut builder = IndexBuilder::new();
     for e in &entries {
-        builder
-            .push_video_with_restarts(&e.id, &e.meta_data, &e.frames, &e.restart_slices())
+        e.index_into(&mut builder)
             .map_err(|m| Error::format(&paths.meta, m))?;
     }
     let index = builder.encode(

@@ -14,6 +14,9 @@ pub struct Entry {
     pub frame_info: Vec<(u64, u64, u64)>,
     /// The JSON text of the `meta_data` list, verbatim (`[]` when the key is absent).
     pub meta_data: Vec<u8>,
+    /// The JSON text of the `segments` object of a video stored as segments
+    /// (docs/FORMAT.md §6.2), verbatim.
+    pub segments: Option<Vec<u8>>,
 }
 
 /// Parses a whole `.gmeta`. Duplicate ids are refused: Python's loader would silently keep the
@@ -50,6 +53,7 @@ pub fn parse(text: &[u8]) -> Result<Vec<Entry>, Problem> {
 fn parse_entry(s: &mut Scanner, id: String) -> Result<Entry, Problem> {
     let mut frame_info = None;
     let mut meta_data = None;
+    let mut segments = None;
     s.eat(b'{')?;
     if !s.empty_container(b'}') {
         loop {
@@ -64,6 +68,7 @@ fn parse_entry(s: &mut Scanner, id: String) -> Result<Entry, Problem> {
                     }
                     meta_data = Some(s.skip_value(0)?.to_vec());
                 }
+                "segments" => segments = Some(s.skip_value(0)?.to_vec()),
                 // Unknown keys are tolerated (ignored) so that files extended by other tools
                 // still read; gulpio itself never writes any.
                 _ => {
@@ -81,6 +86,7 @@ fn parse_entry(s: &mut Scanner, id: String) -> Result<Entry, Problem> {
     Ok(Entry {
         frame_info,
         meta_data: meta_data.unwrap_or_else(|| b"[]".to_vec()),
+        segments,
         id,
     })
 }
@@ -123,6 +129,7 @@ pub fn write_entry(
     id: &str,
     frame_info: impl IntoIterator<Item = (u64, u64, u64)>,
     meta_data: &[u8],
+    segments: Option<&[u8]>,
 ) {
     use std::io::Write;
     if !first {
@@ -139,7 +146,37 @@ pub fn write_entry(
     }
     out.extend_from_slice(b"], \"meta_data\": ");
     out.extend_from_slice(meta_data);
+    if let Some(segments) = segments {
+        out.extend_from_slice(b", \"segments\": ");
+        out.extend_from_slice(segments);
+    }
     out.push(b'}');
+}
+
+/// The `segments` object of a video stored as segments (docs/FORMAT.md §6.2), as Python's
+/// `json.dump` writes it: `{"codec": "av1", "width": W, "height": H, "frames": [n0, ...]}`.
+pub fn segments_json(
+    codec: &str,
+    width: u16,
+    height: u16,
+    frames: impl IntoIterator<Item = usize>,
+) -> Vec<u8> {
+    use std::io::Write;
+    let mut out = Vec::new();
+    out.extend_from_slice(b"{\"codec\": ");
+    write_str(codec, &mut out);
+    let _ = write!(
+        out,
+        ", \"width\": {width}, \"height\": {height}, \"frames\": ["
+    );
+    for (k, n) in frames.into_iter().enumerate() {
+        if k > 0 {
+            out.extend_from_slice(b", ");
+        }
+        let _ = write!(out, "{n}");
+    }
+    out.extend_from_slice(b"]}");
+    out
 }
 
 pub fn finish(out: &mut Vec<u8>) {
@@ -174,14 +211,21 @@ mod tests {
             "v1",
             [(0, 3, 632), (632, 1, 12)],
             b"[{\"l\": 1}]",
+            None,
         );
-        write_entry(&mut out, false, "é", [], b"[{}]");
+        let segments = segments_json("av1", 64, 48, [16, 8]);
+        write_entry(&mut out, false, "é", [], b"[{}]", Some(&segments));
         finish(&mut out);
+        let text = String::from_utf8(out).unwrap();
         assert_eq!(
-            String::from_utf8(out).unwrap(),
+            text,
             "{\"v1\": {\"frame_info\": [[0, 3, 632], [632, 1, 12]], \"meta_data\": [{\"l\": 1}]}, \
-             \"\\u00e9\": {\"frame_info\": [], \"meta_data\": [{}]}}"
+             \"\\u00e9\": {\"frame_info\": [], \"meta_data\": [{}], \"segments\": {\"codec\": \
+             \"av1\", \"width\": 64, \"height\": 48, \"frames\": [16, 8]}}}"
         );
+        let back = parse(text.as_bytes()).unwrap();
+        assert_eq!(back[0].segments, None);
+        assert_eq!(back[1].segments.as_deref(), Some(segments.as_slice()));
     }
 
     #[test]
@@ -449,7 +493,14 @@ mod tests {
                 for (i, v) in videos.iter().enumerate() {
                     let mut meta = Vec::new();
                     render(&Value::List(v.meta.clone().unwrap_or_default()), " ", true, &mut meta);
-                    write_entry(&mut out, i == 0, &v.id, v.frame_info.iter().copied(), &meta);
+                    write_entry(
+                        &mut out,
+                        i == 0,
+                        &v.id,
+                        v.frame_info.iter().copied(),
+                        &meta,
+                        None,
+                    );
                     metas.push(meta);
                 }
                 finish(&mut out);

@@ -213,7 +213,9 @@ pub fn check_video_segments(
         if s.flags != FLAG_KEYFRAME {
             return Err(format!("segment {k} does not start with a key frame"));
         }
-        if s.len as usize > MAX_SEGMENT_BYTES || s.pad > 3 || (s.len as u64 + s.pad as u64) % 4 != 0
+        if s.len as usize > MAX_SEGMENT_BYTES
+            || s.pad > 3
+            || !(s.len as u64 + s.pad as u64).is_multiple_of(4)
         {
             return Err(format!(
                 "segment {k} is {} bytes with {} padding (at most {MAX_SEGMENT_BYTES}, records are \

@@ -239,6 +239,7 @@ impl Chunk {
         check: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check(video)?;
+        self.inner.refuse_segments(video)?;
         let frames = self.selection(video, frames);
         let inner = &self.inner;
         let Some(whole) = inner.mapped() else {

@@ -4,8 +4,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::chunk::writer::{self, ChunkWriter, WriteMode};
+use crate::chunk::writer::{self, ChunkWriter, StreamSpec, WriteMode};
 use crate::format::paths::ChunkPaths;
+use crate::video::Codec;
 
 /// Writes one chunk; see `chunk::writer` for the publication protocol.
 #[pyclass(module = "gulpio_rs._native")]
@@ -102,6 +103,39 @@ impl NativeWriter {
         } else {
             Ok(w.append(id, meta_json.as_bytes(), &slices)?)
         }
+    }
+
+    /// Appends a video stored as segments (docs/FORMAT.md §6): `segments` are
+    /// `(stream bytes, frame count)` pairs in frame order, coded with `codec` ("av1"),
+    /// colour `matrix` (1 = BT.709, 6 = BT.601, as AV1 numbers them) and range.
+    #[pyo3(signature = (id, meta_json, segments, *, width, height, gop, codec="av1", matrix=6, full_range=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn append_segments(
+        &mut self,
+        py: Python<'_>,
+        id: &str,
+        meta_json: &str,
+        segments: Vec<(Vec<u8>, usize)>,
+        width: u16,
+        height: u16,
+        gop: u32,
+        codec: &str,
+        matrix: u8,
+        full_range: bool,
+    ) -> PyResult<()> {
+        let codec = Codec::from_name(codec)
+            .ok_or_else(|| PyValueError::new_err(format!("unknown codec {codec:?} (\"av1\")")))?;
+        let spec = StreamSpec {
+            codec,
+            matrix,
+            full_range,
+            width,
+            height,
+            gop,
+        };
+        let parts: Vec<(&[u8], usize)> = segments.iter().map(|(b, n)| (b.as_slice(), *n)).collect();
+        let w = self.writer()?;
+        Ok(py.detach(|| w.append_segments(id, meta_json.as_bytes(), &spec, &parts))?)
     }
 
     /// Publishes everything appended so far (durable, atomic).
