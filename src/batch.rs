@@ -105,6 +105,7 @@ pub fn plan<'a>(
     // The output so far: a request over the limit stops here, before a job is planned for
     // each of (say) ten million frames.
     let mut total = 0u64;
+    chunk.check_readable(video)?;
     for &f in frames {
         let (k, rec) = chunk.frame(video, f)?;
         let recorded = (rec.width > 0 && rec.height > 0 && rec.channels > 0).then_some((

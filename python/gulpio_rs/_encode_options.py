@@ -20,8 +20,19 @@ from . import _native
 #: none). simplejpeg spells them without colons, which is accepted too.
 SUBSAMPLINGS = ("4:2:0", "4:2:2", "4:4:4", "4:4:0")
 
-#: How frames are stored in a chunk: one JPEG per frame (gulpio2's format).
-ENCODINGS = ("jpeg",)
+#: How frames are stored in a chunk: one JPEG per frame (gulpio2's format), or each video as
+#: short AV1 segments that decode on their own (docs/FORMAT.md §6; gulpio2 cannot read these).
+ENCODINGS = ("jpeg", "video")
+
+#: ``encoding="video"``: SVT-AV1's constant rate factor (0-63, lower is better and larger).
+#: 32 keeps every measured video above 38 dB luma PSNR against the input frames at 16-19x fewer
+#: bytes than JPEG q90 4:2:0 (docs/DECISIONS.md, "Video segments", has the table).
+DEFAULT_CRF = 32
+#: ``encoding="video"``: frames per segment. A read decodes from its segment's key frame, so
+#: one frame costs up to ``gop`` decodes; 8 costs 1.5-2x the bytes of 16, 32 saves 10-20% more.
+DEFAULT_GOP = 16
+#: The longest segment readers accept (``MAX_SEGMENT_FRAMES`` in ``src/video/mod.rs``).
+MAX_GOP = 1024
 
 #: Arrays are encoded by libjpeg-turbo inside the Rust core when this build has it (the release
 #: wheels do): the same bytes as simplejpeg, without the GIL and without a Python call per
@@ -39,8 +50,9 @@ class EncodeOptions:
     :data:`SUBSAMPLINGS`, or simplejpeg's ``"420"`` spelling), ``threads`` for
     resize/encode/check, ``restart_rows``: a restart marker after every MCU row of the frames
     encoded here, so that cropped reads decode only the rows they need (docs/FUSED.md; needs
-    the libjpeg-turbo build), and ``encoding``: the format of a stored frame (``"jpeg"``, the
-    only one so far).
+    the libjpeg-turbo build), and ``encoding``: ``"jpeg"`` (a JPEG per frame, gulpio2's format)
+    or ``"video"`` (AV1 segments of ``gop`` frames at quality ``crf``; ``quality``,
+    ``subsampling`` and ``restart_rows`` are JPEG settings and do not apply).
 
     The defaults (q90 4:2:0, no restart markers) are the ingest's (:data:`DEFAULT`); gulpio2
     wrote 4:4:4 (:data:`GULPIO2`), which ``ChunkWriter`` keeps. Raises ``ValueError`` for a
@@ -51,11 +63,21 @@ class EncodeOptions:
     subsampling: str = "4:2:0"
     threads: int = 1
     restart_rows: bool = False
-    encoding: Literal["jpeg"] = "jpeg"
+    encoding: Literal["jpeg", "video"] = "jpeg"
+    crf: int = DEFAULT_CRF
+    gop: int = DEFAULT_GOP
 
     def __post_init__(self) -> None:
         if self.encoding not in ENCODINGS:
             raise ValueError(f"encoding must be one of {list(ENCODINGS)}, not {self.encoding!r}")
+        if not 0 <= int(self.crf) <= 63:
+            raise ValueError(f"crf must be in 0..63, not {self.crf}")
+        if not 1 <= int(self.gop) <= MAX_GOP:
+            raise ValueError(f"gop must be in 1..{MAX_GOP}, not {self.gop}")
+        if self.encoding == "video" and self.restart_rows:
+            raise ValueError(
+                "restart_rows is a JPEG setting; it does not apply to encoding='video'"
+            )
         if self.restart_rows and not RUST_ENCODER:
             raise ValueError(
                 "restart_rows needs the libjpeg-turbo build of gulpio-rs (this one decodes and "

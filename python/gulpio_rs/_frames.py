@@ -172,6 +172,45 @@ class FrameEncoder:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def encode_stored(self, frames: Sequence[Any], size: int | None = None) -> list[bytes] | Any:
+        """What the chunk stores for one video's frames, as :attr:`opts` says: JPEG bytes for
+        every frame (:meth:`encode`), or, with ``encoding="video"``, a
+        :class:`~gulpio_rs.segments.SegmentVideo` (:meth:`encode_video`)."""
+        if self.opts.encoding == "video":
+            return self.encode_video(frames, size)
+        return self.encode(frames, size)
+
+    def encode_video(self, frames: Sequence[Any], size: int | None = None) -> Any:
+        """The frames (arrays, images, JPEG bytes or image files; gray ones become RGB),
+        resized to ``size`` if given, encoded as AV1 segments: a
+        :class:`~gulpio_rs.segments.SegmentVideo`. Raises :class:`DecodeError` naming the
+        frame for a damaged input and ``VideoEncodeError`` (a ``ValueError``) for frames that
+        cannot be stored as video (mixed sizes, under 16 px)."""
+        from .segments import encode_video
+
+        arrays: list[np.ndarray] = []
+        for i, f in enumerate(frames):
+            try:
+                if isinstance(f, (str, os.PathLike)):
+                    f = load_image(f)
+                if isinstance(f, (bytes, bytearray, memoryview)):
+                    if not _is_jpeg(f):
+                        raise DecodeError("bytes are not a JPEG (no SOI marker)")
+                    f = _native.decode_jpeg(bytes(f), "rgb")
+                a = to_frame(f)
+            except (DecodeError, ValueError) as e:
+                raise type(e)(f"frame {i}: {e}") from e
+            except (OSError, SyntaxError) as e:  # Pillow's errors for damaged or missing files
+                raise DecodeError(f"frame {i}: {e}") from e
+            if a.ndim == 2:
+                a = a[:, :, None]
+            if a.shape[2] == 1:
+                a = np.repeat(a, 3, axis=2)
+            arrays.append(np.ascontiguousarray(a))
+        if size is not None and size >= 1 and arrays:
+            arrays = _native.resize_frames(arrays, size, self.opts.threads)
+        return encode_video(arrays, crf=self.opts.crf, gop=self.opts.gop)
+
     def encode(self, frames: Sequence[Any], size: int | None = None) -> list[bytes]:
         """JPEG bytes for every frame, in order.
 

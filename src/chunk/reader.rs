@@ -36,6 +36,9 @@ pub struct ChunkReader {
     /// `.gmeta` contradicts the checksummed index: damaged, or edited by hand).
     meta_problem: Option<String>,
     by_id: OnceLock<HashMap<String, usize>>,
+    /// Read through the `.gmeta` only: the videos whose entry says they are stored as
+    /// segments (docs/FORMAT.md §6.2), which cannot be read without the index.
+    unindexed_segments: Vec<usize>,
 }
 
 impl std::fmt::Debug for ChunkReader {
@@ -323,6 +326,7 @@ impl ChunkReader {
             index_problem: None,
             meta_problem,
             by_id: OnceLock::new(),
+            unindexed_segments: Vec::new(),
         })
     }
 
@@ -338,7 +342,8 @@ impl ChunkReader {
         sizes: KnownSizes,
     ) -> Result<ChunkReader> {
         let text = store.read_all(&paths.meta)?;
-        let index = legacy_index(&text).map_err(|m| Error::format(&paths.meta, m))?;
+        let (index, unindexed_segments) =
+            legacy_index_of(&text).map_err(|m| Error::format(&paths.meta, m))?;
         Ok(ChunkReader {
             data: store.open_data(&paths.data, sizes.data)?,
             paths: paths.clone(),
@@ -347,6 +352,7 @@ impl ChunkReader {
             index_problem: None,
             meta_problem: None,
             by_id: OnceLock::new(),
+            unindexed_segments,
         })
     }
 
@@ -529,9 +535,37 @@ impl ChunkReader {
         Some((rec, segments))
     }
 
+    /// Whether the chunk has videos stored as segments that it cannot read: its index is
+    /// missing or unusable and the `.gmeta` says they are segments.
+    pub fn has_unindexed_segments(&self) -> bool {
+        !self.unindexed_segments.is_empty()
+    }
+
+    /// Refuses to read a video stored as segments without the index that describes its
+    /// segments (its `.gmeta` tiles would read as damaged JPEGs).
+    pub fn check_readable(&self, video: usize) -> Result<()> {
+        if self.unindexed_segments.binary_search(&video).is_err() {
+            return Ok(());
+        }
+        let why = self.index_problem.as_deref().map_or_else(
+            || "there is none".to_owned(),
+            |p| format!("it is unusable: {p}"),
+        );
+        Err(Error::format_at(
+            &self.paths.data,
+            At::video(self.id(video)),
+            format!(
+                "the video is stored as AV1 segments, which are read only through the chunk's \
+                 checksummed index (.gidx, version 3), and {why}; restore the chunk's .gidx \
+                 from a copy or ingest the video again"
+            ),
+        ))
+    }
+
     /// Refuses an operation on JPEG bytes (`frame_bytes`) for a video stored as segments:
     /// its frame table entries are tiles of AV1 streams, not JPEG files.
     pub fn refuse_segments(&self, video: usize) -> Result<()> {
+        self.check_readable(video)?;
         if self.index.stream_of(video).is_none() {
             return Ok(());
         }
@@ -934,7 +968,18 @@ fn extends_meta(older: &[u8], newer: &[u8]) -> bool {
 
 /// Builds an in-memory index from `.gmeta` text. Frame CRCs and sizes are unknown (zero).
 pub fn legacy_index(text: &[u8]) -> Result<Index, Problem> {
+    Ok(legacy_index_of(text)?.0)
+}
+
+/// [`legacy_index`], and the videos whose entries say they are stored as segments.
+fn legacy_index_of(text: &[u8]) -> Result<(Index, Vec<usize>), Problem> {
     let entries = gmeta::parse(text)?;
+    let segmented = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.segments.is_some())
+        .map(|(i, _)| i)
+        .collect();
     let mut builder = IndexBuilder::new();
     let mut frames = Vec::new();
     for e in &entries {
@@ -956,5 +1001,5 @@ pub fn legacy_index(text: &[u8]) -> Result<Index, Problem> {
     // the actual file length at read time, so a truncated `.gulp` loses only the frames it cut.
     let index = Index::parse(Storage::Owned(builder.encode(u64::MAX >> 16, 0, 0, 0)))?;
     index.verify_full()?;
-    Ok(index)
+    Ok((index, segmented))
 }

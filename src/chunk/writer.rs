@@ -252,7 +252,7 @@ impl ChunkWriter {
                 format!("metadata is not valid JSON: {m}"),
             )
         })?;
-        self.refuse_mixed(id)?;
+        self.refuse_mixed(id, frames.len())?;
         let mut recs = Vec::with_capacity(frames.len());
         let mut restarts = Vec::with_capacity(frames.len());
         let mut offset = self.data_len;
@@ -320,10 +320,11 @@ impl ChunkWriter {
     }
 
     /// JPEG frames may not be added to a video stored as segments (nor segments to any
-    /// existing video, `append_segments`): one video, one encoding.
-    fn refuse_mixed(&self, id: &str) -> Result<()> {
+    /// existing video, `append_segments`): one video, one encoding. An append without frames
+    /// (one more `meta_data` element, as ingest adds frame times) is allowed.
+    fn refuse_mixed(&self, id: &str, frames: usize) -> Result<()> {
         match self.by_id.get(id) {
-            Some(&i) if self.entries[i].stream.is_some() => Err(Error::invalid_for(
+            Some(&i) if frames > 0 && self.entries[i].stream.is_some() => Err(Error::invalid_for(
                 &self.paths.data,
                 At::video(id),
                 "the video is stored as segments; JPEG frames cannot be added to it (one video, \
@@ -753,6 +754,16 @@ fn indexed_entries(reader: &ChunkReader) -> Result<(Vec<Entry>, u32, u64)> {
                 "truncated: the chunk's records end at byte {published_len}, the file has \
                  {len} bytes; the chunk cannot be appended to"
             ),
+        ));
+    }
+    if reader.has_unindexed_segments() {
+        // Their segment boundaries, CRCs and colour signalling are in no file but the lost
+        // index; an index built from the tiles alone would describe JPEG frames.
+        return Err(Error::format(
+            &reader.paths().meta,
+            "the chunk has videos stored as AV1 segments and no usable index: it cannot be \
+             appended to, nor its index rebuilt from the .gulp and .gmeta yet; restore the \
+             chunk's .gidx from a copy or ingest those videos again",
         ));
     }
     let legacy = reader.kind() == IndexKind::Legacy;

@@ -218,6 +218,21 @@ impl Chunk {
         Ok(self.inner.frames(video).map(|f| f.frame_info()).collect())
     }
 
+    /// How video `video` is stored when it is stored as segments (docs/FORMAT.md §6):
+    /// `(codec, gop, [(first frame, frame count, stream bytes), ...])`; None for JPEG frames.
+    #[allow(clippy::type_complexity)]
+    fn segments(&self, video: usize) -> PyResult<Option<(String, u32, Vec<(u32, u16, u32)>)>> {
+        self.check(video)?;
+        Ok(self.inner.stream(video).map(|(rec, segments)| {
+            let codec = crate::video::Codec::from_code(rec.codec).map_or("unknown", |c| c.name());
+            let parts = segments
+                .iter()
+                .map(|g| (g.first_frame, g.frame_count, g.len))
+                .collect();
+            (codec.to_owned(), rec.gop, parts)
+        }))
+    }
+
     /// `[(height, width, channels), ...]` from the index (zeros when unknown: legacy chunks).
     fn frame_shapes(&self, video: usize) -> PyResult<Vec<(u16, u16, u8)>> {
         self.check(video)?;

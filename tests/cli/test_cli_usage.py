@@ -270,7 +270,7 @@ def test_ls_lists_ids_usable_with_show_and_sizes_agree_across_commands(tmp_path,
     assert main(["check", str(out)]) == 0
     check_mb = capsys.readouterr().out.split(" MB)")[0].rsplit("(", 1)[-1]
     assert main(["info", str(out)]) == 0
-    info_mb = capsys.readouterr().out.split(" MB of JPEG frames")[0].rsplit(" ", 1)[-1]
+    info_mb = capsys.readouterr().out.split(" MB of frames")[0].rsplit(" ", 1)[-1]
     assert ingest_mb == check_mb == info_mb == f"{total / 1e6:,.1f}"
     # ... and count the same quantity (their JSON reports), so the figures cannot drift apart.
     assert main(["check", str(out), "--json"]) == 0

@@ -84,9 +84,15 @@ def test_encode_options_check_every_setting():
         EncodeOptions(quality=0)
     with pytest.raises(ValueError, match="threads"):
         EncodeOptions(threads=0)
-    # The stored frame's format: "jpeg" until another encoding is added here.
-    with pytest.raises(ValueError, match="encoding must be one of \\['jpeg'\\]"):
-        EncodeOptions(encoding="video")
+    # The stored frame's format, and the video encoding's own settings.
+    with pytest.raises(ValueError, match="encoding must be one of \\['jpeg', 'video'\\]"):
+        EncodeOptions(encoding="h264")  # type: ignore[arg-type]
+    assert EncodeOptions(encoding="video").gop == 16
+    for bad in ({"crf": 64}, {"crf": -1}, {"gop": 0}, {"gop": 1025}):
+        with pytest.raises(ValueError, match="crf|gop"):
+            EncodeOptions(encoding="video", **bad)
+    with pytest.raises(ValueError, match="restart_rows is a JPEG setting"):
+        EncodeOptions(encoding="video", restart_rows=True)
 
 
 @turbo_only

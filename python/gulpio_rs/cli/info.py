@@ -44,6 +44,8 @@ def describe(directory: str, label_field: str = "label") -> dict[str, Any]:
     channels: Counter[str] = Counter()
     labels: Counter[str] = Counter()
     frames = frame_bytes = disk_bytes = indexed = 0
+    # Per encoding: frames, stored bytes, and segments (video encoding).
+    encodings: dict[str, dict[str, int]] = {}
     frame_counts = []
     for pos, (data_len, meta_len) in enumerate(gd.chunk_sizes()):
         disk_bytes += data_len + meta_len
@@ -51,7 +53,14 @@ def describe(directory: str, label_field: str = "label") -> dict[str, Any]:
         indexed += bool(chunk.indexed)
         for video in range(len(chunk)):
             shapes = chunk.frame_shapes(video)
-            frame_bytes += sum(length - pad for _, pad, length in chunk.frame_info(video))
+            stored = sum(length - pad for _, pad, length in chunk.frame_info(video))
+            frame_bytes += stored
+            segments = chunk.segments(video)
+            name = "jpeg" if segments is None else f"video ({segments[0]})"
+            enc = encodings.setdefault(name, {"frames": 0, "bytes": 0, "segments": 0})
+            enc["frames"] += len(shapes)
+            enc["bytes"] += stored
+            enc["segments"] += 0 if segments is None else len(segments[2])
             frame_counts.append(len(shapes))
             frames += len(shapes)
             for h, w, c in shapes:
@@ -68,8 +77,10 @@ def describe(directory: str, label_field: str = "label") -> dict[str, Any]:
         "broken_chunks": sum(p["chunk_skipped"] for p in gd.problems),
         "videos": len(gd),
         "frames": frames,
-        # The frames' JPEG bytes, as `gulpio ingest` and `gulpio check` count them.
+        # The frames' stored bytes (JPEGs, or video segments), as `gulpio ingest` and
+        # `gulpio check` count them.
         "bytes": frame_bytes,
+        "encodings": encodings,
         # The .gulp and .gmeta files (padding and metadata included; indexes not).
         "disk_bytes": disk_bytes,
         "frames_per_video": {
@@ -118,9 +129,15 @@ def run(args: argparse.Namespace) -> int:
     say(f"  videos   {info['videos']:,}")
     say(f"  frames   {info['frames']:,} ({fpv['min']}-{fpv['max']} per video, mean {fpv['mean']})")
     say(
-        f"  bytes    {megabytes(info['bytes'])} of JPEG frames "
+        f"  bytes    {megabytes(info['bytes'])} of frames "
         f"({megabytes(info['disk_bytes'])} in .gulp and .gmeta files)"
     )
+    for name, enc in info["encodings"].items():
+        per_frame = enc["bytes"] / enc["frames"] / 1000 if enc["frames"] else 0.0
+        line = f"  encoding {name}: {enc['frames']:,} frames, {per_frame:.1f} kB per frame"
+        if enc["segments"]:
+            line += f", {enc['frames'] / enc['segments']:.1f} frames per segment"
+        say(line)
     top = list(info["frame_sizes"].items())[:5]
     say("  sizes    " + ", ".join(f"{s} ({n:,})" for s, n in top))
     say("  channels " + ", ".join(f"{c} ({n:,})" for c, n in info["channels"].items()))

@@ -19,7 +19,7 @@ import warnings
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from .._encode_options import DEFAULT, GULPIO2, SUBSAMPLINGS
+from .._encode_options import DEFAULT, ENCODINGS, GULPIO2, SUBSAMPLINGS
 from ..errors import GulpError
 from ._common import Subparsers, count_arg, error_line, say
 
@@ -238,6 +238,15 @@ def build_parser(cls: type, spec: str) -> argparse.ArgumentParser:
     g.add_argument("--restart-rows", dest="restart_rows", action="store_true",
                    help="a restart marker after every MCU row of the encoded frames, so "
                    "cropped reads decode only the rows they need (+0.1%% bytes)")  # fmt: skip
+    g.add_argument("--encoding", default=DEFAULT.encoding, choices=ENCODINGS,
+                   help="jpeg: a JPEG per frame (gulpio2's format); video: each video as AV1 "
+                   "segments, 16-19x smaller, read the same way (gulpio2 cannot read them; "
+                   "default: %(default)s)")  # fmt: skip
+    g.add_argument("--crf", type=int, default=DEFAULT.crf,
+                   help="--encoding video: quality, 0-63, lower is better and larger "
+                   "(default: %(default)s)")  # fmt: skip
+    g.add_argument("--gop", type=int, default=DEFAULT.gop,
+                   help="--encoding video: frames per segment (default: %(default)s)")  # fmt: skip
     g.add_argument("--strict", action="store_true", help="stop at the first bad video")
     g.add_argument("--shard-index", type=int, default=0, help="this shard (default: 0)")
     g.add_argument("--num-shards", type=int, default=1, help="shards in the job (default: 1)")
@@ -345,6 +354,9 @@ def _run(cls: type, args: argparse.Namespace) -> int:
         quality=args.quality,
         subsampling=args.subsampling,
         restart_rows=args.restart_rows,
+        encoding=args.encoding,
+        crf=args.crf,
+        gop=args.gop,
         strict=args.strict,
         shard_index=args.shard_index,
         num_shards=args.num_shards,

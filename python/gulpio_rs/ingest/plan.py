@@ -113,6 +113,9 @@ SETTING_WORDS = {
     "quality": "JPEG quality",
     "subsampling": "chroma subsampling",
     "restart_rows": "restart markers",
+    "encoding": "encoding",
+    "crf": "video quality (crf)",
+    "gop": "frames per segment (gop)",
     "shuffle": "shuffle",
     "seed": "shuffle seed",
     "file_extensions": "file extensions",
@@ -124,7 +127,7 @@ SETTING_WORDS = {
 
 #: Settings a plan leaves out when they have their default (plans written before they
 #: existed say nothing about them).
-_UNSTATED = {"restart_rows": False}
+_UNSTATED = {"restart_rows": False, "encoding": "jpeg"}
 
 
 def _shown(value) -> str:

@@ -23,14 +23,27 @@ def _fail(result: ChunkResult, id_: str, reason: str, strict: bool) -> None:
     result.failures.append((id_, reason))
 
 
-def _done(encoder: Encoder, video: dict[str, Any]) -> Future[list[bytes]]:
+def _done(encoder: Encoder, video: dict[str, Any]) -> Future[Any]:
     """The encode of ``video`` run here and now, as a finished future (errors kept in it)."""
-    job: Future[list[bytes]] = Future()
+    job: Future[Any] = Future()
     try:
-        job.set_result(encoder.encode(video["frames"], video.get("size")))
+        job.set_result(_encode(encoder, video["frames"], video.get("size")))
     except BaseException as e:  # handed to settle(), which reports or re-raises it
         job.set_exception(e)
     return job
+
+
+def _encode(encoder: Encoder, frames: Any, size: int | None) -> Any:
+    """What the chunk stores for a video: the encoder's ``encode_stored`` when it has one (a
+    ``FrameEncoder``: JPEG frames or, with ``encoding="video"``, a ``SegmentVideo``), else its
+    ``encode`` (a stand-in)."""
+    stored = getattr(encoder, "encode_stored", None)
+    return stored(frames, size) if stored is not None else encoder.encode(frames, size)
+
+
+def _stored_bytes(stored: Any) -> int:
+    nbytes = getattr(stored, "nbytes", None)
+    return int(nbytes) if nbytes is not None else sum(len(j) for j in stored)
 
 
 class _Discard(Exception):
@@ -89,7 +102,7 @@ def write_chunk(
     # only fought the adapter for the GIL (more CPU per frame: docs/DECISIONS.md, "Writing").
     opts = getattr(encoder, "opts", None)  # (a stand-in encoder may have none)
     pipelined = own_append and opts is not None and opts.threads > 1
-    pending: tuple[dict[str, Any], str, Future[list[bytes]] | None] | None = None
+    pending: tuple[dict[str, Any], str, Future[Any] | None] | None = None
 
     def settle() -> None:
         nonlocal pending
@@ -115,7 +128,7 @@ def write_chunk(
         result.videos += 1
         result.frames += len(stored)
         if own_append:
-            result.bytes += sum(len(j) for j in stored)
+            result.bytes += _stored_bytes(stored)
         if progress is not None:
             progress(1, len(stored))
 
@@ -147,7 +160,7 @@ def write_chunk(
                         progress(1, 0)
                     continue
                 if pipelined:
-                    job = ahead.submit(encoder.encode, video["frames"], video.get("size"))
+                    job = ahead.submit(_encode, encoder, video["frames"], video.get("size"))
                 elif own_append:
                     job = _done(encoder, video)
                 else:
