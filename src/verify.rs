@@ -9,15 +9,18 @@ use rayon::prelude::*;
 
 use crate::chunk::reader::{ChunkReader, IndexKind};
 use crate::error::Error;
+use crate::format::segments::{SegmentRec, StreamRec};
 use crate::jpeg::{self, Colorspace, DecodeFailure};
 use crate::pool::Runner;
+use crate::video::{decode_segment, Codec, Integrity, SegmentShape};
 
 /// One problem found in a chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     /// `crc`, `truncated`, `decode`, `unsupported`, `restarts` (the index's restart markers
-    /// are not the frame's), `data_crc`, `unpublished_tail` or `io` (the data could not be
-    /// read at all).
+    /// are not the frame's), `index` (a video stored as segments without the index that
+    /// describes them), `data_crc`, `unpublished_tail` or `io` (the data could not be read at
+    /// all).
     pub kind: &'static str,
     pub video: Option<String>,
     pub frame: Option<usize>,
@@ -109,6 +112,7 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
             .iter()
             .filter_map(|&(_, _, v, k)| check_frame(reader, &[], len, len, v, k, decode)),
     );
+    findings.extend(check_segment_videos(reader, decode, &findings, runner));
     // Findings in video and frame order, whatever the file order.
     findings.sort_by_key(|f| (f.video.as_ref().and_then(|id| reader.lookup(id)), f.frame));
     if reader.kind() == IndexKind::Binary && len >= published {
@@ -271,12 +275,119 @@ fn check_frame(
             ));
         }
     }
-    if !decode {
+    if !decode || reader.index().stream_of(v).is_some() || reader.check_readable(v).is_err() {
+        // Segment tiles are not JPEGs: their videos are decoded a segment at a time
+        // (`check_segment_videos`).
         return None;
     }
     match jpeg::decode(bytes, Colorspace::Auto) {
         Ok(_) => None,
         Err(DecodeFailure::Unsupported(m)) => Some(finding("unsupported", m)),
         Err(DecodeFailure::Corrupt(m)) => Some(finding("decode", m)),
+    }
+}
+
+/// Videos stored as segments: one `index` finding for each that cannot be read (its chunk is
+/// read without the index that describes its segments); with `decode`, every segment whose
+/// tiles passed their CRCs decoded whole, a `decode` finding for each that fails.
+fn check_segment_videos(
+    reader: &ChunkReader,
+    decode: bool,
+    found: &[Finding],
+    runner: &Runner,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut jobs = Vec::new();
+    for v in 0..reader.video_count() {
+        if let Err(e) = reader.check_readable(v) {
+            out.push(Finding {
+                kind: "index",
+                video: Some(reader.id(v).to_owned()),
+                frame: None,
+                message: e.to_string(),
+            });
+            continue;
+        }
+        let Some((stream, segments)) = reader.stream(v) else {
+            continue;
+        };
+        if !decode {
+            continue;
+        }
+        for (number, seg) in segments.into_iter().enumerate() {
+            let damaged = found.iter().any(|f| {
+                f.video.as_deref() == Some(reader.id(v))
+                    && f.frame.is_some_and(|k| seg.frames().contains(&k))
+            });
+            if !damaged {
+                jobs.push((v, number, stream, seg));
+            }
+        }
+    }
+    let check = |&(v, number, stream, seg): &(usize, usize, StreamRec, SegmentRec)| {
+        decode_whole_segment(reader, v, number, &stream, &seg)
+    };
+    out.extend(match runner {
+        Runner::Caller => jobs.iter().filter_map(check).collect::<Vec<_>>(),
+        Runner::Pool(pool) => pool.install(|| jobs.par_iter().filter_map(check).collect()),
+    });
+    out
+}
+
+fn decode_whole_segment(
+    reader: &ChunkReader,
+    v: usize,
+    number: usize,
+    stream: &StreamRec,
+    seg: &SegmentRec,
+) -> Option<Finding> {
+    let finding = |frame: usize, message: String| Finding {
+        kind: "decode",
+        video: Some(reader.id(v).to_owned()),
+        frame: Some(frame),
+        message,
+    };
+    let wanted: Vec<(usize, usize)> = seg.frames().map(|k| (v, k)).collect();
+    let mut bytes = Vec::with_capacity(seg.len as usize);
+    let mut failed = None;
+    let read = reader.read_frames(&wanted, true, |_, got| match got {
+        Ok(b) => bytes.extend_from_slice(&b),
+        Err(e) => {
+            failed.get_or_insert(e);
+        }
+    });
+    if let Some(e) = read.err().or(failed) {
+        return Some(finding(seg.first_frame as usize, e.to_string()));
+    }
+    let codec = Codec::from_code(stream.codec)?;
+    let shape = SegmentShape {
+        codec,
+        width: stream.width as usize,
+        height: stream.height as usize,
+        frames: seg.frame_count as usize,
+    };
+    let all: Vec<usize> = (0..shape.frames).collect();
+    // One frame's buffer for all of them would be enough if the decoder wrote in turn; a
+    // segment is at most `MAX_SEGMENT_FRAMES` frames, decoded into one allocation.
+    let mut pixels = match crate::buffers::zeroed(shape.frame_len() * shape.frames, || {
+        format!("segment {number} of video {:?}", reader.id(v))
+    }) {
+        Ok(p) => p,
+        Err(e) => return Some(finding(seg.first_frame as usize, e.to_string())),
+    };
+    let mut outs: Vec<&mut [u8]> = pixels.chunks_exact_mut(shape.frame_len()).collect();
+    match decode_segment(&shape, &bytes, Integrity::Crc(seg.crc), &all, &mut outs) {
+        Ok(()) => None,
+        Err(e) => Some(finding(
+            seg.first_frame as usize + e.frame.unwrap_or(0),
+            format!(
+                "segment {number} (frames {}..{}, bytes {}..{}): {}",
+                seg.first_frame,
+                seg.frames().end,
+                seg.offset,
+                seg.end(),
+                e.msg
+            ),
+        )),
     }
 }

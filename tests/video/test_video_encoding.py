@@ -193,3 +193,47 @@ def test_a_video_needs_one_encoding(tmp_path, videos):
     got, meta = gd["v"]
     assert len(got) == 7 and meta == {"a": 1}
     assert gd.merged_meta_dict["v"]["meta_data"] == [{"a": 1}, {"b": 2}]
+
+
+def test_gulpio2_opens_the_directory_and_refuses_the_frames(stored):
+    gulpio2 = pytest.importorskip("gulpio2")
+    gd = gulpio2.GulpDirectory(str(stored))
+    counts = {k: len(v["frame_info"]) for k, v in gd.merged_meta_dict.items()}
+    assert counts == {"bikes": 40, "bbb": 35, "bikes-short": 7}
+    with pytest.raises(ValueError, match="subsampling"):
+        gd["bikes"]
+
+
+def test_dataloader_workers_read_clips(stored):
+    torch = pytest.importorskip("torch")
+    from gulpio_rs.torch import GulpVideoDataset
+
+    whole = np.stack(GulpDirectory(str(stored))["bbb"][0])
+    ds = GulpVideoDataset(str(stored), frames=8, target=None, layout="THWC", ids=["bbb"] * 3)
+    loader = torch.utils.data.DataLoader(ds, batch_size=2, num_workers=2)
+    clips = [c for batch in loader for c in batch]
+    assert len(clips) == 3
+    # The centred window of 8 frames, decoded in the workers, equals the whole decode's.
+    from gulpio_rs.torch import sample_frame_indices
+
+    window = sample_frame_indices(35, 8)
+    for clip in clips:
+        assert np.array_equal(clip.numpy(), whole[window])
+    cropped = GulpVideoDataset(str(stored), frames=8, target=None, crop="center", size=64)
+    assert tuple(cropped[0].shape) == (8, 3, 64, 64)
+
+
+def test_check_decodes_segments_and_reports_what_it_cannot_read(stored, tmp_path, capsys):
+    from gulpio_rs.cli import main
+
+    def report(path, *args):
+        code = main(["check", str(path), "--json", *args])
+        return code, json.loads(capsys.readouterr().out)
+
+    code, r = report(stored, "--decode")
+    assert code == 0 and r["ok"] and r["frames"] == 82
+    ds = _copy(stored, tmp_path)
+    os.remove(ds / "data_0.gidx")
+    code, r = report(ds)
+    kinds = {(p["kind"], p["video_id"]) for p in r["problems"]}
+    assert code == 1 and ("index", "bikes") in kinds and ("index", "bbb") in kinds
