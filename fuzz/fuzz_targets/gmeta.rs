@@ -39,6 +39,7 @@ fuzz_target!(|data: &[u8]| {
             &e.id,
             e.frame_info.iter().copied(),
             &e.meta_data,
+            e.segments.as_deref(),
         );
         let mut quoted = Vec::new();
         write_str(&e.id, &mut quoted);
