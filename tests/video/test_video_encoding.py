@@ -237,3 +237,20 @@ def test_check_decodes_segments_and_reports_what_it_cannot_read(stored, tmp_path
     code, r = report(ds)
     kinds = {(p["kind"], p["video_id"]) for p in r["problems"]}
     assert code == 1 and ("index", "bikes") in kinds and ("index", "bbb") in kinds
+
+
+def test_a_rerun_resumes_and_a_changed_encoding_is_refused(videos, tmp_path):
+    from gulpio_rs.ingest.plan import SettingsChangedError
+
+    out = tmp_path / "ds"
+    adapter = _Adapter(videos)
+    first = GulpIngestor(adapter, str(out), 1, 1, encoding="video", progress=False)()
+    assert first.videos == 3
+    # The same run again: everything is there, nothing is redone.
+    again = GulpIngestor(adapter, str(out), 1, 1, encoding="video", progress=False)()
+    assert (again.chunks_written, again.chunks_resumed, again.frames_written) == (0, 3, 0)
+    assert len(GulpDirectory(str(out))) == 3
+    with pytest.raises(SettingsChangedError, match="encoding: video -> jpeg"):
+        GulpIngestor(adapter, str(out), 1, 1, progress=False)()
+    with pytest.raises(SettingsChangedError, match="gop"):
+        GulpIngestor(adapter, str(out), 1, 1, encoding="video", gop=8, progress=False)()
