@@ -254,3 +254,36 @@ def test_a_rerun_resumes_and_a_changed_encoding_is_refused(videos, tmp_path):
         GulpIngestor(adapter, str(out), 1, 1, progress=False)()
     with pytest.raises(SettingsChangedError, match="gop"):
         GulpIngestor(adapter, str(out), 1, 1, encoding="video", gop=8, progress=False)()
+
+
+def test_transcode_round_trip_keeps_ids_meta_and_frame_counts(videos, tmp_path, capsys):
+    from gulpio_rs.cli import main
+    from gulpio_rs.ingest import transcode
+
+    jpeg = tmp_path / "jpeg"
+    GulpIngestor(_Adapter(videos), str(jpeg), 2, 1, progress=False)()
+    video = tmp_path / "video"
+    argv = ["transcode", str(jpeg), str(video), "--encoding", "video", "--num-workers", "2"]
+    assert main(argv) == 0
+    back = tmp_path / "back"
+    report = transcode(str(video), str(back), encoding="jpeg", num_workers=1, progress=False)
+    assert report.videos == 3 and not report.failures
+    src, mid, out = (GulpDirectory(str(p)) for p in (jpeg, video, back))
+    assert src.keys() == mid.keys() == out.keys()
+    for id_ in src.keys():
+        assert mid.merged_meta_dict[id_]["meta_data"] == src.merged_meta_dict[id_]["meta_data"]
+        assert out.merged_meta_dict[id_]["meta_data"] == src.merged_meta_dict[id_]["meta_data"]
+        assert src.num_frames(id_) == mid.num_frames(id_) == out.num_frames(id_)
+        assert _luma_psnr(out.read(id_), src.read(id_)) > 35
+    stored = [
+        mid.native_chunk(pos).segments(v)
+        for pos in range(mid.num_chunks)
+        for v in range(len(mid.native_chunk(pos)))
+    ]
+    assert all(s is not None and s[0] == "av1" for s in stored)
+    # A rerun finds everything done.
+    again = transcode(str(video), str(back), encoding="jpeg", num_workers=1, progress=False)
+    assert again.frames_written == 0
+    capsys.readouterr()
+    assert main(["info", str(video)]) == 0
+    assert "encoding video (av1)" in capsys.readouterr().out

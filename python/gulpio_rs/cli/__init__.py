@@ -15,10 +15,10 @@ from collections.abc import Callable
 
 from .. import __version__
 from ..errors import GulpError
-from . import check, demo, index, info, ingest, ls, repair, show
+from . import check, demo, index, info, ingest, ls, repair, show, transcode
 from ._common import entry_point, error_line
 
-COMMANDS = [demo, ingest, check, info, ls, index, repair, show]
+COMMANDS = [demo, ingest, check, info, ls, index, repair, show, transcode]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -29,6 +29,7 @@ from .report import (
     SettingsChangedError,
 )
 from .runner import GulpIngestor
+from .transcode import GulpSource, transcode
 from .write import ChunkWriter, write_chunk
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "ChunkWriter",
     "EncodeOptions",
     "GulpIngestor",
+    "GulpSource",
     "IngestError",
     "IngestInterrupted",
     "NothingToIngestError",
@@ -44,6 +46,7 @@ __all__ = [
     "IngestWarning",
     "STATE_DIR",
     "calculate_chunk_slices",
+    "transcode",
     "write_chunk",
 ]
 
@@ -52,12 +55,14 @@ for _obj in (
     ChunkResult,
     ChunkWriter,
     GulpIngestor,
+    GulpSource,
     IngestError,
     IngestInterrupted,
     IngestReport,
     IngestWarning,
     NothingToIngestError,
     SettingsChangedError,
+    transcode,
 ):
     _obj.__module__ = __name__
 del _obj

@@ -112,13 +112,21 @@ def write_chunk(
         pending = None
         try:
             stored = job.result() if job is not None else video["frames"]
-            times = _times_of(video, len(stored)) if own_append else None
-            # Through append, as gulpio2's ChunkWriter: a GulpChunk subclass that overrides it
-            # sees every video (and gets what gulpio2's got: the adapter's frames).
-            output_chunk.append(video.get("id"), video.get("meta", {}), stored)
-            if times is not None:
-                # The reserved meta_data element after the adapter's (docs/FORMAT.md §2.1).
-                output_chunk.append(video.get("id"), times, [])
+            elements = video.get("meta_data")
+            if own_append and elements:
+                # A whole meta_data list, verbatim (a video copied from another dataset:
+                # `transcode`), frame times included.
+                output_chunk.append(video.get("id"), elements[0], stored)
+                for element in elements[1:]:
+                    output_chunk.append(video.get("id"), element, [])
+            else:
+                times = _times_of(video, len(stored)) if own_append else None
+                # Through append, as gulpio2's ChunkWriter: a GulpChunk subclass that overrides
+                # it sees every video (and gets what gulpio2's got: the adapter's frames).
+                output_chunk.append(video.get("id"), video.get("meta", {}), stored)
+                if times is not None:
+                    # The reserved meta_data element after the adapter's (docs/FORMAT.md §2.1).
+                    output_chunk.append(video.get("id"), times, [])
         except (GulpError, ValueError, OSError) as e:
             _fail(result, id_, str(e), strict)
             if progress is not None:
