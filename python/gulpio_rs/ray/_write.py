@@ -155,7 +155,7 @@ def _frame_list(frames) -> list:
 def _encode_batch(batch, index, first, per_chunk, todo, options, size, skip):
     import pyarrow as pa
 
-    columns = ("chunk", "pos", "id", "meta", "jpegs", "error", "times")
+    columns = ("chunk", "pos", "id", "meta", "jpegs", "segments", "stream", "error", "times")
     out: dict[str, list[Any]] = {k: [] for k in columns}
     n = len(batch["id"])
     with FrameEncoder(options) as encoder:
@@ -166,20 +166,52 @@ def _encode_batch(batch, index, first, per_chunk, todo, options, size, skip):
             chunk = first + pos // per_chunk
             if chunk not in todo:
                 continue  # published by an earlier run
-            jpegs, error = [], skip.get(id_, "")
+            jpegs: list[bytes] = []
+            segments: list[bytes] = []
+            stream, error = "", skip.get(id_, "")
             if not error:
                 try:
-                    jpegs = encoder.encode(_frame_list(batch["frames"][i]), size)
+                    stored = encoder.encode_stored(_frame_list(batch["frames"][i]), size)
                 except (GulpError, ValueError, OSError) as e:
                     error = str(e)
+                else:
+                    if isinstance(stored, list):
+                        jpegs = stored
+                    else:  # encoding="video": a SegmentVideo, as columns
+                        segments = [s.data for s in stored.segments]
+                        stream = _stream_json(stored)
             out["chunk"].append(chunk)
             out["pos"].append(pos)
             out["id"].append(id_)
             out["meta"].append(json.dumps(_meta(batch, i)))
             out["jpegs"].append(jpegs)
+            out["segments"].append(segments)
+            out["stream"].append(stream)
             out["error"].append(error)
             out["times"].append(_times(batch, i))
     return pa.table(out, schema=_ENCODED_SCHEMA())
+
+
+def _stream_json(video) -> str:
+    """A ``SegmentVideo`` without its streams (they travel in the ``segments`` column)."""
+    return json.dumps(
+        {
+            "frames": [s.frames for s in video.segments],
+            "width": video.width,
+            "height": video.height,
+            "gop": video.gop,
+            "matrix": video.matrix,
+            "full_range": video.full_range,
+        }
+    )
+
+
+def _segment_video(segments: list[bytes], stream: str):
+    from ..segments import Segment, SegmentVideo
+
+    s = json.loads(stream)
+    parts = [Segment(d, n, True) for d, n in zip(segments, s.pop("frames"), strict=True)]
+    return SegmentVideo(parts, **s)
 
 
 def _ENCODED_SCHEMA():
@@ -192,6 +224,9 @@ def _ENCODED_SCHEMA():
             ("id", pa.string()),
             ("meta", pa.string()),
             ("jpegs", pa.list_(pa.binary())),
+            # encoding="video": the segments' streams, and the rest of the SegmentVideo.
+            ("segments", pa.list_(pa.binary())),
+            ("stream", pa.string()),
             ("error", pa.string()),
             ("times", pa.string()),
         ]
@@ -212,7 +247,8 @@ class _Rows:
 
     def iter_data(self, slice_element=None):
         for r in self.rows:
-            item = {"id": r["id"], "meta": json.loads(r["meta"]), "frames": r["jpegs"]}
+            frames = _segment_video(r["segments"], r["stream"]) if r.get("stream") else r["jpegs"]
+            item = {"id": r["id"], "meta": json.loads(r["meta"]), "frames": frames}
             if r.get("times"):
                 item.update({k: _time_value(v) for k, v in json.loads(r["times"]).items()})
             if r["error"]:
@@ -224,8 +260,9 @@ class _Stored:
     """Stands in for ``FrameEncoder``: pass 2 already encoded the frames."""
 
     @staticmethod
-    def encode(frames, size=None) -> list[bytes]:
-        return list(frames)
+    def encode(frames, size=None):
+        # JPEG bytes, or a SegmentVideo as it was encoded.
+        return frames if hasattr(frames, "segments") else list(frames)
 
 
 def _write_group(table, folder: str, strict: bool, remote=None):
@@ -307,6 +344,9 @@ def write_gulp(
     quality: int = DEFAULT.quality,
     subsampling: str = DEFAULT.subsampling,
     restart_rows: bool = DEFAULT.restart_rows,
+    encoding: str = DEFAULT.encoding,
+    crf: int = DEFAULT.crf,
+    gop: int = DEFAULT.gop,
     frame_size: int | None = None,
     strict: bool = False,
     threads: int = 1,
@@ -321,7 +361,8 @@ def write_gulp(
     column (a dict, or a JSON string, kept exactly) or else every other column. Optional
     ``timestamps`` (one per frame, seconds), ``fps`` and ``end`` columns are the frames' times,
     stored as the ingest stores an adapter item's (docs/INGEST.md, "Frame timestamps").
-    ``quality``/``subsampling``/``restart_rows`` as :class:`~gulpio_rs.GulpIngestor`;
+    ``quality``/``subsampling``/``restart_rows`` and ``encoding``/``crf``/``gop`` (AV1 video
+    segments) as :class:`~gulpio_rs.GulpIngestor`;
     ``frame_size`` resizes so the shorter side has that many pixels. The dataset's order fixes
     the chunks (this
     turns on ``preserve_order`` for ``ds``): row ``i`` goes to chunk
@@ -356,7 +397,15 @@ def write_gulp(
     per_chunk = int(videos_per_chunk)
     if per_chunk < 1:
         raise ValueError(f"videos_per_chunk must be >= 1, not {videos_per_chunk}")
-    encode_options = EncodeOptions(int(quality), subsampling, int(threads), bool(restart_rows))
+    encode_options = EncodeOptions(
+        int(quality),
+        subsampling,
+        int(threads),
+        bool(restart_rows),
+        encoding,  # type: ignore[arg-type]  # checked by EncodeOptions
+        int(crf),
+        int(gop),
+    )
     size = int(frame_size) if frame_size is not None and frame_size > 0 else None
 
     # Pass 1: the ordered ids, and every reason to refuse the input.
