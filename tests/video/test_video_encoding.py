@@ -287,3 +287,27 @@ def test_transcode_round_trip_keeps_ids_meta_and_frame_counts(videos, tmp_path, 
     capsys.readouterr()
     assert main(["info", str(video)]) == 0
     assert "encoding video (av1)" in capsys.readouterr().out
+
+
+def test_damage_anywhere_in_the_data_is_an_error_or_the_right_pixels(stored, tmp_path):
+    ds = _copy(stored, tmp_path)
+    data = ds / "data_0.gulp"
+    original = data.read_bytes()
+    gd = GulpDirectory(str(stored))
+    want = {i: gd.read(i) for i in gd.keys()}
+    errors = 0
+    for at in range(7, len(original), len(original) // 41):
+        bad = bytearray(original)
+        bad[at] ^= 0x40
+        data.write_bytes(bytes(bad))
+        got = GulpDirectory(str(ds))
+        for id_ in got.keys():
+            try:
+                pixels = got.read(id_)
+            except CorruptDataError as e:
+                assert e.video_id == id_ and e.path == str(data)
+                errors += 1
+                continue
+            np.testing.assert_array_equal(pixels, want[id_], err_msg=f"byte {at}")
+    assert errors >= 30  # nearly every flip lands in some segment of a video
+    data.write_bytes(original)
