@@ -17,8 +17,8 @@ use rav1d::include::dav1d::dav1d::{Dav1dContext, Dav1dSettings};
 use rav1d::include::dav1d::headers::{DAV1D_MC_BT709, DAV1D_MC_IDENTITY, DAV1D_PIXEL_LAYOUT_I420};
 use rav1d::include::dav1d::picture::Dav1dPicture;
 use rav1d::src::lib::{
-    dav1d_close, dav1d_data_create, dav1d_data_unref, dav1d_default_settings, dav1d_get_picture,
-    dav1d_open, dav1d_picture_unref, dav1d_send_data,
+    dav1d_close, dav1d_data_create, dav1d_data_unref, dav1d_default_settings, dav1d_flush,
+    dav1d_get_picture, dav1d_open, dav1d_picture_unref, dav1d_send_data,
 };
 
 use super::yuv::{Matrix, Planes, Range};
@@ -102,7 +102,10 @@ impl Decoder {
         }
         // SAFETY: `buf` holds `data.len()` writable bytes and does not overlap `data`.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf, data.len()) };
-        Ok(Pending { data: owned })
+        Ok(Pending {
+            data: owned,
+            draining: false,
+        })
     }
 
     /// The next picture in display order, `None` when the data is used up and nothing more
@@ -129,10 +132,23 @@ impl Decoder {
             match r.0 {
                 0 => return Ok(Some(Picture { pic })),
                 EAGAIN if pending.data.sz > 0 => continue,
+                // All data sent: with frame threading the pictures still in flight come out
+                // of the calls after the first that finds no new data (rav1d's `drain`).
+                EAGAIN if !pending.draining => pending.draining = true,
                 EAGAIN => return Ok(None),
                 code => return Err(format!("AV1 decoding failed (error {code})")),
             }
         }
+    }
+}
+
+impl Decoder {
+    /// Forgets everything decoded so far (rav1d's flush, its own first step when it is
+    /// closed), so that the instance decodes another segment from its key frame.
+    pub fn flush(&mut self) {
+        // SAFETY: `ctx` is open; nothing of it is borrowed (pictures and pending data are
+        // released before a decoder is flushed: `Decoder` methods take `&mut self`).
+        unsafe { dav1d_flush(self.ctx) };
     }
 }
 
@@ -147,6 +163,8 @@ impl Drop for Decoder {
 /// A segment's bytes inside the decoder, not yet all consumed.
 pub struct Pending {
     data: Dav1dData,
+    /// Everything was sent and the decoder asked once more: the next request drains it.
+    draining: bool,
 }
 
 impl Drop for Pending {

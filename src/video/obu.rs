@@ -15,8 +15,10 @@ const OBU_REDUNDANT_FRAME_HEADER: u8 = 7;
 const OBU_PADDING: u8 = 15;
 
 /// What the walk found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summary {
+    /// Where each temporal unit starts (its temporal delimiter's byte offset), in order.
+    pub temporal_units: Vec<usize>,
     /// Frame headers (`OBU_FRAME` and `OBU_FRAME_HEADER`): frames decoded or shown again.
     pub frame_headers: usize,
     /// `seq_profile` of the first sequence header (0 = main: 8/10-bit 4:2:0).
@@ -50,6 +52,7 @@ pub fn walk(data: &[u8]) -> Result<Summary, String> {
     let mut at = 0usize;
     let mut profile = None;
     let mut frame_headers = 0usize;
+    let mut temporal_units = Vec::new();
     while at < data.len() {
         let start = at;
         let header = data[at];
@@ -116,11 +119,8 @@ pub fn walk(data: &[u8]) -> Result<Summary, String> {
                 }
                 frame_headers += 1;
             }
-            OBU_TEMPORAL_DELIMITER
-            | OBU_TILE_GROUP
-            | OBU_METADATA
-            | OBU_REDUNDANT_FRAME_HEADER
-            | OBU_PADDING => {}
+            OBU_TEMPORAL_DELIMITER => temporal_units.push(start),
+            OBU_TILE_GROUP | OBU_METADATA | OBU_REDUNDANT_FRAME_HEADER | OBU_PADDING => {}
             other => {
                 return Err(format!(
                     "AV1 OBU of type {other} at byte {start} has no place in a stored segment"
@@ -131,6 +131,7 @@ pub fn walk(data: &[u8]) -> Result<Summary, String> {
     }
     match profile {
         Some(profile) if frame_headers > 0 => Ok(Summary {
+            temporal_units,
             frame_headers,
             profile,
         }),

@@ -208,9 +208,13 @@ def test_dataloader_workers_read_clips(stored):
     torch = pytest.importorskip("torch")
     from gulpio_rs.torch import GulpVideoDataset
 
-    whole = np.stack(GulpDirectory(str(stored))["bbb"][0])
+    # Read on this thread first (threads=1): its kept decoder must not be used by the forked
+    # workers, where its threads do not exist (they would wait for them forever).
+    whole = GulpDirectory(str(stored)).read("bbb", threads=1)
     ds = GulpVideoDataset(str(stored), frames=8, target=None, layout="THWC", ids=["bbb"] * 3)
-    loader = torch.utils.data.DataLoader(ds, batch_size=2, num_workers=2)
+    loader = torch.utils.data.DataLoader(
+        ds, batch_size=2, num_workers=2, multiprocessing_context="fork", timeout=120
+    )
     clips = [c for batch in loader for c in batch]
     assert len(clips) == 3
     # The centred window of 8 frames, decoded in the workers, equals the whole decode's.
