@@ -4,7 +4,7 @@
 //! decoding and the rules that hold between the tables and the frame table; `index` places
 //! the tables in the file and checks their CRCs.
 
-use super::index::FrameRec;
+use super::index::{u16_at, u32_at, u64_at, FrameRec};
 use crate::video::{Codec, MAX_SEGMENT_BYTES, MAX_SEGMENT_FRAMES};
 
 pub const STREAM_ENTRY_LEN: usize = 32;
@@ -107,18 +107,6 @@ pub fn encode_segment(s: &SegmentRec, out: &mut Vec<u8>) {
     out.extend_from_slice(&s.frame_count.to_le_bytes());
     out.push(s.flags);
     out.push(s.pad);
-}
-
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(a)
 }
 
 /// Stream entry `i` of a table; `table` must hold it (the caller checked the table's length).
