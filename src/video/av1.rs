@@ -17,8 +17,8 @@ use rav1d::include::dav1d::dav1d::{Dav1dContext, Dav1dSettings};
 use rav1d::include::dav1d::headers::{DAV1D_MC_BT709, DAV1D_MC_IDENTITY, DAV1D_PIXEL_LAYOUT_I420};
 use rav1d::include::dav1d::picture::Dav1dPicture;
 use rav1d::src::lib::{
-    dav1d_close, dav1d_data_create, dav1d_data_unref, dav1d_default_settings, dav1d_flush,
-    dav1d_get_picture, dav1d_open, dav1d_picture_unref, dav1d_send_data,
+    dav1d_close, dav1d_data_create, dav1d_data_unref, dav1d_default_settings, dav1d_get_picture,
+    dav1d_open, dav1d_picture_unref, dav1d_send_data,
 };
 
 use super::yuv::{Matrix, Planes, Range};
@@ -139,16 +139,6 @@ impl Decoder {
                 code => return Err(format!("AV1 decoding failed (error {code})")),
             }
         }
-    }
-}
-
-impl Decoder {
-    /// Forgets everything decoded so far (rav1d's flush, its own first step when it is
-    /// closed), so that the instance decodes another segment from its key frame.
-    pub fn flush(&mut self) {
-        // SAFETY: `ctx` is open; nothing of it is borrowed (pictures and pending data are
-        // released before a decoder is flushed: `Decoder` methods take `&mut self`).
-        unsafe { dav1d_flush(self.ctx) };
     }
 }
 

@@ -343,52 +343,8 @@ fn run(
     // The decoder refuses larger frames before allocating them (a hostile stream could
     // otherwise declare 65536x65536 inside a segment the index calls small).
     let max = u32::try_from(shape.width * shape.height).unwrap_or(u32::MAX);
-    with_decoder(max, |dec| {
-        decode_frames(dec, shape, bytes, wanted, last, outs)
-    })
-}
-
-/// Frames up to the largest whose decoder this thread keeps between segments (1080p).
-/// Larger ones get a decoder per segment: a kept one holds its frame buffers.
-const KEPT_DECODER_PIXELS: u32 = 1920 * 1088;
-
-thread_local! {
-    /// This thread's decoder from its last segment, with its frame-size limit and the
-    /// process it was made in.
-    static KEPT: std::cell::RefCell<Option<(u32, u32, av1::Decoder)>> =
-        const { std::cell::RefCell::new(None) };
-}
-
-/// Runs `f` with a decoder limited to `max` pixels per frame: the one this thread kept from
-/// its last segment when it has that limit, else a new one. Opening a decoder starts its
-/// threads and allocates its frame pool; keeping one saves that per segment. A decoder is
-/// kept only after a segment decoded without error (then flushed), and never used in
-/// another process than its own: in a forked child its threads do not exist, so it is
-/// leaked there, not dropped (dropping would wait for them).
-fn with_decoder<T>(
-    max: u32,
-    f: impl FnOnce(&mut av1::Decoder) -> Result<T, SegmentFailure>,
-) -> Result<T, SegmentFailure> {
-    let pid = std::process::id();
-    let kept = KEPT.with(|k| k.borrow_mut().take());
-    let reused = match kept {
-        Some((p, m, dec)) if p == pid && m == max => Some(dec),
-        Some((p, _, dec)) if p != pid => {
-            std::mem::forget(dec);
-            None
-        }
-        _ => None,
-    };
-    let mut dec = match reused {
-        Some(dec) => dec,
-        None => av1::Decoder::new(max).map_err(SegmentFailure::new)?,
-    };
-    let result = f(&mut dec);
-    if result.is_ok() && max <= KEPT_DECODER_PIXELS {
-        dec.flush();
-        KEPT.with(|k| *k.borrow_mut() = Some((pid, max, dec)));
-    }
-    result
+    let mut dec = av1::Decoder::new(max).map_err(SegmentFailure::new)?;
+    decode_frames(&mut dec, shape, bytes, wanted, last, outs)
 }
 
 fn decode_frames(

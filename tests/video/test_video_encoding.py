@@ -208,8 +208,8 @@ def test_dataloader_workers_read_clips(stored):
     torch = pytest.importorskip("torch")
     from gulpio_rs.torch import GulpVideoDataset
 
-    # Read on this thread first (threads=1): its kept decoder must not be used by the forked
-    # workers, where its threads do not exist (they would wait for them forever).
+    # Decode on this thread first (threads=1), then fork the workers: nothing of the parent's
+    # decoders may be waited for in a child, where their threads do not exist.
     whole = GulpDirectory(str(stored)).read("bbb", threads=1)
     ds = GulpVideoDataset(str(stored), frames=8, target=None, layout="THWC", ids=["bbb"] * 3)
     loader = torch.utils.data.DataLoader(
