@@ -14,7 +14,6 @@ use crate::format::paths::ChunkPaths;
 use crate::format::segments::{SegmentRec, StreamRec};
 use crate::format::{gmeta, Storage};
 use crate::io::{plan, DataSource, Store};
-use crate::video::Codec;
 
 /// Where a chunk's index came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -581,13 +580,7 @@ impl ChunkReader {
     /// stored as segments.
     pub fn segments_json(&self, video: usize) -> Option<Vec<u8>> {
         let (rec, segments) = self.stream(video)?;
-        let codec = Codec::from_code(rec.codec).map_or("unknown", Codec::name);
-        Some(gmeta::segments_json(
-            codec,
-            rec.width,
-            rec.height,
-            segments.iter().map(|g| g.frame_count as usize),
-        ))
+        Some(crate::format::segments::segments_meta(&rec, &segments))
     }
 
     /// Starts fetching frames `wanted[i] = (video, frame)` (frame indices may be negative) in

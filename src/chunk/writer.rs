@@ -25,7 +25,9 @@ use crate::error::{At, Error, IoContext, Result};
 use crate::format::index::{FrameRec, IndexBuilder, MAX_JPEG_LEN};
 use crate::format::json::Scanner;
 use crate::format::paths::{chunk_number, first_free_number, temp_for, ChunkPaths};
-use crate::format::segments::{check_stream, SegmentRec, StreamRec, CHROMA_420, FLAG_KEYFRAME};
+use crate::format::segments::{
+    check_stream, segments_meta, SegmentRec, StreamRec, CHROMA_420, FLAG_KEYFRAME,
+};
 use crate::format::{gmeta, pad_for};
 use crate::io::local;
 use crate::jpeg::header::read_info;
@@ -102,13 +104,7 @@ impl Entry {
     /// The `.gmeta`'s `segments` object of a video stored as segments.
     fn segments_json(&self) -> Option<Vec<u8>> {
         let st = self.stream.as_ref()?;
-        let codec = Codec::from_code(st.rec.codec).map_or("unknown", Codec::name);
-        Some(gmeta::segments_json(
-            codec,
-            st.rec.width,
-            st.rec.height,
-            st.segments.iter().map(|g| g.frame_count as usize),
-        ))
+        Some(segments_meta(&st.rec, &st.segments))
     }
 }
 

@@ -146,6 +146,18 @@ pub fn segment_at(table: &[u8], k: usize) -> SegmentRec {
     }
 }
 
+/// The `.gmeta`'s `segments` object of a video with this stream entry and segments
+/// (docs/FORMAT.md §6.2), as writers write it.
+pub fn segments_meta(stream: &StreamRec, segments: &[SegmentRec]) -> Vec<u8> {
+    let codec = Codec::from_code(stream.codec).map_or("unknown", Codec::name);
+    super::gmeta::segments_json(
+        codec,
+        stream.width,
+        stream.height,
+        segments.iter().map(|g| g.frame_count as usize),
+    )
+}
+
 /// The values a stream entry may hold, and its codec.
 pub fn check_stream(s: &StreamRec) -> Result<Codec, String> {
     let codec = Codec::from_code(s.codec).ok_or_else(|| format!("unknown codec {}", s.codec))?;
