@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import random
 import sys
 import tempfile
@@ -30,7 +31,7 @@ import av
 import numpy as np
 
 from gulpio_rs import GulpDirectory, GulpIngestor
-from gulpio_rs._encode_options import DEFAULT_GOP
+from gulpio_rs.segments import DEFAULT_GOP, StageTimes, stage_times
 
 VIDEOS = ["bigbuckbunny.mp4", "bikes.mp4"]
 CLIPS, CLIP_LEN = 16, 16
@@ -105,6 +106,25 @@ def decoded_per_returned(frames: list[list[int]], gop: int) -> float:
     return decoded / returned
 
 
+def print_stages(stages: dict[str, tuple[StageTimes, float]]) -> None:
+    """Per stage of the video reads (``gulpio_rs.segments.stage_times``), in CPU microseconds
+    per frame returned, summed over the decode threads; "wall x threads" is the reads' elapsed
+    time times the threads, so the rest is waiting, fetching and Python."""
+    names = ("setup", "decode", "convert", "reframe")
+    print("\nvideo reads per stage, us per frame returned (all timed repeats):")
+    print(f"{'':12}" + "".join(f"{n:>10}" for n in names) + f"{'wall x thr':>12}{'decoded':>9}")
+    threads = len(os.sched_getaffinity(0))
+    for label, (t, wall) in stages.items():
+        per = 1e6 / max(t.returned, 1)
+        cells = "".join(f"{getattr(t, n) * per:10.1f}" for n in names)
+        ratio = t.pictures / max(t.returned, 1)
+        print(f"{label:12}{cells}{wall * threads * per:12.1f}{ratio:8.2f}x")
+    print(
+        "decode = AV1 entropy decoding + reconstruction (rav1d does not time them apart); "
+        "decoded = pictures decoded per frame returned"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--short", type=int, default=256, help="shorter side of the frames")
@@ -133,6 +153,7 @@ def main() -> None:
         f"from {', '.join(videos)}; {args.workers} ingest workers, best of {reps}"
     )
     rows: dict[str, dict[str, float]] = {}
+    stages: dict[str, tuple[StageTimes, float]] = {}
     dirs: dict[str, GulpDirectory] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for encoding in ("jpeg", "video"):
@@ -161,11 +182,17 @@ def main() -> None:
             best = {"jpeg": float("inf"), "video": float("inf")}
             for enc in best:
                 dirs[enc].read_batch(*sel[0], **extra)  # warm: page cache, thread pool
+            video_seconds = 0.0
+            stage_times(reset=True)
             for ids, frames in sel:
                 for enc in best:
                     t = time.perf_counter()
                     dirs[enc].read_batch(ids, frames, **extra)
-                    best[enc] = min(best[enc], time.perf_counter() - t)
+                    seconds = time.perf_counter() - t
+                    best[enc] = min(best[enc], seconds)
+                    if enc == "video":
+                        video_seconds += seconds
+            stages[label] = (stage_times(reset=True), video_seconds)
             for enc, seconds in best.items():
                 rows[enc][label] = CLIPS * CLIP_LEN / seconds
             rows["video"][f"{label} decoded/returned"] = np.mean(
@@ -184,6 +211,7 @@ def main() -> None:
         line(f"read_batch {label}, frames/s", j[label], v[label])
     for label in ("clips", "stride 2", "crop 112"):
         print(f"  {label}: {v[f'{label} decoded/returned']:.2f} frames decoded per frame returned")
+    print_stages(stages)
     print(f"bytes: JPEG / video = {j['bytes'] / v['bytes']:.1f}x (target >= 4x at >= 38 dB)")
     print(f"read_batch clips: video / JPEG = {v['clips'] / j['clips']:.2f}x (target >= 0.6x)")
 

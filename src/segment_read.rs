@@ -210,6 +210,7 @@ fn decode_group(
         decode_segment(&shape, &bytes, Integrity::Crc(seg.crc), &wanted, &mut outs)
             .map_err(|e| failure(group, &bytes, e))?;
     }
+    let started = std::time::Instant::now();
     for (j, out) in slots {
         let job = &jobs[j];
         let pos = wanted
@@ -236,6 +237,7 @@ fn decode_group(
             }
         }
     }
+    crate::video::stages::add(crate::video::stages::Stage::Reframe, started);
     Ok(())
 }
 

@@ -347,18 +347,10 @@ fn decode_whole_segment(
         frame: Some(frame),
         message,
     };
-    let wanted: Vec<(usize, usize)> = seg.frames().map(|k| (v, k)).collect();
-    let mut bytes = Vec::with_capacity(seg.len as usize);
-    let mut failed = None;
-    let read = reader.read_frames(&wanted, true, |_, got| match got {
-        Ok(b) => bytes.extend_from_slice(&b),
-        Err(e) => {
-            failed.get_or_insert(e);
-        }
-    });
-    if let Some(e) = read.err().or(failed) {
-        return Some(finding(seg.first_frame as usize, e.to_string()));
-    }
+    let bytes = match reader.segment_stream(v, number) {
+        Ok(b) => b,
+        Err(e) => return Some(finding(seg.first_frame as usize, e.to_string())),
+    };
     let codec = Codec::from_code(stream.codec)?;
     let shape = SegmentShape {
         codec,

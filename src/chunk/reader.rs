@@ -36,8 +36,9 @@ pub struct ChunkReader {
     meta_problem: Option<String>,
     by_id: OnceLock<HashMap<String, usize>>,
     /// Read through the `.gmeta` only: the videos whose entry says they are stored as
-    /// segments (docs/FORMAT.md §6.2), which cannot be read without the index.
-    unindexed_segments: Vec<usize>,
+    /// segments (docs/FORMAT.md §6.2), which cannot be read without the index, in video
+    /// order, with the text of their entry's `segments` object.
+    unindexed_segments: Vec<(usize, Vec<u8>)>,
 }
 
 impl std::fmt::Debug for ChunkReader {
@@ -534,16 +535,64 @@ impl ChunkReader {
         Some((rec, segments))
     }
 
+    /// The stream bytes of segment `number` of video `video` (stored as segments), read
+    /// through its tiles with their CRCs checked, then checked against the segment's CRC:
+    /// for copying a segment as it is stored (`gulpio repair`'s rewrite) and for decoding it
+    /// whole (`gulpio check --decode`).
+    pub fn segment_stream(&self, video: usize, number: usize) -> Result<Vec<u8>> {
+        let (_, segments) = self
+            .stream(video)
+            .ok_or_else(|| Error::Internal(format!("video {video} is not stored as segments")))?;
+        let seg = *segments
+            .get(number)
+            .ok_or_else(|| Error::Internal(format!("segment {number} of {}", segments.len())))?;
+        let wanted: Vec<(usize, usize)> = seg.frames().map(|k| (video, k)).collect();
+        let mut bytes = Vec::with_capacity(seg.len as usize);
+        let mut failed = None;
+        self.read_frames(&wanted, true, |_, got| match got {
+            Ok(b) => bytes.extend_from_slice(&b),
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let actual = crc32fast::hash(&bytes);
+        if actual != seg.crc {
+            return Err(Error::Crc {
+                path: self.paths.data.clone(),
+                id: self.id(video).to_owned(),
+                frame: seg.first_frame as usize,
+                offset: seg.offset,
+                end: seg.end(),
+                expected: seg.crc,
+                actual,
+            });
+        }
+        Ok(bytes)
+    }
+
     /// Whether the chunk has videos stored as segments that it cannot read: its index is
     /// missing or unusable and the `.gmeta` says they are segments.
     pub fn has_unindexed_segments(&self) -> bool {
         !self.unindexed_segments.is_empty()
     }
 
+    /// The `.gmeta`'s `segments` object (its text) of a video stored as segments that the
+    /// chunk reads without an index: what rebuilding that index starts from.
+    pub fn unindexed_json(&self, video: usize) -> Option<&[u8]> {
+        let at = self
+            .unindexed_segments
+            .binary_search_by_key(&video, |(v, _)| *v)
+            .ok()?;
+        Some(&self.unindexed_segments[at].1)
+    }
+
     /// Refuses to read a video stored as segments without the index that describes its
     /// segments (its `.gmeta` tiles would read as damaged JPEGs).
     pub fn check_readable(&self, video: usize) -> Result<()> {
-        if self.unindexed_segments.binary_search(&video).is_err() {
+        if self.unindexed_json(video).is_none() {
             return Ok(());
         }
         let why = self.index_problem.as_deref().map_or_else(
@@ -555,8 +604,8 @@ impl ChunkReader {
             At::video(self.id(video)),
             format!(
                 "the video is stored as AV1 segments, which are read only through the chunk's \
-                 checksummed index (.gidx, version 3), and {why}; restore the chunk's .gidx \
-                 from a copy or ingest the video again"
+                 checksummed index (.gidx, version 3), and {why}; `gulpio repair DIR --apply` \
+                 rebuilds it from the .gulp and .gmeta"
             ),
         ))
     }
@@ -965,13 +1014,14 @@ pub fn legacy_index(text: &[u8]) -> Result<Index, Problem> {
 }
 
 /// [`legacy_index`], and the videos whose entries say they are stored as segments.
-fn legacy_index_of(text: &[u8]) -> Result<(Index, Vec<usize>), Problem> {
+type Unindexed = Vec<(usize, Vec<u8>)>;
+
+fn legacy_index_of(text: &[u8]) -> Result<(Index, Unindexed), Problem> {
     let entries = gmeta::parse(text)?;
     let segmented = entries
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.segments.is_some())
-        .map(|(i, _)| i)
+        .filter_map(|(i, e)| Some((i, e.segments.clone()?)))
         .collect();
     let mut builder = IndexBuilder::new();
     let mut frames = Vec::new();

@@ -20,6 +20,7 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::chunk::reader::{ChunkReader, IndexKind};
+use crate::chunk::rebuild;
 use crate::error::Problem;
 use crate::error::{At, Error, IoContext, Result};
 use crate::format::index::{FrameRec, IndexBuilder, MAX_JPEG_LEN};
@@ -194,7 +195,7 @@ impl ChunkWriter {
         // is seen whole, and none can publish over what this one will.
         let file = lock_chunk(&paths.data, local::open_in_place(&paths.data)?)?;
         let (reader, _) = ChunkReader::open(paths)?;
-        let (entries, crc, published_len) = indexed_entries(&reader)?;
+        let (entries, crc, published_len) = indexed_entries(&reader, false)?;
         drop(reader);
         let mut file = file;
         // Bytes past the published end are the leftovers of an interrupted writer: never
@@ -740,7 +741,9 @@ fn sync_dir(file_in_dir: &Path) -> Result<()> {
 
 /// The entries of an open chunk with complete frame records (CRCs and sizes computed from the
 /// data for legacy chunks), the CRC of its published data and its published length.
-fn indexed_entries(reader: &ChunkReader) -> Result<(Vec<Entry>, u32, u64)> {
+/// Videos stored as segments without their index are rebuilt (decoding every segment) only
+/// when `rebuild_segments`: an append refuses them instead of starting that silently.
+fn indexed_entries(reader: &ChunkReader, rebuild_segments: bool) -> Result<(Vec<Entry>, u32, u64)> {
     let published_len = reader.published_len();
     let len = reader.source().current_len();
     if len < published_len {
@@ -752,19 +755,29 @@ fn indexed_entries(reader: &ChunkReader) -> Result<(Vec<Entry>, u32, u64)> {
             ),
         ));
     }
-    if reader.has_unindexed_segments() {
-        // Their segment boundaries, CRCs and colour signalling are in no file but the lost
-        // index; an index built from the tiles alone would describe JPEG frames.
+    if reader.has_unindexed_segments() && !rebuild_segments {
+        // An index built from the tiles alone would describe JPEG frames.
         return Err(Error::format(
             &reader.paths().meta,
             "the chunk has videos stored as AV1 segments and no usable index: it cannot be \
-             appended to, nor its index rebuilt from the .gulp and .gmeta yet; restore the \
-             chunk's .gidx from a copy or ingest those videos again",
+             appended to until its index is rebuilt (`gulpio repair DIR --apply`, which \
+             decodes every segment, or `gulpio_rs.write_index`)",
         ));
     }
     let legacy = reader.kind() == IndexKind::Legacy;
     let mut entries = Vec::with_capacity(reader.video_count());
     for v in 0..reader.video_count() {
+        if let Some(json) = reader.unindexed_json(v) {
+            let (rec, segments, frames) = rebuild::segment_video(reader, v, json)?;
+            entries.push(Entry {
+                id: reader.id(v).to_owned(),
+                restarts: Vec::new(),
+                frames,
+                meta_data: reader.meta_data(v).to_vec(),
+                stream: Some(Stream { rec, segments }),
+            });
+            continue;
+        }
         let mut frames: Vec<FrameRec> = reader.frames(v).collect();
         let restarts = if legacy {
             measure_frames(reader, v, &mut frames)?
@@ -892,8 +905,9 @@ fn data_crc(reader: &ChunkReader, len: u64) -> Result<u32> {
 }
 
 /// Writes the checksummed index of a chunk that has none (or a stale one), without touching
-/// its `.gulp` and `.gmeta`. CRCs are computed from the bytes as they are now. Returns the
-/// number of videos indexed.
+/// its `.gulp` and `.gmeta`. CRCs are computed from the bytes as they are now; videos stored
+/// as segments are rebuilt from their `.gmeta` entries and streams (`rebuild`), each segment
+/// decoded once. Returns the number of videos indexed.
 pub fn write_index(paths: &ChunkPaths) -> Result<usize> {
     local::refuse_url(&paths.data)?;
     local::refuse_url(&paths.meta)?;
@@ -901,7 +915,7 @@ pub fn write_index(paths: &ChunkPaths) -> Result<usize> {
     let (data, _) = local::open_read(&paths.data)?;
     local::lock_writer(&data, &paths.data)?;
     let reader = ChunkReader::open_legacy(paths)?;
-    let (entries, gulp_crc, gulp_len) = indexed_entries(&reader)?;
+    let (entries, gulp_crc, gulp_len) = indexed_entries(&reader, true)?;
     let meta = local::read_whole(&paths.meta)?;
     let mut builder = IndexBuilder::new();
     for e in &entries {

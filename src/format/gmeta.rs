@@ -179,6 +179,66 @@ pub fn segments_json(
     out
 }
 
+/// The `segments` object of a `.gmeta` entry (docs/FORMAT.md §6.2), parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentsMeta {
+    pub codec: String,
+    pub width: u64,
+    pub height: u64,
+    /// Frames in each segment, in order.
+    pub frames: Vec<u64>,
+}
+
+/// Parses a `segments` object (the verbatim text [`Entry::segments`] keeps). Its four keys
+/// may come in any order (another tool may have rewritten the file); other keys are ignored,
+/// as in the entry itself.
+pub fn parse_segments_json(text: &[u8]) -> Result<SegmentsMeta, String> {
+    let mut s = Scanner::new(text);
+    let (mut codec, mut width, mut height, mut frames) = (None, None, None, None);
+    s.eat(b'{')?;
+    if !s.empty_container(b'}') {
+        loop {
+            s.skip_ws();
+            let key = s.string()?;
+            s.eat(b':')?;
+            match key.as_str() {
+                "codec" => codec = Some(s.string()?),
+                "width" => width = Some(s.uint()?),
+                "height" => height = Some(s.uint()?),
+                "frames" => {
+                    let mut list = Vec::new();
+                    s.eat(b'[')?;
+                    if !s.empty_container(b']') {
+                        loop {
+                            list.push(s.uint()?);
+                            if !s.next_or_close(b']')? {
+                                break;
+                            }
+                        }
+                    }
+                    frames = Some(list);
+                }
+                _ => {
+                    s.skip_value(0)?;
+                }
+            }
+            if !s.next_or_close(b'}')? {
+                break;
+            }
+        }
+    }
+    if !s.at_end() {
+        return Err(s.err("trailing data after the segments object"));
+    }
+    let missing = |k: &str| format!("the segments object has no {k:?}");
+    Ok(SegmentsMeta {
+        codec: codec.ok_or_else(|| missing("codec"))?,
+        width: width.ok_or_else(|| missing("width"))?,
+        height: height.ok_or_else(|| missing("height"))?,
+        frames: frames.ok_or_else(|| missing("frames"))?,
+    })
+}
+
 pub fn finish(out: &mut Vec<u8>) {
     out.push(b'}');
 }
@@ -226,6 +286,16 @@ mod tests {
         let back = parse(text.as_bytes()).unwrap();
         assert_eq!(back[0].segments, None);
         assert_eq!(back[1].segments.as_deref(), Some(segments.as_slice()));
+        let parsed = parse_segments_json(&segments).unwrap();
+        assert_eq!(
+            parsed,
+            SegmentsMeta {
+                codec: "av1".into(),
+                width: 64,
+                height: 48,
+                frames: vec![16, 8]
+            }
+        );
     }
 
     #[test]
@@ -512,6 +582,29 @@ mod tests {
                     prop_assert_eq!(&entry.meta_data, meta);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn segments_objects_parse_in_any_key_order_and_need_every_key() {
+        let got = parse_segments_json(
+            br#"{"frames": [], "x": {"y": [1]}, "height": 2, "codec": "av1", "width": 3}"#,
+        )
+        .unwrap();
+        assert_eq!((got.width, got.height, got.frames.len()), (3, 2, 0));
+        for bad in [
+            &br#"{"codec": "av1", "width": 3, "height": 2}"#[..],
+            br#"{"codec": 1, "width": 3, "height": 2, "frames": []}"#,
+            br#"{"codec": "av1", "width": -3, "height": 2, "frames": []}"#,
+            br#"{"codec": "av1", "width": 3, "height": 2, "frames": [1.5]}"#,
+            br#"{"codec": "av1", "width": 3, "height": 2, "frames": []} x"#,
+            br#"[]"#,
+        ] {
+            assert!(
+                parse_segments_json(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use numpy::PyArray4;
 use pyo3::exceptions::{PyBufferError, PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PySlice, PyString};
 
 use super::decode::{self, Layout};
 use crate::chunk::reader::{ChunkReader, IndexKind};
@@ -231,6 +231,42 @@ impl Chunk {
                 .collect();
             (codec.to_owned(), rec.gop, parts)
         }))
+    }
+
+    /// A video stored as segments, as stored: `{"codec", "width", "height", "gop", "matrix",
+    /// "full_range", "segments": [(stream bytes, frame count), ...]}` (the keyword arguments
+    /// and segments `NativeWriter.append_segments` takes, to copy the video without decoding
+    /// it), each segment CRC-checked; None for a video of JPEG frames.
+    fn segment_streams<'py>(
+        &self,
+        py: Python<'py>,
+        video: usize,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.check(video)?;
+        self.inner.check_readable(video)?;
+        let Some((rec, segments)) = self.inner.stream(video) else {
+            return Ok(None);
+        };
+        let inner = &self.inner;
+        let streams = py.detach(|| {
+            (0..segments.len())
+                .map(|k| inner.segment_stream(video, k))
+                .collect::<crate::error::Result<Vec<_>>>()
+        })?;
+        let codec = crate::video::Codec::from_code(rec.codec).map_or("unknown", |c| c.name());
+        let parts = PyList::empty(py);
+        for (bytes, seg) in streams.iter().zip(&segments) {
+            parts.append((PyBytes::new(py, bytes), seg.frame_count))?;
+        }
+        let out = PyDict::new(py);
+        out.set_item("codec", codec)?;
+        out.set_item("width", rec.width)?;
+        out.set_item("height", rec.height)?;
+        out.set_item("gop", rec.gop)?;
+        out.set_item("matrix", rec.matrix)?;
+        out.set_item("full_range", rec.range == 1)?;
+        out.set_item("segments", parts)?;
+        Ok(Some(out))
     }
 
     /// `[(height, width, channels), ...]` from the index (zeros when unknown: legacy chunks).

@@ -43,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pool::available_threads, m)?)?;
     m.add_function(wrap_pyfunction!(video::probe_segment, m)?)?;
     m.add_function(wrap_pyfunction!(video::decode_segment, m)?)?;
+    m.add_function(wrap_pyfunction!(video::segment_stage_times, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::pooled_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(arrays::release_pooled_buffers, m)?)?;
     m.add_function(wrap_pyfunction!(permute::feistel, m)?)?;

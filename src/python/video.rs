@@ -4,7 +4,7 @@
 use numpy::{PyArray4, PyArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 use crate::error::Error;
 use crate::video::{self, yuv, Codec, Integrity, SegmentShape};
@@ -77,4 +77,22 @@ pub fn decode_segment<'py>(
     })
     .map_err(Error::from)?;
     Ok(arr)
+}
+
+/// Where segment reads spent their time in this process since the last reset, summed over
+/// threads (`crate::video::stages`): seconds per stage, and the segments, pictures decoded
+/// and frames returned. For benchmarks and profiling; `reset` starts the totals again.
+#[pyfunction]
+#[pyo3(signature = (reset=false))]
+pub fn segment_stage_times(py: Python<'_>, reset: bool) -> PyResult<Bound<'_, PyDict>> {
+    use crate::video::stages;
+    let t = stages::totals(reset);
+    let out = PyDict::new(py);
+    for (name, ns) in stages::NAMES.iter().zip(t.nanos) {
+        out.set_item(*name, ns as f64 / 1e9)?;
+    }
+    out.set_item("segments", t.segments)?;
+    out.set_item("pictures", t.pictures)?;
+    out.set_item("returned", t.returned)?;
+    Ok(out)
 }

@@ -10,9 +10,13 @@
 
 pub mod av1;
 pub mod obu;
+pub mod stages;
 pub mod yuv;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+use stages::Stage;
 
 use crate::jpeg::check_frame_size;
 
@@ -343,8 +347,17 @@ fn run(
     // The decoder refuses larger frames before allocating them (a hostile stream could
     // otherwise declare 65536x65536 inside a segment the index calls small).
     let max = u32::try_from(shape.width * shape.height).unwrap_or(u32::MAX);
+    let setup = Instant::now();
     let mut dec = av1::Decoder::new(max).map_err(SegmentFailure::new)?;
-    decode_frames(&mut dec, shape, bytes, wanted, last, outs)
+    stages::add(Stage::Setup, setup);
+    let result = decode_frames(&mut dec, shape, bytes, wanted, last, outs);
+    let close = Instant::now();
+    drop(dec);
+    stages::add(Stage::Setup, close);
+    if let Ok(pictures) = result {
+        stages::count(pictures, wanted.len());
+    }
+    result
 }
 
 fn decode_frames(
@@ -355,10 +368,13 @@ fn decode_frames(
     last: usize,
     outs: &mut [&mut [u8]],
 ) -> Result<usize, SegmentFailure> {
+    let started = Instant::now();
     let mut pending = dec.start(bytes).map_err(SegmentFailure::new)?;
+    stages::add(Stage::Decode, started);
     let mut next_out = 0usize;
     let mut index = 0usize;
     while index <= last {
+        let started = Instant::now();
         let pic = dec
             .next(&mut pending)
             .map_err(|m| SegmentFailure::at(index, m))?
@@ -383,11 +399,14 @@ fn decode_frames(
                 ),
             ));
         }
+        stages::add(Stage::Decode, started);
         if wanted.get(next_out) == Some(&index) {
+            let started = Instant::now();
             let (matrix, range) = pic.color().map_err(|m| SegmentFailure::at(index, m))?;
             let planes = pic.planes().map_err(|m| SegmentFailure::at(index, m))?;
             yuv::to_rgb(&planes, matrix, range, outs[next_out])
                 .map_err(|m| SegmentFailure::at(index, m))?;
+            stages::add(Stage::Convert, started);
             next_out += 1;
         }
         index += 1;

