@@ -266,3 +266,16 @@ def test_damage_anywhere_in_the_data_is_an_error_or_the_right_pixels(stored, tmp
             np.testing.assert_array_equal(pixels, want[id_], err_msg=f"byte {at}")
     assert errors >= 30  # nearly every flip lands in some segment of a video
     data.write_bytes(original)
+
+
+def test_stage_times_count_what_a_read_decoded(stored):
+    from gulpio_rs.segments import stage_times
+
+    gd = GulpDirectory(str(stored))
+    stage_times(reset=True)
+    gd.read_batch(["bikes"], [list(range(20, 24))], crop=[(0, 0, 128, 128)], size=[(64, 64)])
+    t = stage_times(reset=True)
+    # Frames 20..23 are in segment 1 (frames 16..31): decoded from its key frame, frame 16.
+    assert (t.segments, t.pictures, t.returned) == (1, 8, 4)
+    assert t.decode > 0 and t.convert > 0 and t.reframe > 0 and t.setup > 0
+    assert stage_times() == (0.0, 0.0, 0.0, 0.0, 0, 0, 0)

@@ -63,6 +63,22 @@ def test_remote_clips_equal_local_ones_and_cost_their_segments(remote):
         assert proxy.body_bytes <= 1.2 * _segment_bytes(local, id_, sel) + 1024
 
 
+def test_prefetch_and_cache_dir_give_the_same_clips(remote, tmp_path):
+    local, open_remote, proxy = remote
+    sel = [list(range(3, 19)), list(range(20, 36))]
+    want = local.read_batch(["v0", "v1"], sel)
+    gd = open_remote(cache_dir=str(tmp_path / "cache"))
+    gd.prefetch(["v0", "v1"], sel)
+    np.testing.assert_array_equal(gd.read_batch(["v0", "v1"], sel), want)
+    # A second directory on the same cache reads the segments from it: nothing of the
+    # .gulp is fetched again.
+    again = open_remote(cache_dir=str(tmp_path / "cache"))
+    proxy.reset_counters()
+    np.testing.assert_array_equal(again.read_batch(["v0", "v1"], sel), want)
+    # (Chunks are opened on first use: their .gidx and .gmeta are fetched, not cached.)
+    assert not [r for r in proxy.log() if r[1].endswith(".gulp")], proxy.log()
+
+
 def _segment_bytes(gd: GulpDirectory, id_: str, frames: list[int]) -> int:
     for pos in range(len(gd.chunk_table())):
         chunk = gd.native_chunk(pos)
