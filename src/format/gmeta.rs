@@ -54,32 +54,27 @@ fn parse_entry(s: &mut Scanner, id: String) -> Result<Entry, Problem> {
     let mut frame_info = None;
     let mut meta_data = None;
     let mut segments = None;
-    s.eat(b'{')?;
-    if !s.empty_container(b'}') {
-        loop {
-            s.skip_ws();
-            let key = s.string()?;
-            s.eat(b':')?;
-            match key.as_str() {
-                "frame_info" => frame_info = Some(parse_frame_info(s)?),
-                "meta_data" => {
-                    if s.peek() != Some(b'[') {
-                        return Err(Problem::at(At::video(id), s.err("meta_data is not a list")));
-                    }
-                    meta_data = Some(s.skip_value(0)?.to_vec());
+    s.for_each_key(|s, key| -> Result<(), Problem> {
+        match key.as_str() {
+            "frame_info" => frame_info = Some(parse_frame_info(s)?),
+            "meta_data" => {
+                if s.peek() != Some(b'[') {
+                    return Err(Problem::at(
+                        At::video(&id),
+                        s.err("meta_data is not a list"),
+                    ));
                 }
-                "segments" => segments = Some(s.skip_value(0)?.to_vec()),
-                // Unknown keys are tolerated (ignored) so that files extended by other tools
-                // still read; gulpio itself never writes any.
-                _ => {
-                    s.skip_value(0)?;
-                }
+                meta_data = Some(s.skip_value(0)?.to_vec());
             }
-            if !s.next_or_close(b'}')? {
-                break;
+            "segments" => segments = Some(s.skip_value(0)?.to_vec()),
+            // Unknown keys are tolerated (ignored) so that files extended by other tools
+            // still read; gulpio itself never writes any.
+            _ => {
+                s.skip_value(0)?;
             }
         }
-    }
+        Ok(())
+    })?;
     let Some(frame_info) = frame_info else {
         return Err(Problem::at(At::video(id), "no frame_info"));
     };
@@ -195,38 +190,30 @@ pub struct SegmentsMeta {
 pub fn parse_segments_json(text: &[u8]) -> Result<SegmentsMeta, String> {
     let mut s = Scanner::new(text);
     let (mut codec, mut width, mut height, mut frames) = (None, None, None, None);
-    s.eat(b'{')?;
-    if !s.empty_container(b'}') {
-        loop {
-            s.skip_ws();
-            let key = s.string()?;
-            s.eat(b':')?;
-            match key.as_str() {
-                "codec" => codec = Some(s.string()?),
-                "width" => width = Some(s.uint()?),
-                "height" => height = Some(s.uint()?),
-                "frames" => {
-                    let mut list = Vec::new();
-                    s.eat(b'[')?;
-                    if !s.empty_container(b']') {
-                        loop {
-                            list.push(s.uint()?);
-                            if !s.next_or_close(b']')? {
-                                break;
-                            }
+    s.for_each_key(|s, key| -> Result<(), String> {
+        match key.as_str() {
+            "codec" => codec = Some(s.string()?),
+            "width" => width = Some(s.uint()?),
+            "height" => height = Some(s.uint()?),
+            "frames" => {
+                let mut list = Vec::new();
+                s.eat(b'[')?;
+                if !s.empty_container(b']') {
+                    loop {
+                        list.push(s.uint()?);
+                        if !s.next_or_close(b']')? {
+                            break;
                         }
                     }
-                    frames = Some(list);
                 }
-                _ => {
-                    s.skip_value(0)?;
-                }
+                frames = Some(list);
             }
-            if !s.next_or_close(b'}')? {
-                break;
+            _ => {
+                s.skip_value(0)?;
             }
         }
-    }
+        Ok(())
+    })?;
     if !s.at_end() {
         return Err(s.err("trailing data after the segments object"));
     }

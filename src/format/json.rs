@@ -82,6 +82,27 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Walks an object (its `{` is next): `each` gets every key with the scanner at its value,
+    /// which it must consume.
+    pub fn for_each_key<E: From<String>>(
+        &mut self,
+        mut each: impl FnMut(&mut Self, String) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.eat(b'{')?;
+        if self.empty_container(b'}') {
+            return Ok(());
+        }
+        loop {
+            self.skip_ws();
+            let key = self.string()?;
+            self.eat(b':')?;
+            each(self, key)?;
+            if !self.next_or_close(b'}')? {
+                return Ok(());
+            }
+        }
+    }
+
     /// True (and the bracket eaten) if the container opened just before is empty.
     pub fn empty_container(&mut self, close: u8) -> bool {
         if self.peek() == Some(close) {
