@@ -279,3 +279,25 @@ def test_stage_times_count_what_a_read_decoded(stored):
     assert (t.segments, t.pictures, t.returned) == (1, 8, 4)
     assert t.decode > 0 and t.convert > 0 and t.reframe > 0 and t.setup > 0
     assert stage_times() == (0.0, 0.0, 0.0, 0.0, 0, 0, 0)
+
+
+def test_a_batch_mixes_jpeg_frames_and_segments(tmp_path, videos):
+    from gulpio_rs.chunk import GulpChunk
+    from gulpio_rs.segments import encode_video
+
+    chunk = GulpChunk(str(tmp_path / "data_0.gulp"), str(tmp_path / "meta_0.gmeta"))
+    with chunk.open("wb"):
+        chunk.append("jpeg", {}, [np.ascontiguousarray(f) for f in videos["bbb"][:20]])
+        chunk.append("video", {}, encode_video(videos["bikes"][:20]))
+    gd = GulpDirectory(str(tmp_path))
+    ids = ["jpeg", "video", "jpeg", "video"]
+    frames = [list(range(0, 8)), list(range(3, 11)), list(range(12, 20)), list(range(14, 6, -1))]
+    whole = gd.read_batch(ids, frames)
+    for got, id_, sel in zip(whole, ids, frames, strict=True):
+        assert np.array_equal(got, gd.read(id_, sel)), id_
+    box, size = [(10, 20, 200, 300)] * 4, [(64, 96)] * 4
+    fused = gd.read_batch(ids, frames, crop=box, size=size, flip=[False, True, True, False])
+    assert fused.shape == (4, 8, 64, 96, 3)
+    for k, (id_, sel) in enumerate(zip(ids, frames, strict=True)):
+        one = gd.read_batch([id_], [sel], crop=box[:1], size=size[:1], flip=[k in (1, 2)])
+        assert np.array_equal(fused[k], one[0]), (k, id_)
