@@ -230,13 +230,22 @@ fn finish(
     Ok(())
 }
 
-/// The DCT scale, in eighths: the smallest that leaves the crop at least the output's size in
-/// both directions (8 when scaling is off or not available).
+/// The DCT scales used, in eighths: those libjpeg-turbo computes with SIMD code (its 8x8,
+/// 4x4 and 2x2 inverse DCTs; 1x1 is the DC value alone). At 3/8, 5/8, 6/8 and 7/8 every block
+/// goes through plain-C inverse DCTs, and with 4:2:0 chroma through 6x6, 10x10, 12x12 or 14x14
+/// ones (libjpeg scales chroma up in the DCT instead of upsampling it): measured with
+/// callgrind on random-resized crops of 456x256 q90 frames to 112x112, those scales made the
+/// fused decode cost more instructions than decoding the whole frame (docs/FUSED.md).
+const SIMD_EIGHTHS: [usize; 4] = [1, 2, 4, 8];
+
+/// The DCT scale, in eighths: the smallest of [`SIMD_EIGHTHS`] that leaves the crop at least
+/// the output's size in both directions (8 when scaling is off or not available).
 fn dct_eighths(frame: &Frame, crop: &CropBox, (oh, ow): (usize, usize), allowed: bool) -> usize {
     if !allowed || super::BACKEND != super::Backend::Turbo || frame.info.components == 4 {
         return 8;
     }
-    (1..=8)
+    SIMD_EIGHTHS
+        .into_iter()
         .find(|&m| {
             let s = m as f64 / 8.0;
             crop.width * s >= ow as f64 - 1e-6 && crop.height * s >= oh as f64 - 1e-6
