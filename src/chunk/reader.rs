@@ -1013,9 +1013,11 @@ pub fn legacy_index(text: &[u8]) -> Result<Index, Problem> {
     Ok(legacy_index_of(text)?.0)
 }
 
-/// [`legacy_index`], and the videos whose entries say they are stored as segments.
+/// Videos read through the `.gmeta` that say they are stored as segments, with the text of
+/// their `segments` object.
 type Unindexed = Vec<(usize, Vec<u8>)>;
 
+/// [`legacy_index`], and the videos whose entries say they are stored as segments.
 fn legacy_index_of(text: &[u8]) -> Result<(Index, Unindexed), Problem> {
     let entries = gmeta::parse(text)?;
     let segmented = entries
