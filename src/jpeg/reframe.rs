@@ -4,7 +4,7 @@
 //! full decode, that is three passes over every pixel (decode, crop, resize) and decoding
 //! pixels that are thrown away. Here, per frame:
 //!
-//! 1. the smallest DCT scale `M/8` (`M` in 1, 2, 4, 8: [`SIMD_EIGHTHS`]) that still leaves at
+//! 1. the smallest DCT scale `M/8` (`M` in 1, 2, 4, 8: `SIMD_EIGHTHS`) that still leaves at
 //!    least the output size: libjpeg-turbo then computes only the low frequencies of each 8x8
 //!    block (the "free" downscale);
 //! 2. only the crop's rows and columns are decoded: rows below it are not touched, rows above
