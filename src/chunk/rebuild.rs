@@ -97,10 +97,7 @@ pub(crate) fn segment_video(
                 "1 to {MAX_SEGMENT_FRAMES} frames are allowed"
             )));
         }
-        let (seg, bytes) = read_segment(reader, own, first, n).map_err(|e| match e {
-            Ok(m) => fail(m),
-            Err(e) => e,
-        })?;
+        let (seg, bytes) = read_segment(reader, own, first, &fail)?;
         let probe = probe_segment(codec, &bytes, n, width as usize * height as usize)
             .map_err(|f| fail(format!("it does not decode: {}", f.msg)))?;
         if (probe.width, probe.height, probe.frames) != (width as usize, height as usize, n) {
@@ -136,21 +133,21 @@ pub(crate) fn segment_video(
     Ok((stream, segments, frames))
 }
 
-/// Reads one segment's stream from its tiles (`own`, the `.gmeta`'s entries of its `n`
-/// frames from `first`): `Ok(message)` errors are about the tiles' layout, `Err` ones are
-/// reading errors, already complete.
+/// Reads one segment's stream from its tiles (`own`, the `.gmeta`'s entries of its frames
+/// from `first`, at least one); `fail` makes the error of a layout that is not a segment's.
 fn read_segment(
     reader: &ChunkReader,
     own: &[FrameRec],
     first: usize,
-    n: usize,
-) -> std::result::Result<(SegmentRec, Vec<u8>), std::result::Result<String, Error>> {
+    fail: &dyn Fn(String) -> Error,
+) -> Result<(SegmentRec, Vec<u8>)> {
+    let n = own.len();
     let start = own[0].offset;
     let mut at = start;
     for (i, t) in own.iter().enumerate() {
         let last = i + 1 == n;
         if t.offset != at || (!last && (t.jpeg_len != 4 || t.pad != 0)) {
-            return Err(Ok(format!(
+            return Err(fail(format!(
                 "frame {} is not a tile of one segment record (docs/FORMAT.md §6.2)",
                 first + i
             )));
@@ -160,30 +157,27 @@ fn read_segment(
     let last = own[n - 1];
     let len = last.jpeg_end() - start;
     if len > MAX_SEGMENT_BYTES as u64 {
-        return Err(Ok(format!("{len} bytes, over {MAX_SEGMENT_BYTES}")));
+        return Err(fail(format!("{len} bytes, over {MAX_SEGMENT_BYTES}")));
     }
     let range = start..last.jpeg_end();
     let mut bytes = Vec::new();
     let mut failed = None;
-    reader
-        .source()
-        .read_ranges(
-            &reader.paths().data,
-            std::slice::from_ref(&range),
-            |_, got| match got {
-                Ok(b) => bytes.extend_from_slice(&b),
-                Err(e) => failed = Some(e),
-            },
-        )
-        .map_err(Err)?;
+    reader.source().read_ranges(
+        &reader.paths().data,
+        std::slice::from_ref(&range),
+        |_, got| match got {
+            Ok(b) => bytes.extend_from_slice(&b),
+            Err(e) => failed = Some(e),
+        },
+    )?;
     if let Some(e) = failed {
-        return Err(Err(e));
+        return Err(e);
     }
     let seg = SegmentRec {
         offset: start,
         len: len as u32, // at most MAX_SEGMENT_BYTES
         crc: crc32fast::hash(&bytes),
-        first_frame: u32::try_from(first).map_err(|_| Ok("too many frames".to_owned()))?,
+        first_frame: u32::try_from(first).map_err(|_| fail("too many frames".to_owned()))?,
         frame_count: n as u16, // at most MAX_SEGMENT_FRAMES
         flags: FLAG_KEYFRAME,  // probe_segment checks the key frame
         pad: last.pad,
