@@ -158,7 +158,7 @@ pub(super) fn decode_region(
         Colorspace::Gray => tj::TJPF_TJPF_GRAY,
         _ => tj::TJPF_TJPF_RGB,
     };
-    with_handle(|handle| {
+    let run = |handle| {
         decompress(
             handle,
             jpeg,
@@ -168,7 +168,27 @@ pub(super) fn decode_region(
             region,
             Dest::Grow(scratch),
         )
-    })
+    };
+    if skips_rows_merged(precision, region) {
+        with_fresh_handle(run)
+    } else {
+        with_handle(run)
+    }
+}
+
+/// Whether a decode may skip rows above `region` with libjpeg-turbo's merged upsampler (the
+/// one fast upsampling uses for 4:2:0 and 4:2:2 colour), which a reused decompressor must
+/// not do: libjpeg-turbo 3.1.0, the copy turbojpeg-sys 1.2 builds, leaves the decompressor's
+/// colour converter pointer aimed at the previous image's freed memory when an image uses
+/// the merged upsampler, and `jpeg_skip_scanlines` writes through that pointer for the time
+/// of the skip. On a decompressor that decoded an image without the merged upsampler before
+/// (a scaled or accurate decode) that is a use-after-free: valgrind reports it, and in
+/// DataLoader workers it crashed in the IDCT or failed valid frames as "premature end of data
+/// segment" every few hundred batches of fused random-resized crops (docs/DECISIONS.md).
+/// Later libjpeg-turbo checks for the merged upsampler there; a new decompressor's pointer
+/// is null, so these decodes get one of their own.
+fn skips_rows_merged(precision: Precision, region: Region) -> bool {
+    precision == Precision::Fast && region.y > 0
 }
 
 /// Runs `f` with this thread's decompressor (made on first use). After a failed call
@@ -181,17 +201,7 @@ fn with_handle<T>(
         let mut slot = cell.borrow_mut();
         let handle = match slot.as_ref() {
             Some(handle) => handle.0,
-            None => {
-                // SAFETY: plain constructor; null means failure.
-                let p = unsafe { tj::tj3Init(tj::TJINIT_TJINIT_DECOMPRESS as c_int) };
-                if p.is_null() {
-                    return Err(DecodeFailure::Corrupt(
-                        "cannot start a libjpeg-turbo decompressor".into(),
-                    ));
-                }
-                *slot = Some(Handle(p));
-                p
-            }
+            None => slot.insert(new_handle()?).0,
         };
         f(handle)
     });
@@ -199,6 +209,25 @@ fn with_handle<T>(
         HANDLE.with(|cell| cell.borrow_mut().take());
     }
     result
+}
+
+/// Runs `f` with a decompressor made for this call alone.
+fn with_fresh_handle<T>(
+    f: impl FnOnce(tj::tjhandle) -> Result<T, DecodeFailure>,
+) -> Result<T, DecodeFailure> {
+    let handle = new_handle()?;
+    f(handle.0)
+}
+
+fn new_handle() -> Result<Handle, DecodeFailure> {
+    // SAFETY: plain constructor; null means failure.
+    let p = unsafe { tj::tj3Init(tj::TJINIT_TJINIT_DECOMPRESS as c_int) };
+    if p.is_null() {
+        return Err(DecodeFailure::Corrupt(
+            "cannot start a libjpeg-turbo decompressor".into(),
+        ));
+    }
+    Ok(Handle(p))
 }
 
 /// The scaling factor `eighths / 8` in the reduced form TurboJPEG looks up.
