@@ -159,20 +159,11 @@ fn read_segment(
     if len > MAX_SEGMENT_BYTES as u64 {
         return Err(fail(format!("{len} bytes, over {MAX_SEGMENT_BYTES}")));
     }
-    let range = start..last.jpeg_end();
-    let mut bytes = Vec::new();
-    let mut failed = None;
-    reader.source().read_ranges(
-        &reader.paths().data,
-        std::slice::from_ref(&range),
-        |_, got| match got {
-            Ok(b) => bytes.extend_from_slice(&b),
-            Err(e) => failed = Some(e),
-        },
-    )?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
+    let bytes = Vec::from(
+        reader
+            .source()
+            .read_range(&reader.paths().data, start..last.jpeg_end())?,
+    );
     let seg = SegmentRec {
         offset: start,
         len: len as u32, // at most MAX_SEGMENT_BYTES

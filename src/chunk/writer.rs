@@ -887,19 +887,8 @@ fn data_crc(reader: &ChunkReader, len: u64) -> Result<u32> {
     let mut at = 0;
     while at < len {
         let piece = at..(at + PIECE).min(len);
-        let mut failed = None;
-        reader.source().read_ranges(
-            &reader.paths().data,
-            std::slice::from_ref(&piece),
-            |_, got| match got {
-                Ok(bytes) => hasher.update(&bytes),
-                Err(e) => failed = Some(e),
-            },
-        )?;
-        if let Some(e) = failed {
-            return Err(e);
-        }
         at = piece.end;
+        hasher.update(&reader.source().read_range(&reader.paths().data, piece)?);
     }
     Ok(hasher.finalize())
 }

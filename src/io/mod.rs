@@ -397,6 +397,13 @@ impl DataSource {
         }
     }
 
+    /// Bytes `range` (within `len()`) of the file, exactly: one range of [`Self::read_ranges`].
+    pub fn read_range(&self, path: &Path, range: Range<u64>) -> Result<Bytes> {
+        let mut out = None;
+        self.read_ranges(path, std::slice::from_ref(&range), |_, got| out = Some(got))?;
+        out.unwrap_or_else(|| Err(Error::Internal("range read produced no result".into())))
+    }
+
     /// Reads `ranges` (each within `len()`) and calls `each(i, bytes)` as each arrives, on the
     /// calling thread. Remote ranges are fetched concurrently; local ones are read in order.
     pub fn read_ranges(
