@@ -59,7 +59,19 @@ def generated_jpegs() -> dict[str, bytes]:
         "restart-rows-1.jpg": jpeg(small, restart_marker_rows=1),
         "1x1.jpg": jpeg(image(1, 1, 3)),
         "odd-13x7.jpg": jpeg(image(7, 13, 4)),
+        # An MJPEG frame: no DHT segment, the standard Huffman tables implied.
+        "mjpeg-no-dht.jpg": without_dht(jpeg(small)),
     }
+
+
+def without_dht(data: bytes) -> bytes:
+    out, i = bytearray(data[:2]), 2
+    while data[i + 1] != 0xDA:
+        length = int.from_bytes(data[i + 2 : i + 4], "big")
+        if data[i + 1] != 0xC4:
+            out += data[i : i + 2 + length]
+        i += 2 + length
+    return bytes(out + data[i:])
 
 
 def chunk_input(meta: bytes, index: bytes | None, data: bytes) -> bytes:
@@ -121,6 +133,10 @@ def reframe_inputs() -> dict[str, bytes]:
         "restart-made-up.bin": bytes([10, 10, 200, 200, 0b11001, 9, 40, 2]) + gray,
         "plain-scaled.bin": bytes([0, 0, 255, 255, 0b00101, 8, 10, 0]) + plain,
         "plain-flip.bin": bytes([40, 90, 100, 100, 0b00011, 60, 30, 1]) + plain,
+        # Fast precision (bit 5), a box on whole pixels (bit 6): compared with the whole frame.
+        "fast-crop-whole-pixels.bin": bytes([60, 30, 120, 200, 0b1101000, 0, 0, 0]) + restart,
+        "fast-crop-plain.bin": bytes([90, 20, 150, 180, 0b1100000, 0, 0, 1]) + plain,
+        "fast-scaled.bin": bytes([0, 0, 255, 255, 0b0100101, 8, 10, 0]) + plain,
     }
 
 

@@ -7,12 +7,26 @@
 #
 #   bash fuzz/smoke.sh                  # all targets, 30 s each
 #   FUZZ_SECONDS=600 bash fuzz/smoke.sh index gmeta   # a longer run of some targets
+#   FUZZ_FEATURES= bash fuzz/smoke.sh jpeg reframe    # against zune-jpeg instead
 set -euo pipefail
 cd "$(dirname "$0")"
 
 SECONDS_EACH="${FUZZ_SECONDS:-30}"
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(index gmeta chunk jpeg reframe video_segment)
+
+# The JPEG decoder the targets drive: libjpeg-turbo, what the wheels ship, when cmake and nasm
+# are there to build it (CI installs both), else zune-jpeg. FUZZ_FEATURES overrides it
+# (FUZZ_FEATURES= for zune-jpeg; the two need separate builds).
+if [ -z "${FUZZ_FEATURES+set}" ]; then
+    if command -v cmake >/dev/null && command -v nasm >/dev/null; then
+        FUZZ_FEATURES=turbo
+    else
+        FUZZ_FEATURES=
+    fi
+fi
+features=()
+[ -n "$FUZZ_FEATURES" ] && features=(--features "$FUZZ_FEATURES")
 
 # cargo-fuzz passes nightly-only flags (-Zsanitizer=address, sanitizer coverage); the stable
 # toolchain accepts them with RUSTC_BOOTSTRAP=1, so no nightly toolchain is needed.
@@ -36,10 +50,10 @@ trap 'rm -rf "$work"' EXIT
 export GULPIO_FUZZ_TMP="$work" # the chunk target's scratch files
 
 start=$(date +%s)
-echo "== fuzz: format and build"
+echo "== fuzz: format and build (decoder: $([ -n "$FUZZ_FEATURES" ] && echo "features $FUZZ_FEATURES" || echo zune-jpeg))"
 cargo fmt --check
 # 16 codegen units: the build is most of this script's time; the fuzzers lose a few % speed.
-if ! cargo fuzz build --codegen-units 16 >"$work/build.log" 2>&1; then
+if ! cargo fuzz build "${features[@]}" --codegen-units 16 >"$work/build.log" 2>&1; then
     cat "$work/build.log"
     exit 1
 fi
@@ -50,7 +64,7 @@ bin=target/x86_64-unknown-linux-gnu/release
 # build loses its overflow checks, which the other targets keep.
 fast=target/fast/x86_64-unknown-linux-gnu/release
 if [[ " ${TARGETS[*]} " == *" video_segment "* ]]; then
-    if ! cargo fuzz build -O --codegen-units 16 --target-dir target/fast video_segment \
+    if ! cargo fuzz build "${features[@]}" -O --codegen-units 16 --target-dir target/fast video_segment \
         >"$work/build-fast.log" 2>&1; then
         cat "$work/build-fast.log"
         exit 1
@@ -80,7 +94,7 @@ run() {
         echo "   $t: FAILED; last lines of its log:"
         tail -40 "$work/$t.log" | sed 's/^/     /'
         for a in "artifacts/$t"/*; do
-            [ -e "$a" ] && echo "   replay: RUSTC_BOOTSTRAP=1 cargo fuzz run $t fuzz/$a"
+            [ -e "$a" ] && echo "   replay: RUSTC_BOOTSTRAP=1 cargo fuzz run ${features[*]} $t fuzz/$a"
         done
         return 1
     fi

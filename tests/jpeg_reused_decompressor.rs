@@ -1,7 +1,7 @@
-//! A thread's libjpeg-turbo decompressor is reused from frame to frame, and libjpeg-turbo 3.1.0
+//! A thread's libjpeg-turbo decompressor was reused from frame to frame, and libjpeg-turbo 3.1.0
 //! (the copy turbojpeg-sys builds) leaves a pointer into the previous image's freed memory
 //! when a fast decode uses its merged upsampler; skipping rows above a crop then wrote through
-//! it (`jpeg::turbo::skips_rows_merged`). In DataLoader workers that crashed or failed valid
+//! it (now every frame gets a decompressor of its own: `jpeg::turbo::with_decompressor`). In DataLoader workers that crashed or failed valid
 //! frames every few hundred batches of fused random-resized crops, depending on where malloc
 //! had put the next image's state: a plain run of the sequence below passes with the bug as
 //! well. So the sequence runs in a child process under valgrind's memcheck, which keeps freed

@@ -12,7 +12,6 @@
 //! `TJPARAM_MAXPIXELS` and `TJPARAM_SCANLIMIT` bound memory and time on hostile input
 //! (progressive scan bombs).
 
-use std::cell::RefCell;
 use std::ffi::{c_int, CStr};
 
 use turbojpeg_sys as tj;
@@ -29,11 +28,6 @@ impl Drop for Handle {
         // SAFETY: the handle came from tj3Init and is destroyed once.
         unsafe { tj::tj3Destroy(self.0) }
     }
-}
-
-thread_local! {
-    // One decompressor per thread: creating one costs more than decoding a small frame.
-    static HANDLE: RefCell<Option<Handle>> = const { RefCell::new(None) };
 }
 
 fn last_error(h: tj::tjhandle) -> DecodeFailure {
@@ -72,7 +66,7 @@ pub(super) fn decode_into(
         Colorspace::Gray => tj::TJPF_TJPF_GRAY,
         _ => tj::TJPF_TJPF_RGB,
     };
-    decode_with_handle(jpeg, dims, format, precision, out)
+    decode_whole(jpeg, dims, format, precision, out)
 }
 
 /// TurboJPEG hands CMYK/YCCK JPEGs out only as CMYK; convert as Pillow does
@@ -85,7 +79,7 @@ fn decode_cmyk(
     out: &mut [u8],
 ) -> Result<(), DecodeFailure> {
     let mut cmyk = vec![0u8; h * w * 4];
-    decode_with_handle(jpeg, (w, h), tj::TJPF_TJPF_CMYK, precision, &mut cmyk)?;
+    decode_whole(jpeg, (w, h), tj::TJPF_TJPF_CMYK, precision, &mut cmyk)?;
     let inverted = header::adobe_segment(jpeg).is_some();
     let ink = |v: u8| -> u32 {
         if inverted {
@@ -109,7 +103,7 @@ fn decode_cmyk(
     Ok(())
 }
 
-fn decode_with_handle(
+fn decode_whole(
     jpeg: &[u8],
     dims: (usize, usize),
     format: tj::TJPF,
@@ -122,7 +116,7 @@ fn decode_with_handle(
         w: dims.0,
         h: dims.1,
     };
-    with_handle(|handle| {
+    with_decompressor(|handle| {
         let how = How {
             eighths: 8,
             precision,
@@ -169,57 +163,24 @@ pub(super) fn decode_region(
             Dest::Grow(scratch),
         )
     };
-    if skips_rows_merged(precision, region) {
-        with_fresh_handle(run)
-    } else {
-        with_handle(run)
-    }
+    with_decompressor(run)
 }
 
-/// Whether a decode may skip rows above `region` with libjpeg-turbo's merged upsampler (the
-/// one fast upsampling uses for 4:2:0 and 4:2:2 colour), which a reused decompressor must
-/// not do: libjpeg-turbo 3.1.0, the copy turbojpeg-sys 1.2 builds, leaves the decompressor's
-/// colour converter pointer aimed at the previous image's freed memory when an image uses
-/// the merged upsampler, and `jpeg_skip_scanlines` writes through that pointer for the time
-/// of the skip. On a decompressor that decoded an image without the merged upsampler before
-/// (a scaled or accurate decode) that is a use-after-free: valgrind reports it, and in
-/// DataLoader workers it crashed in the IDCT or failed valid frames as "premature end of data
-/// segment" every few hundred batches of fused random-resized crops (docs/DECISIONS.md).
-/// Later libjpeg-turbo checks for the merged upsampler there; a new decompressor's pointer
-/// is null, so these decodes get one of their own.
-fn skips_rows_merged(precision: Precision, region: Region) -> bool {
-    precision == Precision::Fast && region.y > 0
-}
-
-/// Runs `f` with this thread's decompressor (made on first use). After a failed call
-/// libjpeg's state machine refuses further calls ("improper call in state 202"), so a
-/// failure drops it and the next frame starts on a fresh one.
-fn with_handle<T>(
+/// Runs `f` with a decompressor made for this frame alone (about 3,000 instructions of the
+/// ~5 million a 456x256 frame costs, measured with callgrind: within noise).
+///
+/// A decompressor kept for the thread's next frame carries state into it, which is how
+/// libjpeg is designed (tables persist across images for abbreviated datastreams) and where
+/// both of the bugs we found in it lived: a frame that uses a Huffman or quantization table
+/// before defining it (MJPEG frames rely on the standard tables) decoded with the previous
+/// frame's table, so its pixels depended on what the thread had decoded before (found by the
+/// `jpeg` fuzz target against libjpeg-turbo); and libjpeg-turbo 3.1.0 left the colour
+/// converter pointer of an image decoded with the merged upsampler aimed at the previous
+/// image's freed memory, which row skipping then wrote through (docs/RELIABILITY.md, findings
+/// 5 and 6). Nothing crosses from one frame to the next this way.
+fn with_decompressor<T>(
     f: impl FnOnce(tj::tjhandle) -> Result<T, DecodeFailure>,
 ) -> Result<T, DecodeFailure> {
-    let result = HANDLE.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let handle = match slot.as_ref() {
-            Some(handle) => handle.0,
-            None => slot.insert(new_handle()?).0,
-        };
-        f(handle)
-    });
-    if result.is_err() {
-        HANDLE.with(|cell| cell.borrow_mut().take());
-    }
-    result
-}
-
-/// Runs `f` with a decompressor made for this call alone.
-fn with_fresh_handle<T>(
-    f: impl FnOnce(tj::tjhandle) -> Result<T, DecodeFailure>,
-) -> Result<T, DecodeFailure> {
-    let handle = new_handle()?;
-    f(handle.0)
-}
-
-fn new_handle() -> Result<Handle, DecodeFailure> {
     // SAFETY: plain constructor; null means failure.
     let p = unsafe { tj::tj3Init(tj::TJINIT_TJINIT_DECOMPRESS as c_int) };
     if p.is_null() {
@@ -227,7 +188,8 @@ fn new_handle() -> Result<Handle, DecodeFailure> {
             "cannot start a libjpeg-turbo decompressor".into(),
         ));
     }
-    Ok(Handle(p))
+    let handle = Handle(p);
+    f(handle.0)
 }
 
 /// The scaling factor `eighths / 8` in the reduced form TurboJPEG looks up.
@@ -287,7 +249,6 @@ fn decompress(
         // warns about harmless metadata, such as an ICC profile after the frame header.
         set(handle, tj::TJPARAM_TJPARAM_STOPONWARNING, 0)?;
         set(handle, tj::TJPARAM_TJPARAM_SCANLIMIT, SCAN_LIMIT)?;
-        // Set on every call: the handle is reused by the thread's next frame.
         let fast = c_int::from(precision == Precision::Fast);
         set(handle, tj::TJPARAM_TJPARAM_FASTDCT, fast)?;
         set(handle, tj::TJPARAM_TJPARAM_FASTUPSAMPLE, fast)?;

@@ -1,0 +1,147 @@
+"""A frame's pixels never depend on what was decoded before it.
+
+libjpeg keeps a decompressor's Huffman and quantization tables from one image to the next (for
+"abbreviated" datastreams), so a decoder reused across frames decodes a frame that uses a table
+without defining it with the previous frame's table. Such frames are common: MJPEG frames (what
+webcams, IP cameras and AVI1 files hold) carry no DHT segment and mean the standard tables.
+Found by the ``jpeg`` fuzz target run against libjpeg-turbo (docs/RELIABILITY.md, finding 6).
+
+Every read here runs on one decode thread, so the frames really follow each other on one
+decoder, and each outcome (pixels, or the error) is compared with the same frame read on its
+own and, for the MJPEG frame, with the same frame carrying its tables explicitly. zune-jpeg
+(builds without nasm) refuses MJPEG frames ("No DC table"): the same error every time.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from gulpio_rs import GulpChunk, GulpDirectory
+from gulpio_rs._native import JPEG_BACKEND
+from gulpio_rs.errors import DecodeError
+from gulpio_rs.utils import jpeg_bytes_to_img
+
+TURBO = JPEG_BACKEND == "libjpeg-turbo"
+
+FUZZ_FOUND = Path(__file__).resolve().parents[2] / "fuzz" / "artifacts-found"
+
+
+def picture(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:64, 0:96]
+    img = np.stack([(x * 2) % 256, (y * 4) % 256, ((x ^ y) * 3) % 256], -1)
+    return np.clip(img + rng.integers(-20, 20, img.shape), 0, 255).astype(np.uint8)
+
+
+def pil_jpeg(img: np.ndarray, **options) -> bytes:
+    out = io.BytesIO()
+    Image.fromarray(img).save(out, "JPEG", quality=90, **options)
+    return out.getvalue()
+
+
+def without_dht(jpeg: bytes) -> bytes:
+    """The JPEG with its Huffman table segments removed, as an MJPEG frame stores it."""
+    out, i = bytearray(jpeg[:2]), 2
+    while i < len(jpeg):
+        marker = jpeg[i + 1]
+        if marker == 0xDA:
+            return bytes(out + jpeg[i:])
+        length = int.from_bytes(jpeg[i + 2 : i + 4], "big")
+        if marker != 0xC4:
+            out += jpeg[i : i + 2 + length]
+        i += 2 + length
+    raise AssertionError("no scan")
+
+
+@pytest.fixture
+def frames() -> dict[str, bytes]:
+    standard = pil_jpeg(picture(0))
+    mjpeg = without_dht(standard)
+    assert b"\xff\xc4" not in mjpeg[: mjpeg.index(b"\xff\xda")]
+    return {
+        "standard": standard,  # the standard tables, written out
+        "mjpeg": mjpeg,  # the same frame relying on them
+        "optimized": pil_jpeg(picture(1), optimize=True),  # tables of its own
+    }
+
+
+@pytest.fixture
+def gulp(tmp_path: Path, frames: dict[str, bytes]) -> GulpDirectory:
+    order = ["optimized", "mjpeg", "optimized", "mjpeg", "standard"]
+    chunk = GulpChunk(tmp_path / "data_0.gulp", tmp_path / "meta_0.gmeta")
+    with chunk.open("wb"):
+        chunk.append("mixed", {"order": order}, [frames[k] for k in order])
+        chunk.append("mjpeg", {}, [frames["mjpeg"]])
+        chunk.append("optimized", {}, [frames["optimized"]])
+    return GulpDirectory(tmp_path)
+
+
+def outcome(read) -> np.ndarray | str:
+    """The pixels ``read()`` returns, or its DecodeError's cause (the text after the frame)."""
+    try:
+        return read()
+    except DecodeError as e:
+        return str(e).rsplit(": ", 1)[-1]
+
+
+def assert_same(got, want, what: str) -> None:
+    if isinstance(want, str) or isinstance(got, str):
+        assert got == want, what
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def test_mjpeg_frame_after_one_with_its_own_tables(gulp, monkeypatch):
+    monkeypatch.setenv("GULPIO_NUM_THREADS", "1")
+    alone = outcome(lambda: gulp["mjpeg"][0][0])
+    optimized = gulp["optimized"][0][0]
+    for k in range(4):
+        got = outcome(lambda k=k: gulp["mixed", [k]][0][0])
+        assert_same(got, alone if k % 2 else optimized, f"frame {k} alone")
+    if TURBO:
+        # The whole video in one read; the standard tables written out or implied: one frame.
+        mixed, _ = gulp["mixed"]
+        for k in (1, 3, 4):
+            np.testing.assert_array_equal(mixed[k], alone, err_msg=f"frame {k}")
+        np.testing.assert_array_equal(mixed[0], optimized)
+    else:
+        assert "table" in alone, alone
+
+
+@pytest.mark.parametrize("fast_decode", [False, True])
+def test_read_batch_in_any_order(gulp, fast_decode):
+    kw = {"fast_decode": fast_decode, "threads": 1}
+    one = outcome(lambda: gulp.read_batch(["mjpeg"], **kw)[0])
+    for ids in (["optimized", "mjpeg"], ["mjpeg", "optimized", "mjpeg"]):
+        got = outcome(lambda ids=ids: gulp.read_batch(ids, **kw))
+        if isinstance(one, str):
+            assert got == one, ids
+            continue
+        for k, clip in zip(ids, got, strict=True):
+            if k == "mjpeg":
+                np.testing.assert_array_equal(clip, one, err_msg=str(ids))
+
+
+def test_bytes_decoder_after_other_frames(frames):
+    reference = outcome(lambda: jpeg_bytes_to_img(frames["mjpeg"]))
+    if TURBO:
+        np.testing.assert_array_equal(reference, jpeg_bytes_to_img(frames["standard"]))
+    for before in ("optimized", "standard", "mjpeg"):
+        outcome(lambda before=before: jpeg_bytes_to_img(frames[before]))
+        got = outcome(lambda: jpeg_bytes_to_img(frames["mjpeg"]))
+        assert_same(got, reference, f"after {before}")
+
+
+def test_fuzz_found_frame_decodes_the_same_every_time(frames):
+    # A baseline frame whose first scan uses an AC table a later DHT defines: decoded with the
+    # standard table on a fresh decoder, and with its own later one on a reused decoder.
+    jpeg = (FUZZ_FOUND / "jpeg-table-used-before-defined.jpg").read_bytes()
+    first = jpeg_bytes_to_img(jpeg)
+    for before in (jpeg, frames["optimized"], jpeg):
+        jpeg_bytes_to_img(before)
+        np.testing.assert_array_equal(jpeg_bytes_to_img(jpeg), first)
