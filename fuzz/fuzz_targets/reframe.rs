@@ -13,9 +13,9 @@
 //! plain crop on whole pixels is exactly those pixels of the whole frame decoded at the same
 //! precision (the region decode and its skipped rows change nothing).
 //!
-//! The inputs run one after another on one thread, so the thread's reused libjpeg-turbo
-//! decompressor sees accurate, fast, scaled and cropped decodes in every order: the sequence
-//! that once left it pointing into freed memory (docs/RELIABILITY.md, finding 5).
+//! The inputs run one after another on one thread, accurate, fast, scaled and cropped in every
+//! order: state kept from one decode to the next (libjpeg's tables, or the dangling pointer of
+//! docs/RELIABILITY.md finding 5) would show as a decode that differs or crashes.
 #![no_main]
 
 use gulpio_rs::jpeg::header::read_info;
@@ -53,10 +53,15 @@ fuzz_target!(|data: &[u8]| {
     } else {
         Precision::Accurate
     };
-    let decode = |markers: Option<&[u32]>, out: &mut [u8]| {
-        decode_reframed_with(jpeg, want, &spec_of(&crop, p), markers, precision, out)
+    let spec = Reframe {
+        crop: Some(crop),
+        size: (p[4] & 1 == 1).then(|| (1 + p[5] as usize % 96, 1 + p[6] as usize % 96)),
+        flip: p[4] & 2 != 0,
+        dct_scaling: p[4] & 4 != 0,
     };
-    let spec = spec_of(&crop, p);
+    let decode = |markers: Option<&[u32]>, out: &mut [u8]| {
+        decode_reframed_with(jpeg, want, &spec, markers, precision, out)
+    };
     let own = restart::scan(jpeg, &info);
     let markers: Option<Vec<u32>> = match (p[4] >> 3) & 3 {
         0 => None,
@@ -101,13 +106,3 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
-
-/// The fused decode the parameter bytes ask for.
-fn spec_of(crop: &CropBox, p: &[u8; 8]) -> Reframe {
-    Reframe {
-        crop: Some(*crop),
-        size: (p[4] & 1 == 1).then(|| (1 + p[5] as usize % 96, 1 + p[6] as usize % 96)),
-        flip: p[4] & 2 != 0,
-        dct_scaling: p[4] & 4 != 0,
-    }
-}

@@ -152,7 +152,7 @@ pub(super) fn decode_region(
         Colorspace::Gray => tj::TJPF_TJPF_GRAY,
         _ => tj::TJPF_TJPF_RGB,
     };
-    let run = |handle| {
+    with_decompressor(|handle| {
         decompress(
             handle,
             jpeg,
@@ -162,22 +162,18 @@ pub(super) fn decode_region(
             region,
             Dest::Grow(scratch),
         )
-    };
-    with_decompressor(run)
+    })
 }
 
-/// Runs `f` with a decompressor made for this frame alone (about 3,000 instructions of the
-/// ~5 million a 456x256 frame costs, measured with callgrind: within noise).
-///
-/// A decompressor kept for the thread's next frame carries state into it, which is how
-/// libjpeg is designed (tables persist across images for abbreviated datastreams) and where
-/// both of the bugs we found in it lived: a frame that uses a Huffman or quantization table
-/// before defining it (MJPEG frames rely on the standard tables) decoded with the previous
-/// frame's table, so its pixels depended on what the thread had decoded before (found by the
-/// `jpeg` fuzz target against libjpeg-turbo); and libjpeg-turbo 3.1.0 left the colour
-/// converter pointer of an image decoded with the merged upsampler aimed at the previous
-/// image's freed memory, which row skipping then wrote through (docs/RELIABILITY.md, findings
-/// 5 and 6). Nothing crosses from one frame to the next this way.
+/// Runs `f` with a decompressor made for this frame alone. One kept for the thread's next
+/// frame carries state into it, as libjpeg is designed to (tables persist across images, for
+/// abbreviated datastreams), and both bugs we found in libjpeg-turbo lived there: a frame that
+/// uses a Huffman or quantization table it does not define first (MJPEG frames rely on the
+/// standard tables) decoded with the previous frame's, and libjpeg-turbo 3.1.0 left the colour
+/// converter pointer of a merged-upsampler image aimed at the previous image's freed memory,
+/// which row skipping wrote through (docs/RELIABILITY.md, findings 5 and 6). A new one per
+/// frame costs nothing measurable (docs/DECISIONS.md, "Every frame gets a libjpeg-turbo
+/// decompressor of its own").
 fn with_decompressor<T>(
     f: impl FnOnce(tj::tjhandle) -> Result<T, DecodeFailure>,
 ) -> Result<T, DecodeFailure> {
