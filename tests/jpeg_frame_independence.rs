@@ -29,3 +29,19 @@ fn a_table_defined_after_its_scan_gives_the_same_pixels_every_time() {
         }
     }
 }
+
+/// An MJPEG frame (no DHT segment: the standard tables) decodes to the pixels of the same frame
+/// with its tables written out, with either backend and at either precision, whatever the
+/// thread decoded before (here: a frame with tables of its own).
+#[test]
+fn an_mjpeg_frame_decodes_as_the_same_frame_with_its_tables() {
+    let mjpeg = include_bytes!("../fuzz/corpus/jpeg/mjpeg-no-dht.jpg");
+    let tables = include_bytes!("../fuzz/corpus/jpeg/baseline-420.jpg");
+    let optimized = include_bytes!("../fuzz/corpus/jpeg/baseline-422-optimized.jpg");
+    for precision in [Precision::Accurate, Precision::Fast] {
+        let want = decode(tables, Colorspace::Rgb, precision).expect("the frame decodes");
+        assert!(decode(optimized, Colorspace::Rgb, precision).is_some());
+        let got = decode(mjpeg, Colorspace::Rgb, precision);
+        assert!(got.as_ref() == Some(&want), "{precision:?}");
+    }
+}

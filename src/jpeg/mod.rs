@@ -8,6 +8,7 @@
 #[cfg(feature = "turbo")]
 pub mod encode;
 pub mod header;
+pub mod mjpeg;
 pub mod reframe;
 pub mod restart;
 #[cfg(feature = "turbo")]

@@ -7,7 +7,7 @@ use zune_core::options::DecoderOptions;
 use zune_jpeg::errors::DecodeErrors;
 use zune_jpeg::JpegDecoder;
 
-use super::{header, luma, Colorspace, DecodeFailure, Frame};
+use super::{header, luma, mjpeg, Colorspace, DecodeFailure, Frame};
 
 fn options(strict: bool, w: usize, h: usize, out: ColorSpace) -> DecoderOptions {
     DecoderOptions::default()
@@ -19,6 +19,9 @@ fn options(strict: bool, w: usize, h: usize, out: ColorSpace) -> DecoderOptions 
 
 /// Decodes `frame` into `out` (exactly its size, checked by the caller).
 pub(super) fn decode_into(jpeg: &[u8], frame: &Frame, out: &mut [u8]) -> Result<(), DecodeFailure> {
+    // An MJPEG frame (no Huffman tables: the standard ones) is refused by zune-jpeg.
+    let with_tables = mjpeg::with_standard_tables(jpeg);
+    let jpeg = with_tables.as_deref().unwrap_or(jpeg);
     let patched;
     let jpeg = match short_adobe_segment(jpeg) {
         // zune-jpeg refuses an "Adobe" APP14 segment too short to hold its fields; libjpeg
