@@ -4,8 +4,10 @@ streams (docs/FORMAT.md §6; why AV1 and these defaults: docs/DECISIONS.md, "Vid
 :func:`encode_segments` encodes with SVT-AV1 through PyAV (already a dependency for reading
 videos). Each segment starts with a sequence header and a key frame, holds ``gop`` frames (the
 last one fewer) and is closed: nothing in it refers to another segment, so the reader decodes
-any of them alone. Every segment is checked by the built-in decoder (``_native.probe_segment``)
-before it is returned, so what ingest stores is what the reader can decode.
+any of them alone. The chunk writer decodes every segment it is given before it stores it
+(``ChunkWriter::append_segments`` in the Rust core): a segment that does not decode to exactly
+its declared frames, size and colour is refused, so what any writer stores is what the reader
+can decode, whoever encoded it.
 
 :class:`~gulpio_rs.GulpIngestor` and the other writers use it with ``encoding="video"``:
 :class:`SegmentVideo` is what the ingest's encoder hands to ``GulpChunk.append``.
@@ -205,19 +207,8 @@ def encode_segments(
         if p.is_keyframe or not runs:
             runs.append([])
         runs[-1].append(bytes(p))
-    segments = []
-    for k, run in enumerate(runs):
-        data = b"".join(run)
-        try:
-            got = _native.probe_segment(data, len(run))
-        except ValueError as e:
-            raise VideoEncodeError(f"segment {k} does not decode as written: {e}") from e
-        if got != (w, h, matrix, full_range):
-            raise VideoEncodeError(
-                f"segment {k} decodes as (width, height, matrix, full range) {got}, not "
-                f"{(w, h, matrix, full_range)}"
-            )
-        segments.append(Segment(data, len(run), True))
+    # Not decoded here: the writer proves every segment before storing it, once.
+    segments = [Segment(b"".join(run), len(run), True) for run in runs]
     if segments and max(s.frames for s in segments) > gop:
         raise VideoEncodeError(f"the encoder made a segment longer than gop={gop}")
     return segments

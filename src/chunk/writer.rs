@@ -33,7 +33,8 @@ use crate::format::{gmeta, pad_for};
 use crate::io::local;
 use crate::jpeg::header::read_info;
 use crate::jpeg::restart;
-use crate::video::{obu, Codec, MAX_SEGMENT_BYTES, MAX_SEGMENT_FRAMES};
+use crate::video::yuv::{Matrix, Range};
+use crate::video::{verify_segment, Codec, SegmentShape, MAX_SEGMENT_BYTES, MAX_SEGMENT_FRAMES};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteMode {
@@ -371,6 +372,14 @@ impl ChunkWriter {
             gop: spec.gop,
         };
         check_stream(&rec).map_err(refuse)?;
+        let matrix = Matrix::from_av1_code(spec.matrix)
+            .ok_or_else(|| refuse(format!("colour matrix {}", spec.matrix)))?;
+        let range = if spec.full_range {
+            Range::Full
+        } else {
+            Range::Limited
+        };
+        let colour = (matrix, range);
         if segments.is_empty() {
             return Err(refuse("no segments".into()));
         }
@@ -393,13 +402,19 @@ impl ChunkWriter {
                     bytes.len()
                 )));
             }
-            let summary = obu::walk(bytes).map_err(at)?;
-            if summary.frame_headers < n {
-                return Err(at(format!(
-                    "{} frame headers for {n} frames",
-                    summary.frame_headers
-                )));
-            }
+            let shape = SegmentShape {
+                codec: spec.codec,
+                width: usize::from(spec.width),
+                height: usize::from(spec.height),
+                frames: n,
+            };
+            verify_segment(&shape, colour, bytes).map_err(|f| {
+                at(format!(
+                    "frames {first}..{}: it does not decode to what is declared: {}",
+                    first + n,
+                    f.msg
+                ))
+            })?;
             let seg = SegmentRec {
                 offset,
                 len: bytes.len() as u32,

@@ -14,13 +14,14 @@ use std::ptr::{addr_of_mut, NonNull};
 
 use rav1d::include::dav1d::data::Dav1dData;
 use rav1d::include::dav1d::dav1d::{Dav1dContext, Dav1dSettings};
-use rav1d::include::dav1d::headers::{DAV1D_MC_BT709, DAV1D_MC_IDENTITY, DAV1D_PIXEL_LAYOUT_I420};
+use rav1d::include::dav1d::headers::DAV1D_PIXEL_LAYOUT_I420;
 use rav1d::include::dav1d::picture::Dav1dPicture;
 use rav1d::src::lib::{
     dav1d_close, dav1d_data_create, dav1d_data_unref, dav1d_default_settings, dav1d_get_picture,
     dav1d_open, dav1d_picture_unref, dav1d_send_data,
 };
 
+use super::fork_gate::{self, Admission};
 use super::yuv::{Matrix, Planes, Range};
 
 /// `DAV1D_ERR(EAGAIN)`: the decoder wants its picture taken (send) or more data (get).
@@ -40,6 +41,9 @@ const FRAME_CONTEXTS: i32 = 2;
 /// `FRAME_CONTEXTS` threads per instance are there for the reason given on that constant.
 pub struct Decoder {
     ctx: Dav1dContext,
+    /// Held until the context is closed (fields drop after `Drop::drop`): a fork waits for
+    /// it and for the worker threads to exit (`fork_gate`).
+    _admission: Admission,
 }
 
 // SAFETY: a rav1d context is an `Arc` of a `Mutex`-guarded state designed to be driven from
@@ -49,6 +53,7 @@ unsafe impl Send for Decoder {}
 impl Decoder {
     /// A decoder that refuses frames over `max_pixels` (width x height) before allocating them.
     pub fn new(max_pixels: u32) -> Result<Decoder, String> {
+        let admission = fork_gate::admit()?;
         let mut settings = MaybeUninit::<Dav1dSettings>::zeroed();
         // SAFETY: `settings` is a valid, writable `Dav1dSettings`-sized buffer; the call fills
         // every field.
@@ -75,7 +80,10 @@ impl Decoder {
             )
         };
         match (r.0, ctx) {
-            (0, Some(ctx)) => Ok(Decoder { ctx }),
+            (0, Some(ctx)) => Ok(Decoder {
+                ctx,
+                _admission: admission,
+            }),
             (code, _) => Err(format!("cannot start the AV1 decoder (error {code})")),
         }
     }
@@ -192,12 +200,10 @@ impl Picture {
             .ok_or("a decoded picture without its sequence header")?;
         // SAFETY: rav1d keeps the sequence header alive as long as the picture references it.
         let seq = unsafe { seq.as_ref() };
-        let matrix = match seq.mtrx {
-            DAV1D_MC_BT709 => Matrix::Bt709,
-            DAV1D_MC_IDENTITY => return Err("the segment is coded as RGB (identity matrix)".into()),
-            // BT.601 / BT.470BG / SMPTE 170M, and unspecified, as swscale treats them.
-            _ => Matrix::Bt601,
-        };
+        let matrix = u8::try_from(seq.mtrx)
+            .ok()
+            .and_then(Matrix::from_av1_code)
+            .ok_or_else(|| format!("the segment's colour matrix {} is not stored", seq.mtrx))?;
         let range = if seq.color_range != 0 {
             Range::Full
         } else {

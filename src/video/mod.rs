@@ -9,6 +9,7 @@
 //! [`SegmentFailure`]. `av1` (rav1d) is the only backend; `obu` vets AV1 streams for it.
 
 pub mod av1;
+pub mod fork_gate;
 pub mod obu;
 pub mod stages;
 pub mod yuv;
@@ -186,6 +187,22 @@ fn vet(shape: &SegmentShape, bytes: &[u8]) -> Result<obu::Summary, SegmentFailur
             summary.profile
         )));
     }
+    // One temporal unit per frame, each opened by its temporal delimiter (docs/FORMAT.md
+    // §6.1): an AV1 temporal unit shows exactly one frame, so a segment whose units are not
+    // its declared frames would return frames shifted from where the index puts them. Cheap
+    // to see without decoding, so every read and `gulpio check` see it.
+    if summary.temporal_units.first() != Some(&0) {
+        return Err(SegmentFailure::new(
+            "the segment does not start with a temporal delimiter",
+        ));
+    }
+    if summary.temporal_units.len() != shape.frames {
+        return Err(SegmentFailure::new(format!(
+            "the segment holds {} temporal units (one per frame), not the {} frames declared",
+            summary.temporal_units.len(),
+            shape.frames
+        )));
+    }
     let most = max_frame_headers(shape.frames);
     if summary.frame_headers > most {
         return Err(SegmentFailure::new(format!(
@@ -317,6 +334,32 @@ pub fn probe_segment(
     })
 }
 
+/// Proves that a segment about to be stored decodes to exactly what its writer declares: the
+/// frame size and count of `shape` and the colour conversion `colour` (matrix and range, as
+/// the stream entry records them). Every writer calls it for every segment before anything
+/// is written, so no stored segment disagrees with its index (docs/FORMAT.md §6.3). Decodes
+/// unchecked bytes: the writer's input, with the risks told at [`Integrity::Unchecked`].
+pub fn verify_segment(
+    shape: &SegmentShape,
+    colour: (yuv::Matrix, yuv::Range),
+    bytes: &[u8],
+) -> Result<(), SegmentFailure> {
+    let p = probe_segment(shape.codec, bytes, shape.frames, shape.width * shape.height)?;
+    if (p.width, p.height) != (shape.width, shape.height) {
+        return Err(SegmentFailure::new(format!(
+            "its frames are {}x{}, declared {}x{}",
+            p.width, p.height, shape.width, shape.height
+        )));
+    }
+    if (p.matrix, p.range) != colour {
+        return Err(SegmentFailure::new(format!(
+            "its stream signals {:?} {:?} range, declared {:?} {:?} range",
+            p.matrix, p.range, colour.0, colour.1
+        )));
+    }
+    Ok(())
+}
+
 /// Runs `f`, turning a panic (in our code or a backend's Rust code) into a failure.
 fn guarded<T>(f: impl FnOnce() -> Result<T, SegmentFailure>) -> Result<T, SegmentFailure> {
     match catch_unwind(AssertUnwindSafe(f)) {
@@ -410,6 +453,22 @@ fn decode_frames(
             next_out += 1;
         }
         index += 1;
+    }
+    // Decoded to the end: a picture past the declared frames means the declaration is wrong
+    // (the frames before it may be shifted), so the segment is refused rather than read.
+    if index == shape.frames
+        && dec
+            .next(&mut pending)
+            .map_err(|m| SegmentFailure::at(index, m))?
+            .is_some()
+    {
+        return Err(SegmentFailure::at(
+            index,
+            format!(
+                "the segment holds more than its {} declared frames",
+                shape.frames
+            ),
+        ));
     }
     Ok(index)
 }

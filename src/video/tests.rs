@@ -186,16 +186,19 @@ fn decoding_stops_after_the_last_wanted_frame() {
         let whole = decode(&f.shape, &f.bytes, &all(&f.shape)).unwrap();
         let units = temporal_units(&f.bytes);
         assert_eq!(units.len(), f.shape.frames, "{}", f.name);
-        // Only the first two temporal units are left: frame 0 still decodes (so nothing past
-        // it was needed), while the last frame is reported missing by number.
-        let cut = &f.bytes[..units[2]];
+        // The temporal units after the first two replaced by units whose frame is garbage
+        // (a temporal delimiter and a 1-byte OBU_FRAME each): frame 0 still decodes to the
+        // same pixels, so nothing past it was decoded, while the last frame cannot be.
+        let mut garbled = f.bytes[..units[2]].to_vec();
+        for _ in 2..units.len() {
+            garbled.extend_from_slice(&[0x12, 0x00, 0x32, 0x01, 0xFF]);
+        }
         assert!(
-            decode(&f.shape, cut, &[0]).unwrap()[0] == whole[0],
+            decode(&f.shape, &garbled, &[0]).unwrap()[0] == whole[0],
             "{}",
             f.name
         );
-        let e = decode(&f.shape, cut, &[f.shape.frames - 1]).unwrap_err();
-        assert!(e.msg.contains("ends after"), "{}: {e}", f.name);
+        assert!(decode(&f.shape, &garbled, &[f.shape.frames - 1]).is_err());
     }
 }
 
@@ -261,11 +264,26 @@ fn what_is_not_a_segment_fails_cleanly() {
         "{e}"
     );
     // Too many frame headers for the declared frame count (the work bound, 2n + 16): the
-    // segment three times over, declared as one frame.
-    let short = SegmentShape { frames: 1, ..s };
-    let tripled = [&f.bytes[..], &f.bytes[..], &f.bytes[..]].concat();
-    let e = decode(&short, &tripled, &[0]).unwrap_err();
+    // segment with 2n + 17 more (empty) frame header OBUs in its last temporal unit.
+    let extra = 2 * s.frames + 17;
+    let mut padded = f.bytes.clone();
+    for _ in 0..extra {
+        padded.extend_from_slice(&[0x1A, 0x01, 0x00]); // OBU_FRAME_HEADER, size 1
+    }
+    let e = decode(&s, &padded, &[0]).unwrap_err();
     assert!(e.msg.contains("frame headers"), "{e}");
+    // Temporal units that are not the declared frames: the segment three times over declared
+    // as its own frame count, and the segment declared one frame short or long.
+    let tripled = [&f.bytes[..], &f.bytes[..], &f.bytes[..]].concat();
+    for (bytes, frames) in [
+        (&tripled, s.frames),
+        (&f.bytes, s.frames - 1),
+        (&f.bytes, s.frames + 1),
+    ] {
+        let shape = SegmentShape { frames, ..s };
+        let e = decode(&shape, bytes, &[0]).unwrap_err();
+        assert!(e.msg.contains("temporal units"), "{e}");
+    }
 }
 
 /// Damage the CRC would catch, fed to the decoder anyway (the caller's explicit choice): every

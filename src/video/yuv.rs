@@ -14,6 +14,19 @@ pub enum Matrix {
     Bt709,
 }
 
+impl Matrix {
+    /// The conversion for an AV1 `matrix_coefficients` value, as swscale treats it: BT.709
+    /// for 1, BT.601 for BT.601, BT.470BG, SMPTE 170M and unspecified (6, 5, 6, 2) and
+    /// everything else; `None` for 0, RGB coded as is (identity), which is never stored.
+    pub fn from_av1_code(code: u8) -> Option<Matrix> {
+        match code {
+            0 => None,
+            1 => Some(Matrix::Bt709),
+            _ => Some(Matrix::Bt601),
+        }
+    }
+}
+
 /// How the samples use the 8-bit range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Range {

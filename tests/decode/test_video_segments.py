@@ -122,8 +122,12 @@ def test_decoder_refuses_bad_segments_with_decode_errors(bikes):
     crc = seg.crc
     with pytest.raises(DecodeError, match="index says"):
         _native.decode_segment(seg.data, w + 2, h, 8, crc=crc)
-    with pytest.raises(DecodeError, match="ends after 8 frames"):
-        _native.decode_segment(seg.data, w, h, 9, [8], crc=crc)
+    # A declared frame count the stream does not have is refused whichever frames are asked
+    # for: its temporal units (one per frame) are counted before anything is decoded.
+    for declared in (7, 9):
+        for wanted in ([0], [declared - 1]):
+            with pytest.raises(DecodeError, match=f"8 temporal units .* not the {declared}"):
+                _native.decode_segment(seg.data, w, h, declared, wanted, crc=crc)
     # What a CRC would refuse, decoded because the caller asked for it.
     with pytest.raises(DecodeError, match="past the end"):
         _native.decode_segment(seg.data[: len(seg.data) // 3], w, h, 8, crc=None)
