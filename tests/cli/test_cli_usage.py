@@ -137,7 +137,7 @@ def test_check_reports_and_repair_removes_empty_chunks(tmp_path, capsys):
         ok.append("v", {}, [np.zeros((8, 8, 3), np.uint8)])
     assert main(["check", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert "data_0.gulp: the chunk holds no videos" in out and "1 problem(s)" in out
+    assert "data_0.gulp: the chunk holds no videos" in out and "1 problem found" in out
     assert main(["repair", str(tmp_path)]) == 0
     assert "move data_0.gulp, meta_0.gmeta" in capsys.readouterr().out
     assert main(["repair", str(tmp_path), "--apply"]) == 0

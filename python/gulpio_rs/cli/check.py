@@ -18,6 +18,7 @@ from typing import Any
 
 from .._atomic import write_text_atomically
 from .._names import temporary_of
+from .._plural import plural
 from .._reading import thread_count
 from .._sizes import megabytes
 from ..errors import BrokenChunkWarning, GulpError
@@ -178,7 +179,7 @@ def _write_bad_list(path: str, ids: list[str], quiet: bool) -> None:
             print(f"not in {path}: video {i!r} has a line break in its id", file=sys.stderr)
     write_text_atomically(path, "".join(f"{i}\n" for i in listable))
     if not quiet:
-        say(f"{len(listable)} failing video id(s) written to {path}")
+        say(f"{plural(len(listable), 'failing video id')} written to {path}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -202,11 +203,12 @@ def run(args: argparse.Namespace) -> int:
     )
     if report["legacy_chunks"]:
         say(
-            f"{report['legacy_chunks']} chunk(s) have no checksummed index (written by "
+            f"{plural(report['legacy_chunks'], 'chunk has', 'chunks have')} no checksummed "
+            "index (written by "
             "gulpio/gulpio2): their frames were checked for placement only; run `gulpio index`"
         )
     if report["ok"]:
         say("all intact")
         return 0
-    say(f"{len(report['problems'])} problem(s) found")
+    say(f"{plural(len(report['problems']), 'problem')} found")
     return 1
