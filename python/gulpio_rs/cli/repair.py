@@ -34,12 +34,12 @@ from typing import Any
 
 from .._atomic import write_json_atomically
 from .._files import open_for_reading
-from .._names import chunk_names, chunk_number
+from .._names import QUARANTINE_DIR, chunk_names, chunk_number
 from .._plural import plural
 from ..errors import BrokenChunkWarning, GulpError, UnsafeFileError, WriteConflictError
 from ._common import Subparsers, refuse_remote, say
 
-QUARANTINE = "gulpio-quarantine"
+QUARANTINE = QUARANTINE_DIR
 
 EPILOG = """examples:
   gulpio repair /data/gulps            list what would be done (changes nothing)

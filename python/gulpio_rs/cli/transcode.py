@@ -1,5 +1,6 @@
 """``gulpio transcode``: store a dataset's videos again in another encoding (JPEG frames as
-AV1 video segments, or back), keeping ids and metadata; parallel, resumable, with progress."""
+AV1 video segments, or back), keeping ids, metadata and the files beside the chunks;
+parallel, resumable, with progress."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ EPILOG = """examples:
   gulpio transcode /data/ssv2_video /data/ssv2_jpeg --encoding jpeg --quality 90
 
 Rerunning the same command after an interruption finishes the job; videos the destination
-already holds are skipped. gulpio2 cannot read datasets stored with --encoding video.
+already holds are skipped. The files beside the chunks (label2idx.json and any other file but
+the chunks and gulpio's own state: .gulpio-*, gulpio-quarantine/) are copied once the videos
+are stored; of a dataset URL only label2idx.json. gulpio2 cannot read datasets stored with
+--encoding video.
 """
 
 
@@ -70,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     )
     for line in report.summary().splitlines():
         say(line)
+    if report.sidecars:
+        say(f"copied beside the chunks: {', '.join(report.sidecars)}")
     if args.report:
         with open(args.report, "w") as f:
             json.dump(asdict(report), f, indent=1)

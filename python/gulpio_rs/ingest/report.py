@@ -81,6 +81,8 @@ class IngestReport:
     already_stored: int = 0
     #: How the run ended early, if it did (``"interrupted"``); ``None`` when it finished.
     stopped: str | None = None
+    #: Files copied beside the chunks (``gulpio transcode``: ``label2idx.json``, ...).
+    sidecars: list[str] = field(default_factory=list)
 
     def add(self, r: ChunkResult) -> None:
         self.videos += r.videos
