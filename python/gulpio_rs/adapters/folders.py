@@ -56,9 +56,10 @@ def _nothing_in_class_folders(folder, file_extensions, kind: str) -> str:
     folder = os.fspath(folder)
     exts = _extensions(file_extensions)
     shown = ", ".join(exts[:4]) + (", ..." if len(exts) > 4 else "")
-    return (
-        f"no {kind}s in {folder}: expected {folder}/<class>/<{kind}> files ({shown}); "
-        + _describe_folder(folder, exts)
+    # Joined, not formatted: a folder given with a trailing slash must not show "flat//<class>".
+    expected = os.path.join(folder, "<class>", f"<{kind}>")
+    return f"no {kind}s in {folder}: expected {expected} files ({shown}); " + _describe_folder(
+        folder, exts
     )
 
 
