@@ -80,7 +80,7 @@ def test_rerun_with_other_settings_is_caught_before_any_work(tmp_path, capsys):
     capsys.readouterr()
     # Same settings: resumes (nothing to do), exit 0.
     assert main(args + ["--img-size", "16"]) == 0
-    assert "0 new chunks (3 already done)" in capsys.readouterr().out
+    assert "nothing to do: 3 chunks done before" in capsys.readouterr().out
     for changed, expect in (
         (["--img-size", "12"], "image size: 16 -> 12"),
         (["--img-size", "16", "--quality", "80"], "JPEG quality: 90 -> 80"),

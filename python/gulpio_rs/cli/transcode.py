@@ -56,7 +56,7 @@ def add_parser(sub: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from .._reading import _usable_cores
     from ..ingest.transcode import transcode
-    from .ingest import EXIT_SKIPPED
+    from .ingest import exit_status
 
     jpeg = args.encoding == "jpeg"
     report = transcode(
@@ -79,4 +79,4 @@ def run(args: argparse.Namespace) -> int:
     if args.report:
         with open(args.report, "w") as f:
             json.dump(asdict(report), f, indent=1)
-    return EXIT_SKIPPED if report.failures else 0
+    return exit_status(report)
