@@ -57,6 +57,15 @@ def test_ingest_of_nothing_is_one_line_exit_2_and_creates_nothing(tmp_path, caps
     assert not out.exists()
 
 
+def test_the_expected_layout_is_shown_without_a_double_slash(tmp_path, capsys):
+    src = tmp_path / "flat"
+    src.mkdir()
+    (src / "clip.mp4").write_bytes(b"not really a video")
+    assert main(["ingest", "video-folder", f"{src}/", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"expected {src}/<class>/<video> files" in err and "//" not in err
+
+
 def test_ingestor_api_refuses_an_empty_adapter_before_creating_anything(tmp_path):
     class Empty(AbstractDatasetAdapter):
         def __len__(self):
