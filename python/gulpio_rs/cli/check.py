@@ -194,12 +194,19 @@ def run(args: argparse.Namespace) -> int:
         return 0 if report["ok"] else 1
     for p in report["problems"]:
         say(_line(p))
-    rate = report["data_bytes"] / report["seconds"] / 1e9 if report["seconds"] else 0.0
-    what = "decoded and CRC-checked" if report["decoded"] else "CRC-checked"
+    seconds = report["seconds"]
+    if report["decoded"]:
+        # Decoding is bound by frames, not bytes: a video segment of a few kB holds 16
+        # frames, so its GB/s would say nothing (it printed 0.00).
+        what = "decoded and CRC-checked"
+        rate = f"{report['frames'] / seconds:,.0f} frames/s" if seconds else ""
+    else:
+        what = "CRC-checked"
+        rate = f"{report['data_bytes'] / seconds / 1e9:.2f} GB/s" if seconds else ""
     say(
-        f"{what} {report['frames']:,} frames of {report['videos']:,} videos in "
-        f"{report['chunks']} chunks ({megabytes(report['bytes'])}) in "
-        f"{report['seconds']:.2f} s ({rate:.2f} GB/s)"
+        f"{what} {plural(report['frames'], 'frame')} of {plural(report['videos'], 'video')} "
+        f"in {plural(report['chunks'], 'chunk')} ({megabytes(report['bytes'])}) in "
+        f"{seconds:.2f} s" + (f" ({rate})" if rate else "")
     )
     if report["legacy_chunks"]:
         say(

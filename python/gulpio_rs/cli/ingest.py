@@ -20,6 +20,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from .._encode_options import DEFAULT, ENCODINGS, GULPIO2, SUBSAMPLINGS
+from .._plural import plural
 from ..errors import GulpError
 from ._common import Subparsers, count_arg, error_line, say
 
@@ -341,7 +342,7 @@ def run_argv(argv: list[str]) -> int:
             "before any chunk was written"
             if report is None
             else (
-                f"after {report.chunks_written} chunks"
+                f"after {plural(report.chunks_written, 'chunk')}"
                 + (f" ({report.chunks_resumed} done earlier)" if report.chunks_resumed else "")
             )
         )
