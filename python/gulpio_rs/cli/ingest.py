@@ -35,6 +35,7 @@ BUILTIN = {
     "20bn-csv-webm": ("Custom20BNCsvWebmAdapter", "train.csv videos/ out/"),
     "20bn-csv-jpeg": ("Custom20BNCsvJpegAdapter", "train.csv frames/ out/"),
     "video-folder": ("VideoFolderAdapter", "kinetics/train/ out/ --frame-size 256"),
+    "video-files": ("VideoFilesAdapter", "videos/ out/ --frame-size 256"),
     "image-folder": ("ImageFolderAdapter", "imagenet/train/ out/ --img-size 256"),
     "image-list": ("ImageListAdapter", "list.txt out/ --root-folder images/"),
     "frames-folder": ("FramesFolderAdapter", "extracted/ out/"),
@@ -76,8 +77,8 @@ HIDDEN = {"shm_dir_path"}
 EPILOG = """exit status: 0 all videos written (or already in the dataset), 3 finished but some
 videos were skipped or stored cut short (listed), 1 stopped by an error (or by the first bad
 video with --strict), 2 bad arguments, 130 interrupted (Ctrl-C). A rerun that finds nothing
-left to do exits 0 and lists what earlier runs skipped ("nothing to do; N files were skipped
-before").
+left to do exits 0 and says so with what earlier runs skipped ("nothing to do: ...; N files
+were skipped before").
 
 Videos are checked against what their file declares: one that decodes to fewer frames (a file
 cut short that still opens) is stored and listed (--skip-truncated leaves it out instead).
