@@ -704,6 +704,11 @@ def test_video_folder_without_class_folders_points_to_video_files(tmp_path, caps
     (flat / "clip.mp4").write_bytes(b"x")
     assert main(["ingest", "video-folder", str(flat), str(tmp_path / "out")]) == 2
     assert "gulpio ingest video-files" in capsys.readouterr().err
+    # Not for a folder whose files are no videos at all.
+    (flat / "clip.mp4").rename(flat / "notes.txt")
+    assert main(["ingest", "video-folder", str(flat), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "none with a wanted extension" in err and "video-files" not in err
 
 
 def test_video_folder_vs_gulpio2(videos, tmp_path):

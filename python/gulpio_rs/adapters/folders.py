@@ -59,10 +59,13 @@ def _nothing_in_class_folders(folder, file_extensions, kind: str) -> str:
     shown = ", ".join(exts[:4]) + (", ..." if len(exts) > 4 else "")
     # Joined, not formatted: a folder given with a trailing slash must not show "flat//<class>".
     expected = os.path.join(folder, "<class>", f"<{kind}>")
-    found = _describe_folder(folder, exts)
-    return f"no {kind}s in {folder}: expected {expected} files ({shown}); {found}" + (
-        _without_classes(kind) if "with a wanted extension" in found else ""
+    loose = os.path.isdir(folder) and any(
+        _visible(e.name) and e.is_file() and _has_extension(e.name, exts)
+        for e in os.scandir(folder)
     )
+    found = _describe_folder(folder, exts)
+    hint = _without_classes(kind) if loose else ""
+    return f"no {kind}s in {folder}: expected {expected} files ({shown}); {found}{hint}"
 
 
 def _without_classes(kind: str) -> str:
