@@ -164,6 +164,94 @@ def write_rotated_video(path: Path, degrees: int) -> None:
             out.mux(packet)
 
 
+#: Presentation times (milliseconds) of the variable-frame-rate test video: irregular gaps.
+VFR_PTS = [0, 40, 50, 120, 300, 310, 330, 500, 520, 700]
+
+
+def write_vfr_video(path: Path, pts_ms=VFR_PTS) -> None:
+    """A Matroska MJPEG video whose frame ``i`` is flat gray ``8 * (i + 1)`` and is presented
+    at ``pts_ms[i]`` milliseconds (time base 1/1000): a variable frame rate."""
+    import av
+
+    with av.open(str(path), "w", format="matroska") as out:
+        stream = out.add_stream("mjpeg", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 48, 32, "yuvj444p"
+        stream.time_base = Fraction(1, 1000)
+        stream.codec_context.time_base = Fraction(1, 1000)
+        for i, pts in enumerate(pts_ms):
+            arr = np.full((32, 48, 3), 8 * (i + 1), np.uint8)
+            frame = av.VideoFrame.from_ndarray(arr, format="rgb24")
+            frame.pts, frame.time_base = pts, Fraction(1, 1000)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+
+
+def _moving_frames(n: int, size=(48, 64)) -> list[np.ndarray]:
+    """``n`` frames of a gradient that moves one column per frame (H.264 encodes them as
+    real inter frames, not repeats)."""
+    h, w = size
+    base = (np.arange(h)[:, None] * 3 + np.arange(w)[None, :] * 2).astype(np.uint8)
+    return [np.stack([np.roll(base, k, axis=1), base, 255 - base], axis=2) for k in range(n)]
+
+
+def write_truncated_video(path: Path, frames: int = 100, keep: int = 43, rate: int = 25) -> None:
+    """A video of ``frames`` frames at ``rate`` fps cut after its first ``keep`` packets (a
+    download or copy stopped part way): it still opens, declares ``frames / rate`` seconds
+    and decodes ``keep`` frames without an error. ``.mp4``: H.264 with the index (moov atom)
+    at the front (``movflags=faststart``), which also declares ``frames`` frames; ``.mkv``:
+    MJPEG in Matroska, which declares the duration only."""
+    import av
+
+    whole = path.with_name(path.name + ".whole")
+    mp4 = path.suffix == ".mp4"
+    fmt, codec, pix_fmt = (
+        ("mp4", "libx264", "yuv420p") if mp4 else ("matroska", "mjpeg", "yuvj420p")
+    )
+    options = {"movflags": "faststart"} if mp4 else {}
+    with av.open(str(whole), "w", format=fmt, options=options) as out:
+        stream = out.add_stream(codec, rate=rate)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, pix_fmt
+        for arr in _moving_frames(frames):
+            for packet in stream.encode(av.VideoFrame.from_ndarray(arr, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    with av.open(str(whole)) as c:
+        starts = [p.pos for p in c.demux(video=0) if p.size]
+    data = whole.read_bytes()
+    whole.unlink()
+    # Cut where packet `keep` starts: packets 0..keep-1 stay whole, so nothing fails to decode.
+    path.write_bytes(data[: starts[keep]])
+
+
+def write_video_with_audio(path: Path, frames: int = 10, rate: int = 25) -> None:
+    """An mp4 with an H.264 video stream of ``frames`` frames and an AAC audio stream (a
+    440 Hz tone) as long as the video."""
+    import av
+
+    with av.open(str(path), "w", format="mp4") as out:
+        video = out.add_stream("libx264", rate=rate)
+        video.width, video.height, video.pix_fmt = 64, 48, "yuv420p"
+        audio = out.add_stream("aac", rate=44100)
+        for arr in _moving_frames(frames):
+            for packet in video.encode(av.VideoFrame.from_ndarray(arr, format="rgb24")):
+                out.mux(packet)
+        samples = 44100 * frames // rate
+        tone = (0.2 * np.sin(2 * np.pi * 440 * np.arange(samples) / 44100)).astype(np.float32)
+        step = audio.codec_context.frame_size or 1024
+        for start in range(0, samples, step):
+            chunk = tone[None, start : start + step]
+            sound = av.AudioFrame.from_ndarray(chunk, format="fltp", layout="mono")
+            sound.sample_rate, sound.pts = 44100, start
+            for packet in audio.encode(sound):
+                out.mux(packet)
+        for stream in (video, audio):
+            for packet in stream.encode():
+                out.mux(packet)
+
+
 def bbb_frame_paths(clip: int = 0) -> list[Path]:
     """The shipped Big Buck Bunny frames of one clip, in order."""
     return sorted((BBB_FRAMES / f"clip_{clip:02d}").glob("*.jpg"))

@@ -2,13 +2,16 @@
 part.
 
 The one writer of ``label2idx.json``, the ingest plan and chunk records, repair's
-``quarantine.json`` and check's ``--bad-list``.
+``quarantine.json``, check's ``--bad-list`` and the files ``gulpio transcode`` copies beside
+the chunks.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
@@ -52,9 +55,42 @@ def write_text_atomically(path: StrPath, text: str) -> None:
     _write_atomically(path, lambda f: f.write(text), False)
 
 
+def copy_file_atomically(source: StrPath, path: StrPath) -> None:
+    """Copies the bytes of ``source`` to ``path`` as :func:`write_json_atomically` writes: the
+    old content or the new, never a part; a symlink at ``path`` is replaced, not followed."""
+    path = os.fspath(path)
+    tmp = _temporary_for(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as out, open(source, "rb") as inp:
+            shutil.copyfileobj(inp, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(os.path.dirname(path))
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+#: ``<name>.<32 hex digits>.tmp``: the temporaries of this module's writers.
+_TEMPORARY = re.compile(r".+\.[0-9a-f]{32}\.tmp")
+
+
+def _temporary_for(path: str) -> str:
+    # Unique, not the pid: see write_json_atomically.
+    return f"{path}.{uuid.uuid4().hex}.tmp"
+
+
+def is_temporary(name: str) -> bool:
+    """True if ``name`` (a file name) is a temporary of this module's writers: one that a
+    write stopped by a crash left behind, never a file anyone asked for."""
+    return _TEMPORARY.fullmatch(os.path.basename(name)) is not None
+
+
 def _write_atomically(path: StrPath, write: Callable[[TextIO], object], exclusive: bool) -> bool:
     path = os.fspath(path)
-    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    tmp = _temporary_for(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -7,8 +7,15 @@ from __future__ import annotations
 import os
 
 from . import _native
+from ._atomic import is_temporary
 
 TEMP_PREFIX: str = _native.TEMP_PREFIX
+#: What every name this package keeps for itself inside a dataset starts with: the chunk
+#: writers' temporaries (:data:`TEMP_PREFIX`), the ingest's state folder (``.gulpio-ingest``)
+#: and the demo's marker (``.gulpio-demo``).
+OWN_PREFIX = ".gulpio"
+#: The folder ``gulpio repair`` moves damaged chunk files into, inside the dataset.
+QUARANTINE_DIR = "gulpio-quarantine"
 
 
 def chunk_names(number: int) -> tuple[str, str, str]:
@@ -40,3 +47,19 @@ def temporary_of(name: str) -> tuple[int | None, int] | None:
         return None
     target, pid = parsed
     return chunk_number(target), pid
+
+
+def is_chunk_file(name: str) -> bool:
+    """True for a chunk's file: named as this package names them (``data_{k}.gulp``,
+    ``meta_{k}.gmeta``, ``data_{k}.gidx``) or as gulpio's readers glob them (``data*.gulp``,
+    ``meta*.gmeta`` with a number)."""
+    base = os.path.basename(name)
+    return chunk_number(base) is not None or _native.gulpio_chunk_number(base) is not None
+
+
+def is_ours(name: str) -> bool:
+    """True for a file or folder name this package keeps for itself inside a dataset (see
+    :data:`OWN_PREFIX`, :data:`QUARANTINE_DIR`) and the temporaries of ``_atomic``'s writers:
+    state of a writer or a tool, not part of the dataset."""
+    base = os.path.basename(name)
+    return base.startswith(OWN_PREFIX) or base == QUARANTINE_DIR or is_temporary(base)

@@ -11,6 +11,7 @@ PyAV is imported on first use, so the rest of gulpio-rs works without it.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -146,6 +147,61 @@ class TimedVideo(NamedTuple):
     fps: Fraction | None
 
 
+#: Frames a decode may come short of what the container declares before the file counts as
+#: cut short: decoders may drop a frame or two at the edges (edit lists, a last frame without
+#: its references), which is no truncation.
+SHORTFALL_FRAMES = 2
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What a video file held beside the frames :func:`read_video_info` returns: how many
+    frames were decoded, what the container declares, and its audio streams."""
+
+    #: Frames decoded from the file (before any resampling to ``frame_rate``).
+    decoded_frames: int
+    #: Seconds from the first decoded frame until the last one stops being shown.
+    decoded_seconds: Fraction
+    #: The frame count the container declares for the video stream (``None``: it has none).
+    declared_frames: int | None
+    #: The video stream's duration the container declares, in seconds (``None``: none).
+    declared_seconds: Fraction | None
+    #: The stream's average frame rate (``None`` if it has none).
+    fps: Fraction | None
+    #: Audio streams in the file (never decoded or stored).
+    audio_streams: int
+    #: False when decoding stopped early on purpose (``max_frames``): no shortfall is judged.
+    complete: bool
+
+    def shortfall(self) -> str | None:
+        """Why the file looks cut short (a sentence naming what was decoded and what the
+        container declares), or ``None``. By frame count where the container declares one,
+        else by duration, with :data:`SHORTFALL_FRAMES` frames of slack (of the average
+        rate, or of the decoded frames' own spacing: variable rates are judged by time, not
+        by counting)."""
+        if not self.complete:
+            return None
+        got, declared = self.decoded_frames, self.declared_frames
+        decoded_s = f"{float(self.decoded_seconds):.2f} s"
+        if declared is not None:
+            if declared - got <= SHORTFALL_FRAMES:
+                return None
+            what = f"decoded {got} of the {declared} frames its container declares"
+            if self.declared_seconds is not None:
+                what += f" ({decoded_s} of {float(self.declared_seconds):.2f} s)"
+        elif self.declared_seconds is not None:
+            period = 1 / self.fps if self.fps else self.decoded_seconds / got
+            if self.declared_seconds - self.decoded_seconds <= SHORTFALL_FRAMES * period:
+                return None
+            what = (
+                f"decoded {decoded_s} ({got} frames) of the "
+                f"{float(self.declared_seconds):.2f} s its container declares"
+            )
+        else:
+            return None
+        return f"cut short: {what}; the file may be truncated"
+
+
 def read_video(
     path: str | os.PathLike,
     *,
@@ -205,6 +261,23 @@ def read_video_times(
     last step; ``t_0 + K / frame_rate`` when resampled). ``fps``: the stream's average frame
     rate (``None`` if it has none). What ingest stores (docs/INGEST.md, "Frame timestamps").
     """
+    return read_video_info(
+        path, frame_rate=frame_rate, frame_size=frame_size, max_frames=max_frames
+    )[0]
+
+
+def read_video_info(
+    path: str | os.PathLike,
+    *,
+    frame_rate: float | None = None,
+    frame_size: int = -1,
+    max_frames: int | None = None,
+) -> tuple[TimedVideo, SourceInfo]:
+    """:func:`read_video_times`'s result (same arguments, same errors) and what else the file
+    told: a :class:`SourceInfo` with the frames decoded against those its container declares
+    (``shortfall()`` says whether the file looks cut short) and its audio streams. What the
+    built-in video adapters decode with (docs/INGEST.md, "Failures").
+    """
     if frame_rate is not None and not frame_rate > 0:
         raise ValueError(f"frame_rate must be positive or None, got {frame_rate!r}")
     if max_frames is not None and max_frames < 1:
@@ -243,14 +316,14 @@ def read_video_times(
     except Exception as e:
         raise VideoDecodeError(f"cannot open video {path}: {_detail(e)}", path=path) from e
 
-    decoded = 0
+    tally = _Tally()
 
     def decode(stream):
-        nonlocal decoded
         for frame in container.decode(stream):
-            decoded += 1
+            tally.add(frame)
             yield frame
 
+    complete = True
     with container:
         try:
             stream = container.streams.best("video")
@@ -264,6 +337,10 @@ def read_video_times(
         frames = decode(stream)
         fps = Fraction(stream.average_rate) if stream.average_rate else None
         native = Fraction(stream.average_rate or stream.guessed_rate or 25)
+        tally.period = 1 / native
+        declared_frames = stream.frames or None
+        declared_seconds = _declared_seconds(container, stream)
+        audio_streams = len(container.streams.audio)
         if frame_rate is None:
             shown = _native_times(frames, native)
         else:
@@ -282,16 +359,63 @@ def read_video_times(
                     else:
                         end = kept[-1] + step
                 if len(out) >= limit:
+                    complete = False
                     break
         except (av.error.FFmpegError, ValueError) as e:
             raise VideoDecodeError(
-                f"decoding {path} failed after {decoded} frames: {_detail(e)}",
+                f"decoding {path} failed after {tally.frames} frames: {_detail(e)}",
                 path=path,
-                frame=decoded,
+                frame=tally.frames,
             ) from e
     if not out or end is None:
         raise VideoDecodeError(f"{path}: no video frames could be decoded", path=path, frame=0)
-    return TimedVideo(out, times, end, fps)
+    info = SourceInfo(
+        decoded_frames=tally.frames,
+        decoded_seconds=tally.seconds(),
+        declared_frames=declared_frames,
+        declared_seconds=declared_seconds,
+        fps=fps,
+        audio_streams=audio_streams,
+        complete=complete,
+    )
+    return TimedVideo(out, times, end, fps), info
+
+
+class _Tally:
+    """Counts the frames decoded from a file and the time they span, by the source's own
+    timestamps (whatever rate the output is resampled to)."""
+
+    def __init__(self) -> None:
+        self.frames = 0
+        self.period = Fraction(1, 25)  # until the stream's rate is known
+        self.first: Fraction | None = None
+        self.last = Fraction(0)
+        self.last_frame = None
+
+    def add(self, frame) -> None:
+        t = _frame_time(frame, None if self.first is None else self.last, self.period)
+        if self.first is None:
+            self.first = t
+        elif t > self.last:
+            self.period = t - self.last
+        self.last, self.last_frame = t, frame
+        self.frames += 1
+
+    def seconds(self) -> Fraction:
+        """From the first frame's time until the last one stops being shown."""
+        if self.first is None:
+            return Fraction(0)
+        return self.last + _shown_for(self.last_frame, self.period) - self.first
+
+
+def _declared_seconds(container, stream) -> Fraction | None:
+    """The video stream's duration as the file declares it: the stream's own, else the
+    container's when the video is its only stream (an audio track may outlast the video)."""
+    if stream.duration and stream.time_base is not None:
+        return stream.duration * Fraction(stream.time_base)
+    if container.duration and len(container.streams) == 1:
+        return Fraction(container.duration, 1_000_000)
+    return None
 
 
 def _native_times(frames, native: Fraction):
@@ -313,4 +437,13 @@ def _native_period(times: list, native: Fraction) -> Fraction:
     return 1 / native
 
 
-__all__ = ["VIDEO_EXTENSIONS", "TimedVideo", "VideoDecodeError", "read_video", "read_video_times"]
+__all__ = [
+    "SHORTFALL_FRAMES",
+    "VIDEO_EXTENSIONS",
+    "SourceInfo",
+    "TimedVideo",
+    "VideoDecodeError",
+    "read_video",
+    "read_video_info",
+    "read_video_times",
+]

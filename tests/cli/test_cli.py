@@ -51,7 +51,7 @@ def test_index_upgrades_legacy_chunks(tmp_path, make_frame, capsys):
         chunk.append("a", {}, [make_frame(8, 8)])
     os.remove(tmp_path / "data_0.gidx")
     assert main(["index", str(tmp_path)]) == 0
-    assert "wrote 1 index file(s)" in capsys.readouterr().out
+    assert "wrote 1 index file;" in capsys.readouterr().out
     assert GulpDirectory(tmp_path).chunk_objs_lookup[0].indexed
 
 

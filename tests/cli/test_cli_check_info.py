@@ -61,7 +61,7 @@ def test_flipped_bits_are_reported_with_file_video_and_frame(dataset, capsys):
     assert main(["check", str(dataset)]) == 1
     out = capsys.readouterr().out
     assert f"{data}: video 'c1v0' frame 2: CRC mismatch in bytes" in out
-    assert "2 problem(s) found" in out
+    assert "2 problems found" in out
 
 
 def test_truncation_tail_and_missing_meta(dataset, capsys):
@@ -96,7 +96,7 @@ def test_a_dead_writers_temporary_file_is_reported_and_repaired(dataset, capsys)
         f"{leftover}: temporary file of an interrupted write (its writer, process "
         f"{dead.pid}, is gone); `gulpio repair --apply` removes it"
     )
-    assert out[-1] == "1 problem(s) found" and "all intact" not in out
+    assert out[-1] == "1 problem found" and "all intact" not in out
     code, report = _report(capsys, str(dataset))
     assert code == 1
     assert [(p["kind"], p["path"]) for p in report["problems"]] == [("leftover", str(leftover))]
@@ -110,7 +110,7 @@ def test_a_dead_writers_temporary_file_is_reported_and_repaired(dataset, capsys)
 def test_legacy_chunks_are_named(dataset, capsys):
     os.remove(dataset / "data_0.gidx")
     assert main(["check", str(dataset)]) == 0
-    assert "1 chunk(s) have no checksummed index" in capsys.readouterr().out
+    assert "1 chunk has no checksummed index" in capsys.readouterr().out
 
 
 def test_errors_are_one_line(tmp_path, capsys):

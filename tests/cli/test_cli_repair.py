@@ -59,8 +59,8 @@ def test_dry_run_lists_everything_and_changes_nothing(damaged, capsys):
     assert "would cut the unpublished tail of" in out and "data_0.gulp" in out
     assert "would rewrite the index of" in out
     assert "would move data_9.gulp to gulpio-quarantine/" in out
-    assert "without its damaged video(s) 'c1v1'" in out
-    assert "dry run: 5 action(s)" in out
+    assert "without its 1 damaged video 'c1v1'" in out
+    assert "dry run: 5 actions" in out
 
 
 def test_apply_salvages_every_intact_video(damaged, capsys):

@@ -105,11 +105,11 @@ def test_check_and_repair_cannot_forge_lines(hostile, capsys):
     (problem,) = [line for line in lines if "CRC mismatch" in line]
     assert problem.startswith(f"{hostile.parent}/{SHOWN_DIR}/data_0.gulp: video 'fake\\nall")
     assert "all intact" not in [line.strip() for line in lines]
-    assert lines[-1] == "1 problem(s) found"
+    assert lines[-1] == "1 problem found"
     assert main(["repair", str(hostile)]) == 0
     lines = lines_of(capsys.readouterr().out)
     assert lines[0] == (
-        f"would rewrite {hostile.parent}/{SHOWN_DIR}/data_0.gulp without its damaged video(s) "
+        f"would rewrite {hostile.parent}/{SHOWN_DIR}/data_0.gulp without its 1 damaged video "
         "'fake\\nall intact' (originals kept in gulpio-quarantine/)"
     )
     report = json.loads(_json(capsys, "check", str(hostile)))

@@ -57,6 +57,15 @@ def test_ingest_of_nothing_is_one_line_exit_2_and_creates_nothing(tmp_path, caps
     assert not out.exists()
 
 
+def test_the_expected_layout_is_shown_without_a_double_slash(tmp_path, capsys):
+    src = tmp_path / "flat"
+    src.mkdir()
+    (src / "clip.mp4").write_bytes(b"not really a video")
+    assert main(["ingest", "video-folder", f"{src}/", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"expected {src}/<class>/<video> files" in err and "//" not in err
+
+
 def test_ingestor_api_refuses_an_empty_adapter_before_creating_anything(tmp_path):
     class Empty(AbstractDatasetAdapter):
         def __len__(self):
@@ -80,7 +89,7 @@ def test_rerun_with_other_settings_is_caught_before_any_work(tmp_path, capsys):
     capsys.readouterr()
     # Same settings: resumes (nothing to do), exit 0.
     assert main(args + ["--img-size", "16"]) == 0
-    assert "0 new chunks (3 already done)" in capsys.readouterr().out
+    assert "nothing to do: 3 chunks done before" in capsys.readouterr().out
     for changed, expect in (
         (["--img-size", "12"], "image size: 16 -> 12"),
         (["--img-size", "16", "--quality", "80"], "JPEG quality: 90 -> 80"),
@@ -137,7 +146,7 @@ def test_check_reports_and_repair_removes_empty_chunks(tmp_path, capsys):
         ok.append("v", {}, [np.zeros((8, 8, 3), np.uint8)])
     assert main(["check", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert "data_0.gulp: the chunk holds no videos" in out and "1 problem(s)" in out
+    assert "data_0.gulp: the chunk holds no videos" in out and "1 problem found" in out
     assert main(["repair", str(tmp_path)]) == 0
     assert "move data_0.gulp, meta_0.gmeta" in capsys.readouterr().out
     assert main(["repair", str(tmp_path), "--apply"]) == 0

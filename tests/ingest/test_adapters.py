@@ -14,6 +14,7 @@ import io
 import json
 import os
 import pickle
+import shutil
 import warnings
 from pathlib import Path
 
@@ -650,6 +651,66 @@ def test_video_folder_collects_every_container(videos, video_zoo, tmp_path):
     assert len(item["frames"]) == 3  # 12 frames at 25 fps = 0.48 s -> t_k = 0, 0.2, 0.4
 
 
+def test_video_files_ids_are_paths_below_the_folder_without_labels(videos, video_zoo, tmp_path):
+    vf = videos["video_folder"]
+    adapter = A.VideoFilesAdapter(vf, **VIDEO_OPTS)
+    expected = {f"a/clip{e}" for e in (".mp4", ".webm", ".mkv", ".avi", ".mov") if e in video_zoo}
+    expected |= {
+        f"b/clip{e}" for e in (".m4v", ".mpg", ".ts", ".flv", ".wmv", ".3gp") if e in video_zoo
+    }
+    expected |= {"b/UPPER.MP4", "b/nested/clip.mp4", "b/broken.mp4"}
+    # Unique, sorted, and the same from a copy of the folder elsewhere (the ids are relative).
+    assert adapter.item_ids() == sorted(expected)
+    elsewhere = tmp_path / "moved"
+    shutil.copytree(vf, elsewhere)
+    moved = A.VideoFilesAdapter(f"{elsewhere}/", **VIDEO_OPTS)
+    assert moved.item_ids() == adapter.item_ids()
+    assert moved.fingerprint() == adapter.fingerprint()
+    items = {i["id"]: i for i in items_of(adapter)}
+    assert "broken.mp4" in items["b/broken.mp4"]["error"]
+    for id_, item in items.items():
+        assert item["meta"] == {"id": id_}, id_  # no label, no path
+        if id_ != "b/broken.mp4":
+            assert [f.shape for f in item["frames"]] == [(64, 78, 3)] * 4, id_
+    assert not (tmp_path / "label2idx.json").exists()
+    assert not any(p.name == "label2idx.json" for p in vf.rglob("*"))
+
+
+def test_video_files_on_the_command_line(videos, tmp_path, capsys):
+    from gulpio_rs.cli import main
+
+    out = tmp_path / "out"
+    args = ["ingest", "video-files", str(videos["video_folder"]), str(out), "--max-frames", "2"]
+    assert main(args + ["--frame-size", "32"]) == 3  # b/broken.mp4 is skipped
+    assert "1 video skipped:" in capsys.readouterr().out
+    gd = gulpio_rs.GulpDirectory(str(out))
+    assert "b/nested/clip.mp4" in gd.keys() and gd.meta("b/nested/clip.mp4") == {
+        "id": "b/nested/clip.mp4"
+    }
+    assert not (out / "label2idx.json").exists()
+    empty = tmp_path / "empty"
+    (empty / "sub").mkdir(parents=True)
+    (empty / "sub" / "notes.txt").write_text("x")
+    assert main(["ingest", "video-files", str(empty), str(tmp_path / "o2")]) == 2
+    err = capsys.readouterr().err
+    assert "no videos in" in err and "in it or its subfolders; found 1 other file" in err
+
+
+def test_video_folder_without_class_folders_points_to_video_files(tmp_path, capsys):
+    from gulpio_rs.cli import main
+
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "clip.mp4").write_bytes(b"x")
+    assert main(["ingest", "video-folder", str(flat), str(tmp_path / "out")]) == 2
+    assert "gulpio ingest video-files" in capsys.readouterr().err
+    # Not for a folder whose files are no videos at all.
+    (flat / "clip.mp4").rename(flat / "notes.txt")
+    assert main(["ingest", "video-folder", str(flat), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "none with a wanted extension" in err and "video-files" not in err
+
+
 def test_video_folder_vs_gulpio2(videos, tmp_path):
     gulpio2 = pytest.importorskip("gulpio2.adapters")
     vf = str(videos["video_folder"]) + "/"
@@ -782,6 +843,8 @@ def build(name: str, images, videos, out: Path, **kw):
             return A.Custom20BNCsvJpegAdapter(r / "302.csv", r / "frames", out, **kw)
         if name == "video_folder":
             return A.VideoFolderAdapter(videos["video_folder"], out, **v, **kw)
+        if name == "video_files":
+            return A.VideoFilesAdapter(videos["video_folder"], **v, **kw)
         if name == "frames_folder":
             return A.FramesFolderAdapter(videos["frames"] / "labeled", out, **kw)
         if name == "kinetics":
@@ -800,6 +863,7 @@ ADAPTERS = [
     "20bn_webm",
     "20bn_jpeg",
     "video_folder",
+    "video_files",
     "frames_folder",
     "kinetics",
     "activitynet",

@@ -77,7 +77,7 @@ def test_a_rerun_is_the_same_run_however_the_paths_are_spelled(
     capsys.readouterr()
     assert main(_ingest(src2, out2)) == 0
     captured = capsys.readouterr()
-    assert "0 new chunks (3 already done)" in captured.out, captured
+    assert "nothing to do: 3 chunks done before hold 6 videos" in captured.out, captured
     assert decoded == [] and captured.err == ""
     assert _chunks(tmp_path / "out") == before
 
@@ -90,7 +90,7 @@ def test_a_copied_or_moved_output_folder_resumes_where_it_was(tmp_path, capsys, 
     decoded.clear()
     capsys.readouterr()
     assert main(_ingest(src, tmp_path / "elsewhere")) == 0
-    assert "0 new chunks (3 already done)" in capsys.readouterr().out
+    assert "nothing to do: 3 chunks done before hold 6 videos" in capsys.readouterr().out
     assert decoded == []
 
 
@@ -157,7 +157,8 @@ def test_a_video_repair_dropped_comes_back_on_rerun(tmp_path, capsys):
     assert victim not in GulpDirectory(str(out)).keys()
     capsys.readouterr()
     assert main(_ingest(src, out)) == 0
-    assert "1 new chunks (2 already done)" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert " in 1 new chunk in " in said and "with the 2 chunks done before: 6 videos" in said
     assert victim in GulpDirectory(str(out)).keys() and len(GulpDirectory(str(out))) == 6
     assert main(["check", str(out)]) == 0
 

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from data_fixtures import ItemsAdapter
+from data_fixtures import VFR_PTS, ItemsAdapter, write_vfr_video
 
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor
 from gulpio_rs._times import RESERVED_KEY, find_times, time_element
@@ -25,29 +25,6 @@ def needs_av():
     return pytest.importorskip("av", reason="PyAV decodes the videos (pip install av)")
 
 
-#: Presentation times (milliseconds) of the variable-frame-rate test video: irregular gaps.
-VFR_PTS = [0, 40, 50, 120, 300, 310, 330, 500, 520, 700]
-
-
-def write_vfr_video(path, pts_ms=VFR_PTS):
-    """A Matroska MJPEG video whose frame ``i`` is flat gray ``8 * (i + 1)`` and is presented
-    at ``pts_ms[i]`` milliseconds (time base 1/1000): a variable frame rate."""
-    av = needs_av()
-    with av.open(str(path), "w", format="matroska") as out:
-        stream = out.add_stream("mjpeg", rate=25)
-        stream.width, stream.height, stream.pix_fmt = 48, 32, "yuvj444p"
-        stream.time_base = Fraction(1, 1000)
-        stream.codec_context.time_base = Fraction(1, 1000)
-        for i, pts in enumerate(pts_ms):
-            arr = np.full((32, 48, 3), 8 * (i + 1), np.uint8)
-            frame = av.VideoFrame.from_ndarray(arr, format="rgb24")
-            frame.pts, frame.time_base = pts, Fraction(1, 1000)
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
-
-
 def ingest(folder, out, **adapter_args):
     adapter = VideoFolderAdapter(folder, out, **adapter_args)
     report = GulpIngestor(adapter, out, videos_per_chunk=10, num_workers=1)()
@@ -57,6 +34,7 @@ def ingest(folder, out, **adapter_args):
 
 @pytest.fixture
 def vfr_folder(tmp_path):
+    needs_av()
     (tmp_path / "src" / "a").mkdir(parents=True)
     write_vfr_video(tmp_path / "src" / "a" / "vfr.mkv")
     return tmp_path / "src"

@@ -54,7 +54,7 @@ def test_check_writes_the_failing_ids(damaged, tmp_path, capsys):
     bad_list = tmp_path / "bad.txt"
     assert main(["check", damaged, "--bad-list", str(bad_list)]) == 1
     assert bad_list.read_text() == "v2\nv7\n"
-    assert "2 failing video id(s) written to" in capsys.readouterr().out
+    assert "2 failing video ids written to" in capsys.readouterr().out
     # An intact dataset gives an empty list; the file is replaced, and a symlink in its place
     # is replaced rather than written through.
     clean = write_videos(tmp_path / "clean", [2, 2])

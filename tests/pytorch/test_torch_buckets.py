@@ -295,7 +295,7 @@ def test_info_shapes_shows_the_buckets(mixed_dir, capsys):
     assert got == {"24x16": 12, "30x16": 5, "20x16": 3}
     assert main(["info", mixed_dir, "--shapes"]) == 0
     out = capsys.readouterr().out
-    assert "videos per frame size (first frame), 3 size(s):" in out
+    assert "videos per frame size (first frame), 3 sizes:" in out
     assert [line.split()[:2] for line in out.splitlines()[-3:]] == [
         ["24x16", "12"],
         ["30x16", "5"],

@@ -11,6 +11,7 @@ pytest.importorskip("torch")
 from gulpio_rs.torch import (  # noqa: E402
     GulpDistributedSampler,
     sample_frame_indices,
+    sample_time_indices,
     shuffled_positions,
 )
 from gulpio_rs.torch._sampler import unshuffled_positions  # noqa: E402
@@ -65,6 +66,46 @@ def test_segments_stay_in_their_segment(n, k):
             for i, f in enumerate(got):
                 # Segment i covers [i n / k, (i + 1) n / k): the frames overlapping it.
                 assert i * n // k <= f <= min(n - 1, (i + 1) * n // k)
+
+
+def test_offset_names_are_the_datasets():
+    # docs/TORCH.md gives the datasets' names; the pure functions take them too.
+    assert sample_frame_indices(10, 4, stride=2, offset="start") == [0, 2, 4, 6]
+    assert sample_frame_indices(10, 4, stride=2, offset="center") == [2, 4, 6, 8]
+    assert sample_frame_indices(16, num_segments=4, offset="start") == [0, 4, 8, 12]
+    assert sample_frame_indices(16, num_segments=4, offset="center") == [2, 6, 10, 14]
+    ts = np.arange(10) / 10
+    for name, number in (("start", 0.0), ("center", 0.5)):
+        by_name = sample_time_indices(ts, 1.0, fps=10, clip_seconds=0.4, offset=name)
+        by_number = sample_time_indices(ts, 1.0, fps=10, clip_seconds=0.4, offset=number)
+        assert by_name[0] == by_number[0] and np.array_equal(by_name[1], by_number[1])
+    assert sample_time_indices(ts, 1.0, fps=10, clip_seconds=0.4, offset="start")[0] == [0, 1, 2, 3]
+
+
+def test_offset_random_draws_from_the_generator_given():
+    # The same seed (or generator state) gives the same clip; draws cover every start.
+    one = sample_frame_indices(100, 4, offset="random", rng=7)
+    assert one == sample_frame_indices(100, 4, offset="random", rng=np.random.default_rng(7))
+    rng = np.random.default_rng(0)
+    starts = {sample_frame_indices(10, 4, offset="random", rng=rng)[0] for _ in range(200)}
+    assert starts == set(range(7))
+    # One independent draw per segment, each inside its segment.
+    picks = sample_frame_indices(100, num_segments=4, offset="random", rng=1)
+    assert [p // 25 for p in picks] == [0, 1, 2, 3]
+    expected = [int((i + u) * 25) for i, u in enumerate(np.random.default_rng(1).random(4))]
+    assert picks == expected
+    ts = np.arange(100) / 10
+    picked, times = sample_time_indices(ts, 10.0, fps=5, clip_seconds=2, offset="random", rng=3)
+    u = np.random.default_rng(3).random()
+    assert times[0] == pytest.approx(u * 8.0) and len(picked) == 10
+
+
+@pytest.mark.parametrize("offset", ["end", "Start", "0.5", ""])
+def test_unknown_offset_names_are_refused_by_name(offset):
+    with pytest.raises(ValueError, match=r"one of \('center', 'random', 'start'\)"):
+        sample_frame_indices(10, 4, offset=offset)
+    with pytest.raises(ValueError, match=repr(offset)):
+        sample_time_indices([0.0, 0.1], 0.2, fps=10, offset=offset)
 
 
 @pytest.mark.parametrize(

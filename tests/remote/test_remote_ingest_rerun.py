@@ -94,6 +94,20 @@ def test_a_missing_bucket_says_bucket_not_found(s3_env, capsys):
     assert "bucket not found: no-such-bucket-here" in capsys.readouterr().err
 
 
+def test_ingest_into_a_missing_bucket_stops_before_decoding(s3_env, tmp_path, capsys, monkeypatch):
+    # docs/REMOTE.md, "Writing": the bucket must exist; gulpio-rs never creates one.
+    from gulpio_rs.adapters import items
+
+    decoded = []
+    monkeypatch.setattr(items, "_image_frame", lambda p, s: decoded.append(p))
+    src = _images(tmp_path / "imgs")
+    args = ["ingest", "image-folder", str(src), "s3://no-such-bucket-here/imgs"]
+    assert main(args + ["--num-workers", "1"]) == 1
+    assert "bucket not found: no-such-bucket-here" in capsys.readouterr().err
+    buckets = [b["Name"] for b in s3_env.client().list_buckets()["Buckets"]]
+    assert decoded == [] and "no-such-bucket-here" not in buckets
+
+
 class _Refuse(http.server.BaseHTTPRequestHandler):
     """An instance-metadata service that refuses everything, as on a machine outside AWS."""
 

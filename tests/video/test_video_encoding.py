@@ -194,6 +194,18 @@ def test_check_decodes_segments_and_reports_what_it_cannot_read(stored, tmp_path
     assert code == 1 and ("index", "bikes") in kinds and ("index", "bbb") in kinds
 
 
+def test_check_decode_says_frames_per_second_not_gigabytes(stored, capsys):
+    # A few kB of AV1 hold 16 frames: the decode's rate is in frames (it printed 0.00 GB/s).
+    from gulpio_rs.cli import main
+
+    assert main(["check", str(stored), "--decode"]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith("decoded and CRC-checked 82 frames of 3 videos in 2 chunks (")
+    assert line.endswith(" frames/s)") and "GB/s" not in line
+    assert main(["check", str(stored)]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith(" GB/s)")
+
+
 def test_a_rerun_resumes_and_a_changed_encoding_is_refused(videos, tmp_path):
     from gulpio_rs.ingest.plan import SettingsChangedError
 

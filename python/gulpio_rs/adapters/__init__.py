@@ -39,7 +39,13 @@ from ..video import VIDEO_EXTENSIONS
 from .base import AbstractDatasetAdapter
 from .clips import JpegFolderClipsAdapter
 from .files import FRAME_EXTENSIONS
-from .folders import FramesFolderAdapter, ImageFolderAdapter, ImageListAdapter, VideoFolderAdapter
+from .folders import (
+    FramesFolderAdapter,
+    ImageFolderAdapter,
+    ImageListAdapter,
+    VideoFilesAdapter,
+    VideoFolderAdapter,
+)
 from .kinetics import ActivitynetAdapter, KineticsAdapter
 from .labels import LABEL2IDX_FILE, Custom20BNAdapterMixin
 from .twentybn import Custom20BNCsvJpegAdapter, Custom20BNCsvWebmAdapter, Custom20BNJsonVideoAdapter
@@ -53,6 +59,7 @@ __all__ = [
     "ImageListAdapter",
     "ImageFolderAdapter",
     "VideoFolderAdapter",
+    "VideoFilesAdapter",
     "FramesFolderAdapter",
     "KineticsAdapter",
     "ActivitynetAdapter",

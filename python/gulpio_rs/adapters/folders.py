@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from .._plural import plural
 from ..video import VIDEO_EXTENSIONS, read_video
 from .base import _BuiltinAdapter, _check_size, _check_unique_ids, _frame_rate, _shuffled, _slice
 from .files import (
@@ -45,7 +46,7 @@ def _class_folder_items(folder, exts: tuple[str, ...], kind: str) -> list[dict]:
     if loose:
         warnings.warn(
             f"{len(loose)} {kind} files directly in {folder} have no class subfolder and are "
-            f"ignored (e.g. {sorted(loose)[0]!r})",
+            f"ignored (e.g. {sorted(loose)[0]!r}){_without_classes(kind)}",
             stacklevel=3,
         )
     items.sort(key=_file_of)  # gulpio2's order: its sorted glob of the file paths
@@ -56,10 +57,22 @@ def _nothing_in_class_folders(folder, file_extensions, kind: str) -> str:
     folder = os.fspath(folder)
     exts = _extensions(file_extensions)
     shown = ", ".join(exts[:4]) + (", ..." if len(exts) > 4 else "")
-    return (
-        f"no {kind}s in {folder}: expected {folder}/<class>/<{kind}> files ({shown}); "
-        + _describe_folder(folder, exts)
+    # Joined, not formatted: a folder given with a trailing slash must not show "flat//<class>".
+    expected = os.path.join(folder, "<class>", f"<{kind}>")
+    loose = os.path.isdir(folder) and any(
+        _visible(e.name) and e.is_file() and _has_extension(e.name, exts)
+        for e in os.scandir(folder)
     )
+    found = _describe_folder(folder, exts)
+    hint = _without_classes(kind) if loose else ""
+    return f"no {kind}s in {folder}: expected {expected} files ({shown}); {found}{hint}"
+
+
+def _without_classes(kind: str) -> str:
+    """Where a folder of videos without class subfolders goes instead."""
+    if kind != "video":
+        return ""
+    return "; for videos without classes use `gulpio ingest video-files` (VideoFilesAdapter)"
 
 
 def _file_of(item: dict) -> str:
@@ -276,6 +289,78 @@ class VideoFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
             frame_size=int(self.frame_size),
             max_frames=self.max_frames,
         )
+
+
+class VideoFilesAdapter(_BuiltinAdapter):
+    """A folder of videos without classes (an unlabelled corpus: raw footage, the videos of a
+    video-language dataset): every video file under ``folder``, at any depth.
+
+    Videos are the files whose extension is in ``file_extensions`` (case-insensitive; by
+    default :data:`gulpio_rs.video.VIDEO_EXTENSIONS`), hidden files and folders left out.
+    The id is the file's path below ``folder`` with ``/`` between folders (``"clip.mp4"``,
+    ``"day1/clip.mp4"``): unique, and the same on every run and wherever ``folder`` is. Meta
+    is ``{'id'}``: no label, and no ``label2idx.json`` is written (use ``target=None`` or a
+    callable with the PyTorch datasets). Frames as :class:`VideoFolderAdapter`: the native
+    rate (``frame_rate=`` resamples), shorter side resized to ``frame_size``.
+    """
+
+    def __init__(
+        self,
+        folder: str | os.PathLike[str],
+        file_extensions: tuple[str, ...] | list[str] = VIDEO_EXTENSIONS,
+        shuffle: bool = False,
+        frame_size: int = -1,
+        *,
+        frame_rate: float | None = None,
+        max_frames: int | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.folder = folder
+        self.file_extensions = file_extensions
+        self.shuffle = shuffle
+        self.frame_size = frame_size
+        _check_size(frame_size, "frame_size")
+        self.frame_rate = _frame_rate(frame_rate)
+        self.max_frames = max_frames
+        self.seed = seed
+        self.all_meta = self.get_meta()
+        _shuffled(self.all_meta, self.shuffle, seed)
+
+    def get_meta(self) -> list[dict]:
+        """``{'id', 'path'}`` per video, sorted by id (``path``, the file, is not stored)."""
+        folder = os.fspath(self.folder)
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"no video folder {folder}")
+        rels = _files_under(folder, _extensions(self.file_extensions))
+        return [{"id": rel, "path": os.path.join(folder, *rel.split("/"))} for rel in rels]
+
+    def nothing_found(self) -> str:
+        """Why the adapter has no items, for the one-line error an empty ingest gives."""
+        folder = os.fspath(self.folder)
+        exts = _extensions(self.file_extensions)
+        shown = ", ".join(exts[:4]) + (", ..." if len(exts) > 4 else "")
+        # Every visible file ends with "": the files of other kinds, since none is a video.
+        others = len(_files_under(folder, ("",))) if os.path.isdir(folder) else 0
+        found = f"found {plural(others, 'other file')}" if others else "found no files"
+        return (
+            f"no videos in {folder}: expected video files ({shown}) in it or its subfolders; "
+            + found
+        )
+
+    def __len__(self) -> int:
+        return len(self.all_meta)
+
+    def iter_data(self, slice_element=None):
+        """Decode each video of the slice (one at a time) and yield it."""
+        for entry in self.all_meta[_slice(slice_element, len(self))]:
+            yield _video_item(
+                entry["id"],
+                {"id": entry["id"]},
+                entry["path"],
+                self.frame_rate,
+                int(self.frame_size),
+                self.max_frames,
+            )
 
 
 class FramesFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):

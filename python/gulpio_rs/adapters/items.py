@@ -11,7 +11,7 @@ import numpy as np
 
 from .._frames import is_plain_jpeg
 from .._pixels import pil_to_array
-from ..video import read_video_times
+from ..video import read_video_info
 from .base import _error_item, _reason
 from .files import _frame_files
 
@@ -25,14 +25,16 @@ def _video_item(
     max_frames: int | None,
 ) -> dict[str, Any]:
     """The item of one video, decoded now, with its frames' timestamps (stored by the ingest:
-    docs/INGEST.md, "Frame timestamps"); an unreadable video becomes an error item."""
+    docs/INGEST.md, "Frame timestamps"), ``'truncated'`` when the file decodes to fewer
+    frames than it declares and ``'audio_streams'`` when it has audio (both reported by the
+    ingest); an unreadable video becomes an error item."""
     try:
-        video = read_video_times(
+        video, source = read_video_info(
             path, frame_rate=frame_rate, frame_size=frame_size, max_frames=max_frames
         )
     except Exception as e:  # one bad video must not end the run: the ingestor reports it
         return _error_item(id_, meta, _reason(e, path))
-    return {
+    item = {
         "id": id_,
         "meta": meta,
         "frames": video.frames,
@@ -40,6 +42,12 @@ def _video_item(
         "fps": video.fps,
         "end": video.end,
     }
+    shortfall = source.shortfall()
+    if shortfall is not None:
+        item["truncated"] = f"{path}: {shortfall}"
+    if source.audio_streams:
+        item["audio_streams"] = source.audio_streams
+    return item
 
 
 def _image_frame(path: str, size: int) -> str | np.ndarray:

@@ -18,6 +18,7 @@ from typing import Any
 
 from .._atomic import write_text_atomically
 from .._names import temporary_of
+from .._plural import plural
 from .._reading import thread_count
 from .._sizes import megabytes
 from ..errors import BrokenChunkWarning, GulpError
@@ -178,7 +179,7 @@ def _write_bad_list(path: str, ids: list[str], quiet: bool) -> None:
             print(f"not in {path}: video {i!r} has a line break in its id", file=sys.stderr)
     write_text_atomically(path, "".join(f"{i}\n" for i in listable))
     if not quiet:
-        say(f"{len(listable)} failing video id(s) written to {path}")
+        say(f"{plural(len(listable), 'failing video id')} written to {path}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -193,20 +194,28 @@ def run(args: argparse.Namespace) -> int:
         return 0 if report["ok"] else 1
     for p in report["problems"]:
         say(_line(p))
-    rate = report["data_bytes"] / report["seconds"] / 1e9 if report["seconds"] else 0.0
-    what = "decoded and CRC-checked" if report["decoded"] else "CRC-checked"
+    seconds = report["seconds"]
+    if report["decoded"]:
+        # Decoding is bound by frames, not bytes: a video segment of a few kB holds 16
+        # frames, so its GB/s would say nothing (it printed 0.00).
+        what = "decoded and CRC-checked"
+        rate = f"{report['frames'] / seconds:,.0f} frames/s" if seconds else ""
+    else:
+        what = "CRC-checked"
+        rate = f"{report['data_bytes'] / seconds / 1e9:.2f} GB/s" if seconds else ""
     say(
-        f"{what} {report['frames']:,} frames of {report['videos']:,} videos in "
-        f"{report['chunks']} chunks ({megabytes(report['bytes'])}) in "
-        f"{report['seconds']:.2f} s ({rate:.2f} GB/s)"
+        f"{what} {plural(report['frames'], 'frame')} of {plural(report['videos'], 'video')} "
+        f"in {plural(report['chunks'], 'chunk')} ({megabytes(report['bytes'])}) in "
+        f"{seconds:.2f} s" + (f" ({rate})" if rate else "")
     )
     if report["legacy_chunks"]:
         say(
-            f"{report['legacy_chunks']} chunk(s) have no checksummed index (written by "
+            f"{plural(report['legacy_chunks'], 'chunk has', 'chunks have')} no checksummed "
+            "index (written by "
             "gulpio/gulpio2): their frames were checked for placement only; run `gulpio index`"
         )
     if report["ok"]:
         say("all intact")
         return 0
-    say(f"{len(report['problems'])} problem(s) found")
+    say(f"{plural(len(report['problems']), 'problem')} found")
     return 1

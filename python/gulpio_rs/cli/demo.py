@@ -11,6 +11,7 @@ import time
 from importlib import resources
 
 from .. import JPEG_BACKEND, __version__, _decoder_note, _zune_fallback_reason
+from .._plural import plural
 from .._sizes import megabytes
 from ..errors import GulpError
 from ._common import Subparsers, say
@@ -68,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     n_frames = sum(gd.num_frames(i) for i in gd.keys())
     size = sum(os.path.getsize(os.path.join(out, n)) for n in os.listdir(out))
     say(
-        f"1. gulped {len(gd)} videos, {n_frames} frames into {gd.num_chunks} chunks "
+        f"1. gulped {plural(len(gd), 'video')}, {plural(n_frames, 'frame')} into "
+        f"{plural(gd.num_chunks, 'chunk')} "
         f"({megabytes(size)}) in {t_ingest * 1e3:.0f} ms ({n_frames / t_ingest:,.0f} frames/s)"
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from .._plural import plural
 from ._common import Subparsers, open_directory, refuse_remote, say
 
 EPILOG = """examples:
@@ -31,5 +32,8 @@ def run(args: argparse.Namespace) -> int:
     )
     gd = open_directory(args.directory)
     written = gd.write_indexes()
-    say(f"{args.directory}: wrote {written} index file(s); {gd.num_chunks} chunk(s) in all")
+    say(
+        f"{args.directory}: wrote {plural(written, 'index file')}; "
+        f"{plural(gd.num_chunks, 'chunk')} in all"
+    )
     return 0

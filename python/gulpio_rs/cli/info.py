@@ -8,6 +8,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from .._plural import plural
 from .._sizes import megabytes
 from ._common import Subparsers, open_directory, say
 
@@ -105,7 +106,7 @@ def video_shapes(directory: str) -> dict[str, int]:
 def _print_shapes(shapes: dict[str, int]) -> None:
     total = sum(shapes.values())
     most = max(shapes.values(), default=0)
-    print(f"  videos per frame size (first frame), {len(shapes)} size(s):")
+    print(f"  videos per frame size (first frame), {plural(len(shapes), 'size')}:")
     width = max((len(k) for k in shapes), default=0)
     for size, n in shapes.items():
         bar = "#" * max(1, round(40 * n / most))

@@ -20,11 +20,14 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from .._encode_options import DEFAULT, ENCODINGS, GULPIO2, SUBSAMPLINGS
+from .._plural import plural
 from ..errors import GulpError
 from ._common import Subparsers, count_arg, error_line, say
 
 if TYPE_CHECKING:
     from argparse import _ArgumentGroup
+
+    from ..ingest.report import IngestReport
 
 #: command name -> (class name in gulpio_rs.adapters, example arguments)
 BUILTIN = {
@@ -32,6 +35,7 @@ BUILTIN = {
     "20bn-csv-webm": ("Custom20BNCsvWebmAdapter", "train.csv videos/ out/"),
     "20bn-csv-jpeg": ("Custom20BNCsvJpegAdapter", "train.csv frames/ out/"),
     "video-folder": ("VideoFolderAdapter", "kinetics/train/ out/ --frame-size 256"),
+    "video-files": ("VideoFilesAdapter", "videos/ out/ --frame-size 256"),
     "image-folder": ("ImageFolderAdapter", "imagenet/train/ out/ --img-size 256"),
     "image-list": ("ImageListAdapter", "list.txt out/ --root-folder images/"),
     "frames-folder": ("FramesFolderAdapter", "extracted/ out/"),
@@ -40,6 +44,9 @@ BUILTIN = {
     "jpeg-clips": ("JpegFolderClipsAdapter", "clips.json clips/ out/"),
 }
 
+#: Finished, but some videos were skipped or stored cut short (listed), by this run or by
+#: the earlier one it resumed; not when a rerun finds nothing to do (the summary says what
+#: was skipped before).
 EXIT_SKIPPED = 3
 #: 128 + SIGINT, what a shell reports for a command stopped by Ctrl-C.
 EXIT_INTERRUPTED = 130
@@ -68,8 +75,14 @@ PARAM_HELP = {
 HIDDEN = {"shm_dir_path"}
 
 EPILOG = """exit status: 0 all videos written (or already in the dataset), 3 finished but some
-videos were skipped (listed), 1 stopped by an error (or by the first bad video with --strict),
-2 bad arguments, 130 interrupted (Ctrl-C).
+videos were skipped or stored cut short (listed), 1 stopped by an error (or by the first bad
+video with --strict), 2 bad arguments, 130 interrupted (Ctrl-C). A rerun that finds nothing
+left to do exits 0 and says so with what earlier runs skipped ("nothing to do: ...; N files
+were skipped before").
+
+Videos are checked against what their file declares: one that decodes to fewer frames (a file
+cut short that still opens) is stored and listed (--skip-truncated leaves it out instead).
+Audio streams are not stored; the summary says in how many files they were ignored.
 
 Run the same command again after an interruption (Ctrl-C, kill, machine loss): finished chunks
 are kept and the rest is written. Videos the output already holds (same id) are not decoded
@@ -240,14 +253,19 @@ def build_parser(cls: type, spec: str) -> argparse.ArgumentParser:
                    "cropped reads decode only the rows they need (+0.1%% bytes)")  # fmt: skip
     g.add_argument("--encoding", default=DEFAULT.encoding, choices=ENCODINGS,
                    help="jpeg: a JPEG per frame (gulpio2's format); video: each video as AV1 "
-                   "segments, 16-19x smaller, read the same way (gulpio2 cannot read them; "
-                   "default: %(default)s)")  # fmt: skip
+                   "segments, 16-19x smaller and read the same way, but slower: ingest at "
+                   "0.21-0.25x the JPEG rate, reads of 256-px clips at 0.50-0.85x JPEG's "
+                   "frames/s (2026-11-27, docs/DECISIONS.md 'Video segments'; being made "
+                   "faster); gulpio2 cannot read them (default: %(default)s)")  # fmt: skip
     g.add_argument("--crf", type=int, default=DEFAULT.crf,
                    help="--encoding video: quality, 0-63, lower is better and larger "
                    "(default: %(default)s)")  # fmt: skip
     g.add_argument("--gop", type=int, default=DEFAULT.gop,
                    help="--encoding video: frames per segment (default: %(default)s)")  # fmt: skip
     g.add_argument("--strict", action="store_true", help="stop at the first bad video")
+    g.add_argument("--skip-truncated", dest="skip_truncated", action="store_true",
+                   help="skip videos that decode to fewer frames than their file declares "
+                   "(default: store them and list them)")  # fmt: skip
     g.add_argument("--shard-index", type=int, default=0, help="this shard (default: 0)")
     g.add_argument("--num-shards", type=int, default=1, help="shards in the job (default: 1)")
     g.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
@@ -327,7 +345,7 @@ def run_argv(argv: list[str]) -> int:
             "before any chunk was written"
             if report is None
             else (
-                f"after {report.chunks_written} chunks"
+                f"after {plural(report.chunks_written, 'chunk')}"
                 + (f" ({report.chunks_resumed} done earlier)" if report.chunks_resumed else "")
             )
         )
@@ -358,6 +376,7 @@ def _run(cls: type, args: argparse.Namespace) -> int:
         crf=args.crf,
         gop=args.gop,
         strict=args.strict,
+        skip_truncated=args.skip_truncated,
         shard_index=args.shard_index,
         num_shards=args.num_shards,
         report=args.report,
@@ -438,4 +457,10 @@ def ingest_with(
     if report:
         with open(report, "w") as f:
             json.dump(asdict(result), f, indent=1)
-    return EXIT_SKIPPED if result.failures else 0
+    return exit_status(result)
+
+
+def exit_status(report: IngestReport) -> int:
+    """What ``gulpio ingest`` (and ``transcode``) exit with after a finished run: see
+    :data:`EXIT_SKIPPED`."""
+    return EXIT_SKIPPED if report.has_problems else 0

@@ -34,11 +34,12 @@ from typing import Any
 
 from .._atomic import write_json_atomically
 from .._files import open_for_reading
-from .._names import chunk_names, chunk_number
+from .._names import QUARANTINE_DIR, chunk_names, chunk_number
+from .._plural import plural
 from ..errors import BrokenChunkWarning, GulpError, UnsafeFileError, WriteConflictError
 from ._common import Subparsers, refuse_remote, say
 
-QUARANTINE = "gulpio-quarantine"
+QUARANTINE = QUARANTINE_DIR
 
 EPILOG = """examples:
   gulpio repair /data/gulps            list what would be done (changes nothing)
@@ -327,8 +328,12 @@ def _describe(a: dict[str, Any]) -> str:
     if kind == "quarantine_file":
         files = ", ".join(os.path.basename(f) for f in _chunk_files(path))
         return f"move {files} to {QUARANTINE}/ ({a['reason']})"
-    ids = ", ".join(repr(i) for i in sorted(a["damaged_videos"]))
-    return f"rewrite {path} without its damaged video(s) {ids} (originals kept in {QUARANTINE}/)"
+    damaged = sorted(a["damaged_videos"])
+    ids = ", ".join(repr(i) for i in damaged)
+    return (
+        f"rewrite {path} without its {plural(len(damaged), 'damaged video')} {ids} (originals "
+        f"kept in {QUARANTINE}/)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -350,7 +355,7 @@ def run(args: argparse.Namespace) -> int:
         say(_describe(a))
     if not args.apply:
         say(
-            f"dry run: {len(todo)} action(s); run again with --apply to do them"
+            f"dry run: {plural(len(todo), 'action')}; run again with --apply to do them"
             + (f"; {len(refused)} refused (see above)" if refused else "")
         )
         return 1 if refused else 0
@@ -361,11 +366,11 @@ def run(args: argparse.Namespace) -> int:
     done = len(todo) - len(late)
     if refused:
         say(
-            f"done: {done} action(s); {len(refused)} refused (see above): deal with those "
+            f"done: {plural(done, 'action')}; {len(refused)} refused (see above): deal with those "
             f"files by hand, then run `gulpio repair {args.directory}` again"
         )
         return 1
-    say(f"done: {done} action(s); `gulpio check {args.directory}` should now pass")
+    say(f"done: {plural(done, 'action')}; `gulpio check {args.directory}` should now pass")
     if any(a["action"] in ("rewrite_chunk", "quarantine_file") for a in todo):
         # docs/INGEST.md, "Restart": a chunk that lost videos is written again by a rerun.
         say(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from .._plural import plural
 from ..errors import GulpError
 from ._common import Subparsers, open_directory, say
 
@@ -103,10 +104,13 @@ def select_frames(spec: slice | list[int] | None, num_frames: int, video_id: str
         bad = [k for k, p in zip(spec, picks, strict=True) if not 0 <= p < num_frames]
         if bad:
             raise GulpError(
-                f"frame {bad[0]} is out of range: video {video_id!r} has {num_frames} frames"
+                f"frame {bad[0]} is out of range: video {video_id!r} has "
+                f"{plural(num_frames, 'frame')}"
             )
     if not picks:
-        raise GulpError(f"--frames selects no frames of video {video_id!r} ({num_frames} frames)")
+        raise GulpError(
+            f"--frames selects no frames of video {video_id!r} ({plural(num_frames, 'frame')})"
+        )
     return picks
 
 
@@ -123,7 +127,7 @@ def _suggestions(wanted: str, ids: Sequence[str]) -> str:
         shown = ", ".join(repr(c) for c in close[:-1])
         shown = f"{shown} or {close[-1]!r}" if shown else repr(close[-1])
         return f"; did you mean {shown}?"
-    return f" (the dataset has {len(ids):,} videos; `gulpio ls DIR` lists their ids)"
+    return f" (the dataset has {plural(len(ids), 'video')}; `gulpio ls DIR` lists their ids)"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,10 +144,10 @@ def run(args: argparse.Namespace) -> int:
     if "label" in meta:
         caption = f"{args.id}  label: {meta['label']}"
     else:
-        caption = f"{args.id}  {num_frames} frames"
+        caption = f"{args.id}  {plural(num_frames, 'frame')}"
     sheet = contact_sheet(
         frames, picks, caption, columns=args.columns, thumb_height=args.thumb_height
     )
     sheet.save(args.output, format="PNG")
-    say(f"{args.output}: {len(picks)} of {num_frames} frames of {args.id!r}")
+    say(f"{args.output}: {len(picks)} of {plural(num_frames, 'frame')} of {args.id!r}")
     return 0

@@ -29,6 +29,7 @@ from .report import (
     SettingsChangedError,
 )
 from .runner import GulpIngestor
+from .sidecars import SidecarConflictError
 from .transcode import GulpSource, transcode
 from .write import ChunkWriter, write_chunk
 
@@ -42,6 +43,7 @@ __all__ = [
     "IngestInterrupted",
     "NothingToIngestError",
     "SettingsChangedError",
+    "SidecarConflictError",
     "IngestReport",
     "IngestWarning",
     "STATE_DIR",
@@ -62,6 +64,7 @@ for _obj in (
     IngestWarning,
     NothingToIngestError,
     SettingsChangedError,
+    SidecarConflictError,
     transcode,
 ):
     _obj.__module__ = __name__

@@ -116,6 +116,7 @@ SETTING_WORDS = {
     "encoding": "encoding",
     "crf": "video quality (crf)",
     "gop": "frames per segment (gop)",
+    "skip_truncated": "skip files cut short",
     "shuffle": "shuffle",
     "seed": "shuffle seed",
     "file_extensions": "file extensions",
@@ -127,7 +128,7 @@ SETTING_WORDS = {
 
 #: Settings a plan leaves out when they have their default (plans written before they
 #: existed say nothing about them).
-_UNSTATED = {"restart_rows": False, "encoding": "jpeg"}
+_UNSTATED = {"restart_rows": False, "encoding": "jpeg", "skip_truncated": False}
 
 
 def _shown(value) -> str:

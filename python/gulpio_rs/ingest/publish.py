@@ -61,12 +61,13 @@ def publish_chunk(
     progress: Callable[[int, int], None] | None = None,
     check: Callable[[ChunkResult, set[str]], None] | None = None,
     already_stored: int = 0,
+    skip_truncated: bool = False,
     record: bool = True,
     remote: GulpDirectory | None = None,
 ) -> ChunkResult:
     """Writes the videos of ``adapter.iter_data(parts)`` as chunk ``number`` of ``folder`` and
     publishes it; returns what it did (``published`` is False when every video was skipped:
-    nothing is published then). The arguments up to ``already_stored`` are
+    nothing is published then). The arguments up to ``skip_truncated`` are
     :func:`~gulpio_rs.ingest.write_chunk`'s; ``check(result, ids)`` runs after the last video,
     before anything is recorded or published, and may refuse the chunk by raising.
 
@@ -95,6 +96,7 @@ def publish_chunk(
         before_publish=before_publish,
         publish_empty=False,
         already_stored=already_stored,
+        skip_truncated=skip_truncated,
     )
     if not result.published:
         if record:
@@ -117,6 +119,7 @@ def finished(folder: str, number: int) -> ChunkResult | None:
         if r is not None and not r.published and not os.path.exists(data):
             # Every video was skipped (recorded after the attempt, nothing published).
             r.failures = failure_pairs(r.failures)
+            r.truncated = failure_pairs(r.truncated)
             r.resumed = True
             return r
         return None
@@ -135,6 +138,7 @@ def finished(folder: str, number: int) -> ChunkResult | None:
         # No record (older writer) or one from another attempt: count from the chunk itself.
         r = counted(number, native)
     r.failures = failure_pairs(r.failures)
+    r.truncated = failure_pairs(r.truncated)
     r.resumed = True
     return r
 

@@ -15,6 +15,7 @@ from .._encode_options import DEFAULT, EncodeOptions
 from .._fingerprint import digest
 from .._frames import FrameEncoder
 from .._names import chunk_paths
+from .._plural import plural
 from .._reading import _usable_cores, thread_count
 from ..chunk import GulpChunk
 from ..errors import GulpError, GulpWarning
@@ -68,11 +69,12 @@ class _Worker:
     its threads, and the ids already in the dataset outside this run's chunks (``stored``:
     id -> data file name)."""
 
-    def __init__(self, adapter, folder, options, strict, run_range, stored, events):
+    def __init__(self, adapter, folder, options, strict, run_range, stored, skip_truncated, events):
         self.adapter = adapter
         self.folder = folder
         self.encoder = FrameEncoder(options)
         self.strict = strict
+        self.skip_truncated = skip_truncated
         self.run_range = run_range
         self.stored = stored
         self.events = events
@@ -156,6 +158,7 @@ class _Worker:
                     progress=progress,
                     check=check,
                     already_stored=already,
+                    skip_truncated=self.skip_truncated,
                 )
             except _Redo as redo:
                 if self.strict:
@@ -251,8 +254,10 @@ class GulpIngestor:
       gulpio2 wrote them with it (4:4:4 at that quality).
     - ``encoding="video"``: each video stored as AV1 segments of ``gop`` frames (default
       16) at quality ``crf`` (default 32: >= 38 dB against the input frames), 16-19x fewer
-      bytes than JPEG q90; read exactly as JPEG datasets are (docs/FORMAT.md §6). gulpio2
-      cannot read such chunks. Needs PyAV with SVT-AV1 (its wheels have it).
+      bytes than JPEG q90; read exactly as JPEG datasets are (docs/FORMAT.md §6), but
+      slower: ingest at 0.21-0.25x the JPEG rate, reads of 256-px clips at 0.50-0.85x
+      (2026-11-27, docs/DECISIONS.md, "Video segments"). gulpio2 cannot read such chunks.
+      Needs PyAV with SVT-AV1 (its wheels have it).
     - ``restart_rows=True``: a restart marker after every MCU row of the encoded frames (a
       few bytes per frame), so that cropped reads (``read(..., crop=)``, the PyTorch datasets'
       ``crop=``) skip the rows above the crop; whole-frame decodes get a little slower. Off
@@ -260,6 +265,11 @@ class GulpIngestor:
     - Failures (adapter errors, no frames, undecodable frames, ids already present) skip the
       video and appear in the returned :class:`IngestReport`; ``strict=True`` stops instead,
       and publishes nothing of the chunk in progress.
+    - Videos whose file decodes to fewer frames than its container declares (a file cut
+      short that still opens; built-in video adapters) are stored and listed in
+      ``report.truncated`` with a warning; ``skip_truncated=True`` skips them as failures
+      instead. Files with audio streams are counted in ``report.audio_ignored`` (only the
+      video is stored).
     - Restart: running the same ingest again (same adapter content, ``videos_per_chunk`` and
       ``num_shards``; wherever the input and output folders are, however their paths are
       spelled) finishes an interrupted run without redoing finished chunks.
@@ -300,6 +310,7 @@ class GulpIngestor:
         crf: int = DEFAULT.crf,
         gop: int = DEFAULT.gop,
         strict: bool = False,
+        skip_truncated: bool = False,
         shard_index: int = 0,
         num_shards: int = 1,
         threads: int | None = None,
@@ -325,6 +336,7 @@ class GulpIngestor:
             raise ValueError(f"need 0 <= shard_index < num_shards, got {shard_index}/{num_shards}")
         self.shard_index, self.num_shards = int(shard_index), int(num_shards)
         self.strict = bool(strict)
+        self.skip_truncated = bool(skip_truncated)
         if threads is None:
             # A Ray task asks for one CPU per encode thread; one thread keeps tasks small.
             cores = 1 if executor == "ray" else _usable_cores() // self.num_workers
@@ -398,6 +410,10 @@ class GulpIngestor:
         if self.options.encoding != DEFAULT.encoding:
             # Only when not JPEG, so plans of runs from before the option still match.
             extra.update(encoding=self.options.encoding, crf=self.options.crf, gop=self.options.gop)
+        if self.skip_truncated:
+            # Only when on, for the same reason; resuming with it changed would store a file
+            # cut short in one chunk and skip another in the next.
+            extra["skip_truncated"] = True
         settings = run_settings(
             self.adapter,
             videos_per_chunk=self.videos_per_chunk,
@@ -463,7 +479,15 @@ class GulpIngestor:
         total = sum(s.stop - s.start for _, parts in todo for s in parts)
         try:
             with _Progress(total, self.progress) as bar:
-                args = (self.adapter, folder, self.options, self.strict, (first, end), outside)
+                args = (
+                    self.adapter,
+                    folder,
+                    self.options,
+                    self.strict,
+                    (first, end),
+                    outside,
+                    self.skip_truncated,
+                )
                 executor_cls, writer_cls = executor_lookup(), writer_lookup()
                 if self.executor == "ray":
                     from ..ray._ingest import run_chunks
@@ -487,14 +511,8 @@ class GulpIngestor:
             report.stopped = "interrupted"
             raise IngestInterrupted(report) from None
         report.seconds = time.perf_counter() - t0
-        if report.failures:
-            warnings.warn(
-                f"{len(report.failures)} videos were skipped (see the report): "
-                + "; ".join(f"{i}: {r}" for i, r in report.failures[:5])
-                + (" ..." if len(report.failures) > 5 else ""),
-                IngestWarning,
-                stacklevel=3,
-            )
+        if report.has_problems:
+            warnings.warn(_problems(report), IngestWarning, stacklevel=3)
         return report
 
     def _run_as_gulpio2(self, executor_cls, writer_cls, folder, todo, report, bar) -> None:
@@ -569,6 +587,21 @@ class GulpIngestor:
             if events is not None:
                 events.close()
                 events.cancel_join_thread()
+
+
+def _problems(report: IngestReport) -> str:
+    """The warning of a run that skipped videos or stored some cut short: counts and the
+    first few reasons (the report lists them all)."""
+    parts = []
+    for pairs, what in (
+        (report.failures, ("video was skipped", "videos were skipped")),
+        (report.truncated, ("video was stored cut short", "videos were stored cut short")),
+    ):
+        if pairs:
+            shown = "; ".join(f"{i}: {r}" for i, r in pairs[:5])
+            more = " ..." if len(pairs) > 5 else ""
+            parts.append(f"{plural(len(pairs), *what)} (see the report): {shown}{more}")
+    return "; ".join(parts)
 
 
 def _stop_workers(ex: ProcessPoolExecutor) -> None:

@@ -1,6 +1,7 @@
 """Converting a dataset to another encoding (``gulpio transcode``, :func:`transcode`): the
 source's videos decoded and stored again, JPEG frames as video segments or the reverse, with
-every ``meta_data`` element kept verbatim (labels, frame times, gulpio2's appended elements).
+every ``meta_data`` element kept verbatim (labels, frame times, gulpio2's appended elements),
+and the files beside the chunks (``label2idx.json``, ...: :mod:`.sidecars`) copied.
 
 It is an ingest like any other (``GulpIngestor`` over :class:`GulpSource`, an adapter that reads
 a gulp directory), so it runs in parallel worker processes, shows a progress bar, skips what
@@ -18,6 +19,7 @@ import numpy as np
 
 from ..errors import GulpError
 from .report import IngestReport
+from .sidecars import check_destination, copy_sidecars, find_sidecars
 
 
 class GulpSource:
@@ -92,14 +94,23 @@ def transcode(
     **options: Any,
 ) -> IngestReport:
     """Stores every video of ``source`` again in ``destination`` with ``encoding`` (``"video"``
-    or ``"jpeg"``), keeping ids and ``meta_data`` lists. ``options`` are
-    :class:`~gulpio_rs.GulpIngestor`'s (``crf``, ``gop``, ``quality``, ``subsampling``,
-    ``progress``, ``strict``, ...). Gray videos become RGB when stored as video. Returns the
-    ingest's report; rerunning finishes an interrupted transcode."""
+    or ``"jpeg"``), keeping ids and ``meta_data`` lists, and copies the files beside the
+    chunks (``label2idx.json`` and any other file but the chunks and this package's own state:
+    :func:`~gulpio_rs.ingest.sidecars.find_sidecars`; of a dataset URL, ``label2idx.json``)
+    once the videos are stored. ``options`` are :class:`~gulpio_rs.GulpIngestor`'s (``crf``,
+    ``gop``, ``quality``, ``subsampling``, ``progress``, ``strict``, ...). Gray videos become
+    RGB when stored as video. Returns the ingest's report (``sidecars``: the files copied);
+    rerunning finishes an interrupted transcode.
+
+    Raises :class:`~gulpio_rs.ingest.sidecars.SidecarConflictError` before any work when the
+    destination holds such a file with other content."""
     from .runner import GulpIngestor
 
     adapter = GulpSource(source, storage_options)
-    return GulpIngestor(
+    sidecars = find_sidecars(source, storage_options)
+    # The destination is written with the environment's credentials, as the ingest does.
+    check_destination(sidecars, destination)
+    report = GulpIngestor(
         adapter,
         destination,
         videos_per_chunk,
@@ -107,6 +118,10 @@ def transcode(
         encoding=encoding,
         **options,
     )()
+    # After the videos: a destination with label2idx.json looks finished, so an interrupted
+    # transcode must not have one (its rerun copies them).
+    report.sidecars = copy_sidecars(sidecars, destination)
+    return report
 
 
 __all__ = ["GulpSource", "transcode"]

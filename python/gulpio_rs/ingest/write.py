@@ -76,6 +76,7 @@ def write_chunk(
     before_publish: Callable[[ChunkResult, set[str]], None] | None = None,
     publish_empty: bool = True,
     already_stored: int = 0,
+    skip_truncated: bool = False,
 ) -> ChunkResult:
     """Writes the videos of ``adapter.iter_data(input_slice)`` (of each slice in turn, for a
     list) into ``output_chunk`` and publishes it atomically. A video that cannot be written (an
@@ -89,6 +90,11 @@ def write_chunk(
     skipped is not published at all (``result.published`` is False); gulpio2's
     ``ChunkWriter`` keeps its behaviour and publishes it. ``already_stored``: items of the
     slice the caller left out because the dataset holds them (counted in the result).
+
+    An item with ``'truncated'`` (why its file looks cut short: the built-in video adapters
+    compare the frames decoded with what the container declares) is stored and listed in
+    ``result.truncated``, or with ``skip_truncated`` skipped as a failure. One with
+    ``'audio_streams'`` (how many its file had) is counted in ``result.audio_ignored``.
     """
     result = ChunkResult(chunk=number, already_stored=already_stored)
     seen: set[str] = set()
@@ -133,6 +139,10 @@ def write_chunk(
                 progress(1, 0)
             return
         seen.add(id_)
+        if video.get("truncated"):
+            result.truncated.append((id_, str(video["truncated"])))
+        if video.get("audio_streams"):
+            result.audio_ignored += 1
         result.videos += 1
         result.frames += len(stored)
         if own_append:
@@ -161,6 +171,8 @@ def write_chunk(
                     failure = "duplicate id in this chunk"
                 elif video.get("frames") is None or len(video["frames"]) == 0:
                     failure = "no frames"
+                elif skip_truncated and video.get("truncated"):
+                    failure = f"{video['truncated']} (skipped: skip_truncated)"
                 if failure is not None:
                     settle()  # failures are reported in the adapter's order
                     _fail(result, id_, failure, strict)

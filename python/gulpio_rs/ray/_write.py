@@ -32,6 +32,7 @@ import numpy as np
 from .. import _native
 from .._encode_options import DEFAULT, EncodeOptions
 from .._frames import FrameEncoder
+from .._plural import plural
 from ..directory import _storage_options
 from ..errors import BrokenChunkWarning, GulpError
 from ..ingest.plan import _plan, calculate_chunk_slices, ids_by_chunk
@@ -502,8 +503,8 @@ def write_gulp(
     report.seconds = time.perf_counter() - t0
     if report.failures:
         warnings.warn(
-            f"{len(report.failures)} videos were skipped (see the report): "
-            + "; ".join(f"{i}: {r}" for i, r in report.failures[:5]),
+            f"{plural(len(report.failures), 'video was', 'videos were')} skipped (see the "
+            "report): " + "; ".join(f"{i}: {r}" for i, r in report.failures[:5]),
             IngestWarning,
             stacklevel=2,
         )

@@ -28,6 +28,8 @@ from ._geometry import (
 )
 from ._readahead import ReadAhead
 from ._sampling import (
+    NAMED_OFFSETS,
+    OFFSETS,
     clip_frame_count,
     positive_number,
     sample_frame_indices,
@@ -42,7 +44,6 @@ _VIDEO_LAYOUTS = {
     "CTHW": (3, 0, 1, 2),
 }
 _IMAGE_LAYOUTS = {"HWC": (0, 1, 2), "CHW": (2, 0, 1)}
-_OFFSETS = ("center", "random", "start")
 _LABELS_FILE = "label2idx.json"
 # The random-offset generator's key with a draw number appended (a fifth element, never equal
 # to a crop generator's key).
@@ -186,8 +187,8 @@ class _GulpDataset(Dataset):
             storage_options = storage_options or path.storage_options
             io = io or path.io
             path = path.output_dir
-        if offset not in _OFFSETS:
-            raise ValueError(f"offset must be one of {_OFFSETS}, not {offset!r}")
+        if offset not in OFFSETS:
+            raise ValueError(f"offset must be one of {OFFSETS}, not {offset!r}")
         if not (target is None or isinstance(target, str) or callable(target)):
             raise TypeError(f"target must be a meta key, a callable or None, not {target!r}")
         self.path = os.fspath(path)
@@ -350,10 +351,8 @@ class _GulpDataset(Dataset):
         """Where the clip sits: 0.5 (centred), 0 (start), or uniform draws in [0, 1).
         ``draw`` tells apart the draws of one sample that a mixture takes more than once in an
         epoch."""
-        if self.offset == "center":
-            return 0.5
-        if self.offset == "start":
-            return 0.0
+        if self.offset in NAMED_OFFSETS:
+            return NAMED_OFFSETS[self.offset]
         if self.seed is not None:
             # A pure function of (seed, epoch, index): the same clips whatever the number of
             # workers, and again after a resume.

@@ -1,6 +1,6 @@
 """Temporal sampling: which frames of a video make a clip. Pure functions of the video length
-(or its frame timestamps) and an offset in ``[0, 1]``; the random draw (if any) is the
-caller's."""
+(or its frame timestamps) and an offset: a number in ``[0, 1]`` or one of the names the
+datasets take (:data:`OFFSETS`); ``"random"`` draws from the generator the caller passes."""
 
 from __future__ import annotations
 
@@ -12,6 +12,17 @@ import numpy as np
 
 from .._times import TOLERANCE
 
+#: Where named offsets put a clip: ``"start"`` at the video's start (each segment's first
+#: frame), ``"center"`` centred (each segment's middle).
+NAMED_OFFSETS: dict[str, float] = {"start": 0.0, "center": 0.5}
+#: The offset names the datasets and the sampling functions take: the named positions and
+#: ``"random"`` (a uniform draw in ``[0, 1)``; for segments, one per segment).
+OFFSETS = ("center", "random", "start")
+
+#: An offset: a number in ``[0, 1]`` (for segments also one per segment) or a name in
+#: :data:`OFFSETS`.
+Offset = float | str | Sequence[float]
+
 
 def sample_frame_indices(
     num_frames: int,
@@ -19,7 +30,8 @@ def sample_frame_indices(
     *,
     stride: int = 1,
     num_segments: int | None = None,
-    offset: float | Sequence[float] = 0.5,
+    offset: Offset = 0.5,
+    rng: np.random.Generator | int | None = None,
 ) -> list[int]:
     """Frame indices of one clip from a video of ``num_frames`` frames.
 
@@ -39,6 +51,10 @@ def sample_frame_indices(
       Videos shorter than ``K`` frames repeat frames in order (``0, 0, 1, 1, 2, ...``): no
       padding rule is needed.
 
+    ``offset`` may also be a name, as the datasets take it: ``"start"`` (``0``), ``"center"``
+    (``0.5``) or ``"random"``, a uniform draw from ``rng`` (a numpy ``Generator`` or a seed;
+    ``None``: a fresh unseeded one), one per segment with ``num_segments``.
+
     Raises ``ValueError`` for a video without frames (except in the first mode, which returns
     ``[]``) and for invalid arguments.
     """
@@ -50,15 +66,15 @@ def sample_frame_indices(
         if stride != 1:
             raise ValueError("stride= does not apply to num_segments= (one frame per segment)")
         k = _positive_int(num_segments, "num_segments")
-        offsets = _offsets(offset, k)
+        offsets = _offsets(offset, k, rng)
         if n == 0:
             raise ValueError("the video has no frames")
         return [min(n - 1, int((i + u) * n / k)) for i, u in enumerate(offsets)]
     if frames is None:
-        _offsets(offset, 1)
+        _offsets(offset, 1, rng)
         return list(range(0, n, stride))
     t = _positive_int(frames, "frames")
-    (u,) = _offsets(offset, 1)
+    (u,) = _offsets(offset, 1, rng)
     if n == 0:
         raise ValueError("the video has no frames")
     span = (t - 1) * stride + 1
@@ -75,7 +91,8 @@ def sample_time_indices(
     *,
     fps: float | None = None,
     clip_seconds: float | None = None,
-    offset: float = 0.5,
+    offset: float | str = 0.5,
+    rng: np.random.Generator | int | None = None,
 ) -> tuple[list[int], np.ndarray]:
     """Frames of one clip picked by time: ``(frame indices, clip times)`` for a video whose
     frames are shown from ``timestamps[i]`` (seconds, one per frame) until the next frame's,
@@ -101,11 +118,14 @@ def sample_time_indices(
     or before ``t`` (1 microsecond of slack for rounded timestamps), so a clip of 2 s at
     8 fps holds the same moments of the video whatever rate it was stored at. Timestamps that
     go backwards are taken as their running maximum.
+
+    ``offset`` may be a name, as the datasets take it: ``"start"``, ``"center"`` or
+    ``"random"`` (a uniform draw from ``rng``, as :func:`sample_frame_indices` makes it).
     """
     ts = np.maximum.accumulate(np.asarray(timestamps, dtype=np.float64).reshape(-1))
     if ts.size == 0:
         raise ValueError("the video has no frames")
-    (u,) = _offsets(offset, 1)
+    (u,) = _offsets(offset, 1, rng)
     start = float(ts[0])
     duration = float(end) - start
     if not duration > 0:
@@ -160,7 +180,19 @@ def positive_number(value, name: str) -> float:
     return number
 
 
-def _offsets(offset: float | Iterable[float], count: int) -> list[float]:
+def _offsets(
+    offset: float | str | Iterable[float], count: int, rng: np.random.Generator | int | None
+) -> list[float]:
+    """``count`` offsets in ``[0, 1]`` from a number, a name in :data:`OFFSETS` or one number
+    per segment; ValueError naming what is wrong."""
+    if isinstance(offset, str):
+        if offset == "random":
+            return [float(u) for u in np.random.default_rng(rng).random(count)]
+        if offset not in NAMED_OFFSETS:
+            raise ValueError(
+                f"offset must be a number in [0, 1] or one of {OFFSETS}, not {offset!r}"
+            )
+        return [NAMED_OFFSETS[offset]] * count
     if isinstance(offset, (int, float)):
         values = [float(offset)] * count
     else:
