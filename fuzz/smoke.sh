@@ -53,35 +53,21 @@ start=$(date +%s)
 echo "== fuzz: format and build (decoder: $([ -n "$FUZZ_FEATURES" ] && echo "features $FUZZ_FEATURES" || echo zune-jpeg))"
 cargo fmt --check
 # 16 codegen units: the build is most of this script's time; the fuzzers lose a few % speed.
-if ! cargo fuzz build "${features[@]}" --codegen-units 16 >"$work/build.log" 2>&1; then
+# -O: debug assertions and overflow checks come from fuzz/Cargo.toml's profile (on for every
+# crate but rav1d, see there), so one build serves every target.
+if ! cargo fuzz build "${features[@]}" -O --codegen-units 16 >"$work/build.log" 2>&1; then
     cat "$work/build.log"
     exit 1
 fi
 bin=target/x86_64-unknown-linux-gnu/release
-# video_segment is built again without debug assertions (-O), in its own target directory:
-# with them, rav1d checks every access to its shared buffers and a real 8-frame seed takes
-# over 10 s (docs/DECISIONS.md, "Video segments"); without, about 2 ms. Our code in that
-# build loses its overflow checks, which the other targets keep.
-fast=target/fast/x86_64-unknown-linux-gnu/release
-if [[ " ${TARGETS[*]} " == *" video_segment "* ]]; then
-    if ! cargo fuzz build "${features[@]}" -O --codegen-units 16 --target-dir target/fast video_segment \
-        >"$work/build-fast.log" 2>&1; then
-        cat "$work/build-fast.log"
-        exit 1
-    fi
-fi
 echo "   built in $(($(date +%s) - start)) s"
-
-binary() {
-    if [ "$1" = video_segment ]; then echo "$fast/$1"; else echo "$bin/$1"; fi
-}
 
 run() {
     local t=$1
     local extra=()
     [ "$t" = chunk ] && extra=(-max_len=8192)
     mkdir -p "$work/corpus-$t" "$work/artifacts-$t"
-    if "$(binary "$t")" "$work/corpus-$t" "corpus/$t" -max_total_time="$SECONDS_EACH" \
+    if "$bin/$t" "$work/corpus-$t" "corpus/$t" -max_total_time="$SECONDS_EACH" \
         -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
         -artifact_prefix="$work/artifacts-$t/" "${extra[@]}" >"$work/$t.log" 2>&1; then
         local runs cov
@@ -94,7 +80,7 @@ run() {
         echo "   $t: FAILED; last lines of its log:"
         tail -40 "$work/$t.log" | sed 's/^/     /'
         for a in "artifacts/$t"/*; do
-            [ -e "$a" ] && echo "   replay: RUSTC_BOOTSTRAP=1 cargo fuzz run ${features[*]} $t fuzz/$a"
+            [ -e "$a" ] && echo "   replay: RUSTC_BOOTSTRAP=1 cargo fuzz run -O ${features[*]} $t fuzz/$a"
         done
         return 1
     fi
@@ -117,7 +103,7 @@ echo "== fuzz: replaying fuzz/artifacts-found/"
 for t in "${TARGETS[@]}"; do
     found=(artifacts-found/"$t"-*)
     [ -e "${found[0]}" ] || continue
-    if ! "$(binary "$t")" -runs=1 -rss_limit_mb=2048 -timeout=10 "${found[@]}" >"$work/replay-$t.log" 2>&1; then
+    if ! "$bin/$t" -runs=1 -rss_limit_mb=2048 -timeout=10 "${found[@]}" >"$work/replay-$t.log" 2>&1; then
         echo "   $t: a recorded reproducer fails again"
         tail -20 "$work/replay-$t.log" | sed 's/^/     /'
         failed=1
