@@ -218,6 +218,20 @@ impl Directory {
         Ok(out)
     }
 
+    /// The names of the files directly in the dataset's folder (or under its prefix), listed
+    /// now, sorted: chunk files and every other file beside them.
+    pub fn file_names(&self) -> Result<Vec<String>> {
+        let mut out: Vec<String> = self
+            .store
+            .list(&self.root)?
+            .iter()
+            .filter_map(|(path, _)| Some(path.file_name()?.to_str()?.to_owned()))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+
     /// Uploads a small local file beside the chunks of a remote dataset.
     pub fn upload_file(&self, local: &Path, name: &str) -> Result<()> {
         check_plain_name(name)?;

@@ -707,6 +707,11 @@ class GulpDirectory:
         dataset lives; ``None`` if there is no such file."""
         return self._handle().read_file(name)
 
+    def file_names(self) -> list[str]:
+        """The names of the files directly in the dataset (its folder, or its prefix in an
+        object store), listed now: the chunks' files and everything beside them."""
+        return self._handle().file_names()
+
     def close(self) -> None:
         """Release the directory (mappings stay alive while frame views still use them)."""
         self._dir = None

@@ -175,6 +175,12 @@ impl NativeDirectory {
         Ok(got.map(|b| PyBytes::new(py, &b)))
     }
 
+    /// The names of the files directly in the dataset (its folder, or its prefix), listed now.
+    fn file_names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let dir = &self.inner;
+        Ok(py.detach(|| dir.file_names())?)
+    }
+
     /// Chunk numbers of every `data*.gulp` / `meta*.gmeta` file in the dataset now, paired
     /// or not (a fresh listing: new chunks must not collide with uploads in progress).
     fn listed_numbers(&self, py: Python<'_>) -> PyResult<Vec<u64>> {

@@ -118,14 +118,19 @@ def s3_env(s3_server, monkeypatch, tmp_path):
     return s3_server
 
 
-def test_s3_to_s3_keeps_label2idx(labelled, s3_env, capsys):
+def test_s3_to_s3_keeps_the_files_beside_the_chunks(labelled, s3_env, capsys):
     bucket = s3_env.make_bucket()
     s3_env.upload_dir(labelled, bucket, "jpeg")
     src, dst = f"s3://{bucket}/jpeg", f"s3://{bucket}/video"
     assert main(["transcode", src, dst, "--encoding", "video", "--num-workers", "1"]) == 0
-    assert "copied beside the chunks: label2idx.json" in capsys.readouterr().out
-    assert "video/label2idx.json" in s3_env.keys(bucket, "video/")
+    assert "copied beside the chunks: README.txt, label2idx.json" in capsys.readouterr().out
+    keys = s3_env.keys(bucket, "video/")
+    assert "video/label2idx.json" in keys and "video/README.txt" in keys
+    # Objects under deeper prefixes are other prefixes' (an object store has no folders), and
+    # gulpio's own state is never copied.
+    assert not any("splits" in k or "gulpio" in k or k.endswith(".tmp") for k in keys), keys
     local, remote = GulpDirectory(str(labelled)), GulpDirectory(dst)
+    assert remote.read_file("README.txt") == THEIRS["README.txt"]
     assert remote.read_file("label2idx.json") == local.read_file("label2idx.json")
     assert {i: remote.meta(i)["idx"] for i in remote.keys()} == {
         i: local.meta(i)["idx"] for i in local.keys()

@@ -23,14 +23,13 @@ from ..errors import BrokenChunkWarning, EmptyDirectoryWarning
 from .plan import ids_by_chunk
 from .publish import upload_chunk
 from .report import ChunkResult, IngestError, IngestReport
-from .sidecars import KNOWN_SIDECARS
 
 if TYPE_CHECKING:
     from ..directory import GulpDirectory
 
 #: Files beside the chunks that are uploaded too (written by the adapters into the staging
 #: folder when the command line runs them).
-SIDECARS = KNOWN_SIDECARS
+SIDECARS = ("label2idx.json",)
 
 
 _URL_TYPO = re.compile(r"(?i)^(s3|gs|gcs|az|abfss?|azure|https?)(?::/?|//)(?!/)(.+)$")

@@ -27,10 +27,6 @@ from .report import IngestError
 if TYPE_CHECKING:
     from ..directory import GulpDirectory
 
-#: Sidecars a remote dataset is asked for by name: the object-store listing the reader makes
-#: is not exposed to Python, so other files of a remote source cannot be found.
-KNOWN_SIDECARS = ("label2idx.json",)
-
 
 class SidecarConflictError(IngestError):
     """The destination already holds a file beside its chunks with the name of one of the
@@ -59,10 +55,12 @@ class Sidecar:
 def find_sidecars(dataset: str, storage_options: dict[str, str] | None = None) -> list[Sidecar]:
     """The sidecar files of ``dataset`` (a folder, or a dataset URL), sorted by name. A
     folder's are found at any depth (symlinked files are read through; symlinked folders are
-    not entered); a URL's are the :data:`KNOWN_SIDECARS` it has."""
+    not entered); a URL's are the objects directly under its prefix (an object store has no
+    folders to walk: what lies deeper belongs to other prefixes)."""
     if _native.is_remote_url(dataset):
         remote = _open(dataset, storage_options)
-        found = [(name, remote.read_file(name)) for name in KNOWN_SIDECARS]
+        names = [n for n in remote.file_names() if not (is_ours(n) or is_chunk_file(n))]
+        found = [(name, remote.read_file(name)) for name in names]
         return [Sidecar(name, data=data) for name, data in found if data is not None]
     out = []
     for dirpath, dirnames, filenames in os.walk(dataset):
@@ -166,7 +164,6 @@ def _open(url: str, storage_options: dict[str, str] | None) -> GulpDirectory:
 
 
 __all__ = [
-    "KNOWN_SIDECARS",
     "Sidecar",
     "SidecarConflictError",
     "check_destination",
