@@ -27,13 +27,13 @@ and ``io``, ``ingest.publish`` (the one write path of every ingest) and
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
 
+from . import _decoder_notes, errors
 from . import chunk as _chunk
-from . import errors
 
 # JPEG_BACKEND: the decoder this build uses, "libjpeg-turbo" or "zune-jpeg" (chosen when the
 # package was built; see build_backend/gulpio_rs_build.py).
@@ -101,69 +101,12 @@ def _encoder_from_fileio() -> Callable[[np.ndarray], bytes]:
 _chunk.encoder_lookup = _encoder_from_fileio
 
 
-@overload
-def _decoder_note(because: str) -> str: ...
-@overload
-def _decoder_note(because: None = None) -> str | None: ...
-def _decoder_note(because: str | None = None) -> str | None:
-    """How to get the faster decoder, when this build decodes with zune-jpeg (``because``: why a
-    source build fell back to it, which implies it)."""
-    if JPEG_BACKEND != "zune-jpeg" and because is None:
-        return None
-    why = f" ({because})" if because else ""
-    return (
-        f"this gulpio-rs build decodes JPEG with zune-jpeg{why}, about 20% slower than "
-        "libjpeg-turbo. For libjpeg-turbo, install a gulpio-rs release wheel (pip install "
-        "gulpio_rs-*.whl), or install nasm (apt-get install nasm) and reinstall from the "
-        "source checkout: pip install --force-reinstall --no-deps . (said once per "
-        "installation; `gulpio demo` repeats it; GULPIO_JPEG_BACKEND=zune at install time "
-        "keeps zune-jpeg and this quiet)"
-    )
-
-
-def _zune_fallback_reason() -> str | None:
-    """Why a source build fell back to zune-jpeg: pip hides a successful build's output, so the
-    build backend (build_backend/gulpio_rs_build.py) records it in the wheel."""
-    import json
-    from importlib import resources
-
-    try:
-        info = json.loads((resources.files(__name__) / "_build_info.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return info.get("zune_jpeg_because") if isinstance(info, dict) else None
-
-
-def _first_notice(because: str, folder: str | None = None) -> bool:
-    """True the first time this installation tells about its zune-jpeg fallback: a marker
-    file beside the package's modules records it (per installation, not per import: the
-    warning on every command was noise). False when the marker exists or cannot be written
-    (a read-only installation: `gulpio demo` still says it)."""
-    import os
-
-    path = os.path.join(folder or os.path.dirname(__file__), "_zune_notice")
-    stamp = f"{__version__}: {because}\n"
-    try:
-        with open(path, encoding="utf-8") as f:
-            if f.read() == stamp:
-                return False
-    except FileNotFoundError:
-        pass
-    except (OSError, ValueError):
-        return False
-    try:
-        # Another build's marker (a reinstall leaves files pip did not install) is replaced.
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(stamp)
-    except OSError:
-        return False
-    return True
-
-
-if (_because := _zune_fallback_reason()) is not None and _first_notice(_because):
+if (_because := _decoder_notes.zune_fallback_reason()) is not None and _decoder_notes.first_notice(
+    _because
+):
     import warnings
 
-    warnings.warn(_decoder_note(_because), GulpWarning, stacklevel=1)
+    warnings.warn(_decoder_notes.decoder_note(_because), GulpWarning, stacklevel=1)
 
 
 def write_index(data_file_path: str, meta_file_path: str) -> int:

@@ -35,10 +35,10 @@ def extract_input_for_getitem(element: object) -> tuple[str, Any]:
         id_, slice_ = element, None
     else:
         raise TypeError("Undefined input type! id or (id, slice) expected")
-    return _id_str(id_), slice_
+    return id_str(id_), slice_
 
 
-def _id_str(id_: object) -> str:
+def id_str(id_: object) -> str:
     if isinstance(id_, np.integer):
         return str(int(id_))
     return str(id_)
@@ -54,7 +54,9 @@ Decoder = Callable[[bytes], np.ndarray]
 _INDEX_MIN, _INDEX_MAX = -(2**63), 2**63 - 1
 
 
-def _selection(selection: Selection, native_chunk: _native.Chunk, video: int) -> list[int] | None:
+def frame_selection(
+    selection: Selection, native_chunk: _native.Chunk, video: int
+) -> list[int] | None:
     """gulpio2's frame selection forms as a list of frame indices for the core (``None`` =
     all frames). Negative indices count from the end; indices out of range raise IndexError
     (from the core, or here for those too large to pass to it)."""
@@ -99,12 +101,12 @@ def _frame_out_of_range(native_chunk: _native.Chunk, video: int, frame: int) -> 
     return with_location(err, path, video_id, frame)
 
 
-def _first_meta(meta_data_json: str) -> dict[str, Any]:
+def first_meta(meta_data_json: str) -> dict[str, Any]:
     items = json.loads(meta_data_json)
     return dict(items[0]) if items else {}
 
 
-def _read(
+def read_frames_of(
     native_chunk: _native.Chunk,
     video: int,
     selection: Selection,
@@ -116,24 +118,24 @@ def _read(
     """Frames of one video as gulpio2 returns them: a list of HxWx3 / HxW arrays, decoded
     with gulpio2's own settings (libjpeg-turbo's fast IDCT and chroma upsampling): gulpio2's
     pixels, at gulpio2's cost per frame."""
-    frames = _selection(selection, native_chunk, video)
+    frames = frame_selection(selection, native_chunk, video)
     if jpeg_decoder is not None:
-        return _user_decoded(native_chunk, video, frames, check_data, jpeg_decoder)
+        return user_decoded(native_chunk, video, frames, check_data, jpeg_decoder)
     try:
         decoded = native_chunk.decode(
-            video, frames, check_data, colorspace, _threads(), fast=GULPIO2_FAST
+            video, frames, check_data, colorspace, decode_threads(), fast=GULPIO2_FAST
         )
     except UnsupportedJpegError:
         if fallback_decoder is None:
             raise
-        return _with_fallback(native_chunk, video, frames, check_data, colorspace, fallback_decoder)
+        return with_fallback(native_chunk, video, frames, check_data, colorspace, fallback_decoder)
     if isinstance(decoded, np.ndarray):
         # One (T, H, W, C) array: the frames are views into it, not separate allocations.
         return list(decoded[..., 0] if decoded.shape[3] == 1 else decoded)
     return [a[:, :, 0] if a.shape[2] == 1 else a for a in decoded]
 
 
-def _user_decoded(
+def user_decoded(
     native_chunk: _native.Chunk,
     video: int,
     frames: list[int] | None,
@@ -144,7 +146,7 @@ def _user_decoded(
     return [decoder(bytes(v)) for v in native_chunk.frame_views(video, frames, check_data)]
 
 
-def _with_fallback(
+def with_fallback(
     native_chunk: _native.Chunk,
     video: int,
     frames: list[int] | None,
@@ -167,7 +169,7 @@ def _with_fallback(
     return out
 
 
-def _stack(frames: list[Any], video_id: str) -> np.ndarray:
+def stack_frames(frames: list[Any], video_id: str) -> np.ndarray:
     """Stack decoded frames as ``(T, H, W, C)``."""
     frames = [np.asarray(f) for f in frames]
     frames = [f[:, :, None] if f.ndim == 2 else f for f in frames]
@@ -181,7 +183,7 @@ def _stack(frames: list[Any], video_id: str) -> np.ndarray:
     return np.ascontiguousarray(np.stack(frames), dtype=np.uint8)
 
 
-def _threads(threads: int | None = None, remote: bool = False) -> int:
+def decode_threads(threads: int | None = None, remote: bool = False) -> int:
     """Decode threads: the argument, else ``GULPIO_NUM_THREADS``, else this process's share of
     the usable cores: all of them (``0``) in a lone process; under torchrun
     (``LOCAL_WORLD_SIZE``) divided among the node's ranks, and inside a PyTorch DataLoader
@@ -211,7 +213,7 @@ def _threads(threads: int | None = None, remote: bool = False) -> int:
             sharers *= max(1, int(getattr(info, "num_workers", 1) or 1))
     if sharers == 1:
         return 0
-    return max(1, _usable_cores() // sharers)
+    return max(1, usable_cores() // sharers)
 
 
 def thread_count(value: object, name: str, *, zero_means_all: bool = True) -> int:
@@ -241,7 +243,7 @@ def _local_ranks() -> int:
         return 1
 
 
-def _usable_cores() -> int:
+def usable_cores() -> int:
     """The CPUs this process may run on, as the Rust pools count them (affinity mask and cgroup
     CPU quota): one count for Python's shares and the core's ``threads=0``."""
     return _native.available_threads()

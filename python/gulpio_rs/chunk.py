@@ -25,11 +25,11 @@ from ._files import open_for_reading, open_for_writing
 from ._metadict import LazyMetaDict, native_entry
 from ._reading import (
     ImgInfo,
-    _first_meta,
-    _id_str,
-    _read,
-    _selection,
     extract_input_for_getitem,
+    first_meta,
+    frame_selection,
+    id_str,
+    read_frames_of,
 )
 from ._times import find_times
 from .errors import BrokenChunkWarning, PickleMetadataWarning
@@ -175,9 +175,9 @@ class GulpChunk:
         return self._native()
 
     def _video(self, id_) -> int:
-        video = self._native().lookup(_id_str(id_))
+        video = self._native().lookup(id_str(id_))
         if video is None:
-            raise KeyError(_id_str(id_))
+            raise KeyError(id_str(id_))
         return video
 
     @property
@@ -278,8 +278,8 @@ class GulpChunk:
     def __contains__(self, id_) -> bool:
         if self._fast_reads() and self._writer is None:
             reader = self._native_or_none()
-            return reader is not None and reader.lookup(_id_str(id_)) is not None
-        return _id_str(id_) in self.meta_dict
+            return reader is not None and reader.lookup(id_str(id_)) is not None
+        return id_str(id_) in self.meta_dict
 
     def num_frames(self, id_) -> int:
         if self._fast_reads():
@@ -289,7 +289,7 @@ class GulpChunk:
     def timestamps(self, id_):
         """The video's frame times (a :class:`~gulpio_rs._times.VideoTimes`), or ``None``:
         as :meth:`gulpio_rs.GulpDirectory.timestamps`."""
-        id_ = _id_str(id_)
+        id_ = id_str(id_)
         if self._fast_reads():
             video = self._video(id_)
             chunk = self._native()
@@ -303,9 +303,9 @@ class GulpChunk:
         return find_times(meta_data, count, where=self._data_path, video_id=id_)
 
     def _infos(self, id_):
-        found = self._get_frame_infos(_id_str(id_))
+        found = self._get_frame_infos(id_str(id_))
         if found is None:
-            raise KeyError(_id_str(id_))
+            raise KeyError(id_str(id_))
         return found
 
     def read_frames(self, id_, slice_=None):
@@ -316,7 +316,7 @@ class GulpChunk:
             return [decode(jpeg) for jpeg in self._records(_select(infos, slice_))], meta
         video = self._video(id_)
         chunk = self._native()
-        frames = _read(
+        frames = read_frames_of(
             chunk,
             video,
             slice_,
@@ -325,7 +325,7 @@ class GulpChunk:
             self.colorspace,
             self.fallback_decoder,
         )
-        return frames, _first_meta(chunk.meta_data(video))
+        return frames, first_meta(chunk.meta_data(video))
 
     def _records(self, infos) -> list[bytes]:
         """The JPEG bytes of each ``ImgInfo``, read from ``fp`` when it is open for reading
@@ -350,7 +350,7 @@ class GulpChunk:
             return [memoryview(b) for b in self._records(_select(infos, slice_))]
         video = self._video(id_)
         chunk = self._native()
-        return chunk.frame_views(video, _selection(slice_, chunk, video), self.check_data)
+        return chunk.frame_views(video, frame_selection(slice_, chunk, video), self.check_data)
 
     def __getitem__(self, element):
         return self.read_frames(*extract_input_for_getitem(element))
@@ -539,7 +539,7 @@ class GulpChunk:
             )
         self._commit()
         self._writer.append_segments(
-            _id_str(id_),
+            id_str(id_),
             json.dumps(meta_data),
             [(s.data, s.frames) for s in video.segments],
             width=video.width,
@@ -550,7 +550,7 @@ class GulpChunk:
         )
 
     def _append_meta(self, id_, meta_data):
-        id_ = _id_str(id_)
+        id_ = id_str(id_)
         if self._writer is not None:
             self._pending_entry(id_)[0].append(meta_data)
             return
@@ -564,7 +564,7 @@ class GulpChunk:
             self._write_frame(id_, frame)
 
     def _write_frame(self, id_, image):
-        id_ = _id_str(id_)
+        id_ = id_str(id_)
         self._check_writable()
         jpeg = bytes(image) if isinstance(image, _BYTES) else encoder_lookup()(image)
         if not jpeg:

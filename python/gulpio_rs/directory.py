@@ -23,15 +23,15 @@ from . import _native
 from ._metadict import LazyMetaDict
 from ._names import chunk_names, chunk_paths
 from ._reading import (
-    _first_meta,
-    _id_str,
-    _read,
-    _selection,
-    _stack,
-    _threads,
-    _user_decoded,
-    _with_fallback,
+    decode_threads,
     extract_input_for_getitem,
+    first_meta,
+    frame_selection,
+    id_str,
+    read_frames_of,
+    stack_frames,
+    user_decoded,
+    with_fallback,
 )
 from ._times import VideoTimes, find_times
 from .chunk import GulpChunk, new_chunk
@@ -74,7 +74,7 @@ class StorageOptions(dict):
         return out
 
 
-def _storage_options(options) -> StorageOptions | None:
+def storage_options_list(options) -> StorageOptions | None:
     if options is None:
         return None
     if not isinstance(options, Mapping):
@@ -135,7 +135,7 @@ class GulpDirectory:
         self.check_data = check_data
         self.colorspace = colorspace
         self.fallback_decoder = fallback_decoder
-        self._storage_options = _storage_options(storage_options)
+        self._storage_options = storage_options_list(storage_options)
         if cache_dir is not None or cache_size is not None:
             if not _native.is_remote_url(self._path):
                 raise ValueError(
@@ -232,7 +232,7 @@ class GulpDirectory:
         return len(self._handle())
 
     def __contains__(self, id_) -> bool:
-        return self._handle().lookup(_id_str(id_)) is not None
+        return self._handle().lookup(id_str(id_)) is not None
 
     def keys(self) -> list[str]:
         """All video ids, chunk by chunk in chunk-number order."""
@@ -242,12 +242,12 @@ class GulpDirectory:
 
     def num_frames(self, id_) -> int:
         """Number of frames of a video."""
-        chunk, video = self._resolve(_id_str(id_))
+        chunk, video = self._resolve(id_str(id_))
         return chunk.frame_count(video)
 
     def frame_shapes(self, id_) -> list[tuple[int, int, int]]:
         """``(height, width, channels)`` per frame from the index (zeros for legacy chunks)."""
-        chunk, video = self._resolve(_id_str(id_))
+        chunk, video = self._resolve(id_str(id_))
         return chunk.frame_shapes(video)
 
     def video_shapes(self, ids=None) -> tuple[np.ndarray, np.ndarray]:
@@ -259,12 +259,12 @@ class GulpDirectory:
         frame sizes are in the JPEG headers, see :meth:`frame_shapes`). Opens each chunk's
         index once (one request per chunk of a remote dataset). ``KeyError`` for an unknown
         id."""
-        return self._handle().video_shapes(None if ids is None else [_id_str(i) for i in ids])
+        return self._handle().video_shapes(None if ids is None else [id_str(i) for i in ids])
 
     def meta(self, id_) -> dict:
         """A video's metadata (``meta_data[0]``), without reading frames."""
-        chunk, video = self._resolve(_id_str(id_))
-        return _first_meta(chunk.meta_data(video))
+        chunk, video = self._resolve(id_str(id_))
+        return first_meta(chunk.meta_data(video))
 
     def timestamps(self, id_) -> VideoTimes | None:
         """A video's frame times, without reading frames: a :class:`VideoTimes`
@@ -280,7 +280,7 @@ class GulpDirectory:
         ``gd[id][1]`` and :meth:`meta` return does not change. ``KeyError`` for an unknown
         id; :class:`~gulpio_rs.errors.FormatError` when the stored times are malformed.
         """
-        id_ = _id_str(id_)
+        id_ = id_str(id_)
         chunk, video = self._resolve(id_)
         return find_times(
             json.loads(chunk.meta_data(video) or "[]"),
@@ -292,7 +292,7 @@ class GulpDirectory:
     def __getitem__(self, element):
         id_, selection = extract_input_for_getitem(element)
         chunk, video = self._resolve(id_)
-        frames = _read(
+        frames = read_frames_of(
             chunk,
             video,
             selection,
@@ -301,7 +301,7 @@ class GulpDirectory:
             self.colorspace,
             self.fallback_decoder,
         )
-        return frames, _first_meta(chunk.meta_data(video))
+        return frames, first_meta(chunk.meta_data(video))
 
     def read(
         self,
@@ -338,10 +338,10 @@ class GulpDirectory:
         upsampling (gulpio2's settings, about 10% less work per frame; 43 dB PSNR against the
         default accurate decode on q90 frames); the zune-jpeg build always decodes accurately.
         """
-        chunk, video = self._resolve(_id_str(id_))
-        selection = _selection(frames, chunk, video)
+        chunk, video = self._resolve(id_str(id_))
+        selection = frame_selection(frames, chunk, video)
         colorspace = colorspace or self.colorspace
-        crop, size = _crop_box(crop, "crop"), _out_size(size)
+        crop, size = _crop_box(crop, "crop"), out_size(size)
         flip = bool(flip)
         if self.jpeg_decoder is None:
             try:
@@ -351,7 +351,7 @@ class GulpDirectory:
                     self.check_data,
                     colorspace,
                     out,
-                    _threads(threads, self.is_remote),
+                    decode_threads(threads, self.is_remote),
                     crop=crop,
                     size=size,
                     flip=flip,
@@ -361,7 +361,9 @@ class GulpDirectory:
             except UnsupportedJpegError:
                 if self.fallback_decoder is None:
                     raise
-        stacked = _stack(self._decode_slowly(chunk, video, selection, colorspace), _id_str(id_))
+        stacked = stack_frames(
+            self._decode_slowly(chunk, video, selection, colorspace), id_str(id_)
+        )
         stacked = _reframed(stacked, crop, size, flip, chunk, video)
         if out is not None:
             if out.shape != stacked.shape or out.dtype != np.uint8:
@@ -373,15 +375,15 @@ class GulpDirectory:
     def _decode_slowly(self, chunk, video: int, selection, colorspace) -> list:
         """The frame-by-frame path: a user ``jpeg_decoder``, or the fallback decoder."""
         if self.jpeg_decoder is not None:
-            return _user_decoded(chunk, video, selection, self.check_data, self.jpeg_decoder)
-        return _with_fallback(
+            return user_decoded(chunk, video, selection, self.check_data, self.jpeg_decoder)
+        return with_fallback(
             chunk, video, selection, self.check_data, colorspace, self.fallback_decoder
         )
 
     def _items(self, ids, frames) -> list:
         """``(chunk, video, frame indices or None)`` per id: ``frames`` applies to every video,
         or is a list with one selection per video."""
-        ids = [_id_str(i) for i in ids]
+        ids = [id_str(i) for i in ids]
         per_video = (
             isinstance(frames, (list, tuple))
             and len(frames) == len(ids)
@@ -391,7 +393,7 @@ class GulpDirectory:
         for n, id_ in enumerate(ids):
             chunk, video = self._resolve(id_)
             sel = frames[n] if per_video else frames
-            items.append((chunk, video, _selection(sel, chunk, video)))
+            items.append((chunk, video, frame_selection(sel, chunk, video)))
         return items
 
     def prefetch(self, ids, frames=None) -> None:
@@ -457,7 +459,7 @@ class GulpDirectory:
         if stack and isinstance(got, list):
             shapes: dict[tuple[int, ...], str] = {}
             for id_, array in zip(ids, got, strict=True):
-                shapes.setdefault(array.shape, _id_str(id_))
+                shapes.setdefault(array.shape, id_str(id_))
             listed = ", ".join(f"{i!r} {shape}" for shape, i in list(shapes.items())[:4])
             raise ValueError(
                 f"{self._path}: stack=True, but the videos decode to different shapes "
@@ -487,7 +489,7 @@ class GulpDirectory:
                     items,
                     self.check_data,
                     colorspace,
-                    _threads(threads, self.is_remote),
+                    decode_threads(threads, self.is_remote),
                     out,
                     crops=crops,
                     size=size,
@@ -503,7 +505,7 @@ class GulpDirectory:
             raise ValueError(f"flip must have one entry per video ({len(items)} videos)")
         videos = [
             _reframed(
-                _stack(self._decode_slowly(c, v, s, colorspace), c.id(v)),
+                stack_frames(self._decode_slowly(c, v, s, colorspace), c.id(v)),
                 None if crops is None else crops[n],
                 size if sizes is None else sizes[n],
                 False if flips is None else flips[n],
@@ -520,8 +522,8 @@ class GulpDirectory:
 
     def frame_bytes(self, id_, selection=None) -> list:
         """Zero-copy read-only views (``memoryview``) of stored JPEG bytes, CRC-checked."""
-        chunk, video = self._resolve(_id_str(id_))
-        return chunk.frame_views(video, _selection(selection, chunk, video), self.check_data)
+        chunk, video = self._resolve(id_str(id_))
+        return chunk.frame_views(video, frame_selection(selection, chunk, video), self.check_data)
 
     # -- gulpio2 attributes ------------------------------------------------------------------
     @property
@@ -769,11 +771,11 @@ def _per_video_sizes(size, n: int) -> list | None:
     if isinstance(size, list) and all(s is None or isinstance(s, (tuple, list)) for s in size):
         if len(size) != n:
             raise ValueError(f"size must be one (height, width) or a list of {n} (one per video)")
-        return [_out_size(s) for s in size]
-    return [_out_size(size)] * n
+        return [out_size(s) for s in size]
+    return [out_size(size)] * n
 
 
-def _out_size(size) -> tuple[int, int] | None:
+def out_size(size) -> tuple[int, int] | None:
     """``size`` as ``(height, width)``: an int is a square."""
     if size is None:
         return None

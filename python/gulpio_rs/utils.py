@@ -40,13 +40,13 @@ _GULPIO2_QUALITY = GULPIO2.quality
 _JPEG_WRITE_QUALITY = _GULPIO2_QUALITY
 
 
-def _gulpio2_encoding(threads: int = 1) -> EncodeOptions:
+def gulpio2_encoding(threads: int = 1) -> EncodeOptions:
     """``EncodeOptions`` that write what :func:`img_to_jpeg_bytes` writes now (quality
     ``_JPEG_WRITE_QUALITY``, gulpio2's 4:4:4): the same bytes, from the built-in encoder."""
     return EncodeOptions(int(_JPEG_WRITE_QUALITY), GULPIO2.subsampling, threads)
 
 
-def _gulpio2_quality_changed() -> bool:
+def gulpio2_quality_changed() -> bool:
     """Whether gulpio2's knob ``_JPEG_WRITE_QUALITY`` was set away from gulpio2's default."""
     return _JPEG_WRITE_QUALITY != _GULPIO2_QUALITY
 

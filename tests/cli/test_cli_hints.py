@@ -71,16 +71,16 @@ def test_demo_never_suggests_deleting_a_folder_it_did_not_create(tmp_path, capsy
 
 
 def test_the_zune_note_is_said_once_per_installation(tmp_path):
-    import gulpio_rs
+    from gulpio_rs._decoder_notes import decoder_note, first_notice
 
-    assert gulpio_rs._first_notice("nasm was not on PATH", str(tmp_path)) is True
-    assert gulpio_rs._first_notice("nasm was not on PATH", str(tmp_path)) is False
+    assert first_notice("nasm was not on PATH", str(tmp_path)) is True
+    assert first_notice("nasm was not on PATH", str(tmp_path)) is False
     # Another build's note (another reason) is said again, once.
-    assert gulpio_rs._first_notice("the libjpeg-turbo build failed", str(tmp_path)) is True
-    assert gulpio_rs._first_notice("the libjpeg-turbo build failed", str(tmp_path)) is False
+    assert first_notice("the libjpeg-turbo build failed", str(tmp_path)) is True
+    assert first_notice("the libjpeg-turbo build failed", str(tmp_path)) is False
     # Where nothing can be recorded it is not repeated on every import either.
-    assert gulpio_rs._first_notice("x", str(tmp_path / "missing" / "folder")) is False
-    note = gulpio_rs._decoder_note("nasm was not on PATH")
+    assert first_notice("x", str(tmp_path / "missing" / "folder")) is False
+    note = decoder_note("nasm was not on PATH")
     assert "apt-get install nasm" in note and "release wheel" in note
     assert ".ci/" not in note
 

@@ -238,35 +238,35 @@ def test_default_threads_share_the_cores_among_ranks_and_dataloader_workers(monk
     import types
 
     from gulpio_rs import _reading
-    from gulpio_rs._reading import _threads
+    from gulpio_rs._reading import decode_threads
 
     monkeypatch.delenv("GULPIO_NUM_THREADS", raising=False)
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
-    monkeypatch.setattr(_reading, "_usable_cores", lambda: 16)
-    assert _threads() == 0  # a lone process: every usable core
+    monkeypatch.setattr(_reading, "usable_cores", lambda: 16)
+    assert decode_threads() == 0  # a lone process: every usable core
     # A stand-in for torch inside a DataLoader worker (gulpio_rs never imports torch itself).
     worker = types.SimpleNamespace(num_workers=4)
     fake = types.ModuleType("torch")
     fake.utils = types.SimpleNamespace(data=types.SimpleNamespace(get_worker_info=lambda: worker))
     monkeypatch.setitem(sys.modules, "torch", fake)
-    assert _threads() == 4  # 16 cores, 4 workers
+    assert decode_threads() == 4  # 16 cores, 4 workers
     # Reading from object storage, a worker also waits on round trips: the others may use
     # its cores meanwhile, so its share is not divided among the workers.
-    assert _threads(remote=True) == 0
+    assert decode_threads(remote=True) == 0
     worker.num_workers = 1
-    assert _threads() == 0  # the only worker: every core
+    assert decode_threads() == 0  # the only worker: every core
     worker.num_workers = 32
-    assert _threads() == 1  # never fewer than one
-    assert _threads(4) == 4  # an explicit count wins
+    assert decode_threads() == 1  # never fewer than one
+    assert decode_threads(4) == 4  # an explicit count wins
     monkeypatch.setenv("GULPIO_NUM_THREADS", "3")
-    assert _threads() == 3 and _threads(5) == 5
+    assert decode_threads() == 3 and decode_threads(5) == 5
     monkeypatch.delenv("GULPIO_NUM_THREADS")
     # torchrun: 2 ranks on this machine, each with 4 workers
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     worker.num_workers = 4
-    assert _threads() == 2
-    assert _threads(remote=True) == 8  # divided among the ranks only
+    assert decode_threads() == 2
+    assert decode_threads(remote=True) == 8  # divided among the ranks only
     fake.utils.data.get_worker_info = lambda: None  # a rank's main process
-    assert _threads() == 8
+    assert decode_threads() == 8
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "not a number")
-    assert _threads() == 0
+    assert decode_threads() == 0

@@ -34,7 +34,7 @@ def test_the_defaults_are_the_ingests_and_gulpio2s():
     # ChunkWriter encodes as gulpio2's knob says when it writes (utils._JPEG_WRITE_QUALITY,
     # 90 unless changed): GULPIO2's settings by default.
     assert ChunkWriter(adapter=None).options is None
-    assert utils._gulpio2_encoding() == GULPIO2
+    assert utils.gulpio2_encoding() == GULPIO2
 
 
 @pytest.mark.parametrize("fn", [GulpIngestor, write_gulp], ids=lambda f: f.__qualname__)

@@ -257,9 +257,9 @@ def test_no_note_no_warning(tmp_path, content):
 def test_the_demo_names_the_decoder_and_the_way_to_the_faster_one(monkeypatch):
     import gulpio_rs
 
-    monkeypatch.setattr(gulpio_rs, "JPEG_BACKEND", "zune-jpeg")
-    note = gulpio_rs._decoder_note("nasm was not on PATH")
+    monkeypatch.setattr(gulpio_rs._decoder_notes, "JPEG_BACKEND", "zune-jpeg")
+    note = gulpio_rs._decoder_notes.decoder_note("nasm was not on PATH")
     assert "zune-jpeg (nasm was not on PATH)" in note and "release wheel" in note
-    assert "zune-jpeg, about 20% slower" in gulpio_rs._decoder_note()
-    monkeypatch.setattr(gulpio_rs, "JPEG_BACKEND", "libjpeg-turbo")
-    assert gulpio_rs._decoder_note() is None
+    assert "zune-jpeg, about 20% slower" in gulpio_rs._decoder_notes.decoder_note()
+    monkeypatch.setattr(gulpio_rs._decoder_notes, "JPEG_BACKEND", "libjpeg-turbo")
+    assert gulpio_rs._decoder_notes.decoder_note() is None

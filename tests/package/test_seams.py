@@ -20,7 +20,7 @@ def private_reach_ins(root: Path = PACKAGE) -> set[tuple[str, int, str]]:
     """``(file, line, attribute)`` of every ``x._name`` in the package whose ``_name`` the
     file does not define itself (as a function, a class, a module or class attribute, or a
     ``self._name =``), where ``x`` is not a module the file imported (``os._exit``,
-    ``_reading._threads``: modules' functions) nor ``super()``."""
+    ``_reading.decode_threads``: modules' functions) nor ``super()``."""
     found = set()
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
@@ -129,3 +129,38 @@ def test_the_directorys_seams(tmp_path):
     gd.close()
     with pytest.raises(ValueError, match="closed"):
         _ = gd.native
+
+
+def private_imports_across_packages(root: Path = PACKAGE) -> set[tuple[str, int, str]]:
+    """``(file, line, name)`` of every ``from m import _name`` where ``m`` is a module of the
+    package outside the importing module's own subpackage (``gulpio_rs.adapters.items``
+    may use ``adapters.base``'s helpers; ``torch._datasets`` may not use ``directory``'s).
+    Modules are seams whatever their names (``from . import _decoder_notes``), and so is
+    ``_native`` (the extension)."""
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        own_package = rel.parts[0] if len(rel.parts) > 1 else ""
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            # The module imported from, as parts below the package root.
+            base = list(rel.parts[:-1])
+            if node.level > 1:
+                base = base[: len(base) - (node.level - 1)]
+            target = base + (node.module.split(".") if node.module else [])
+            target_package = target[0] if len(target) > 1 else ""
+            if target_package == own_package and own_package:
+                continue
+            for alias in node.names:
+                name = alias.name
+                module = root.joinpath(*target, name)
+                if module.with_suffix(".py").exists() or (module / "__init__.py").exists():
+                    continue  # a module (private or not) is a seam of its own
+                if name.startswith("_") and not name.startswith("__") and name != "_native":
+                    found.add((rel.as_posix(), node.lineno, name))
+    return found
+
+
+def test_no_module_imports_another_packages_private_names():
+    assert private_imports_across_packages() == set()

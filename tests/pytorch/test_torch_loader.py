@@ -17,7 +17,7 @@ from test_torch_dataset import frame_numbers, write_videos  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 from gulpio_rs import BrokenChunkWarning  # noqa: E402
-from gulpio_rs._reading import _threads  # noqa: E402
+from gulpio_rs._reading import decode_threads  # noqa: E402
 from gulpio_rs.torch import (  # noqa: E402
     GulpDistributedSampler,
     GulpVideoDataset,
@@ -90,7 +90,7 @@ class ThreadsProbe(GulpVideoDataset):
     """Reports the decode thread count each sample was decoded with."""
 
     def _target(self, id_):
-        return _threads(self.threads)
+        return decode_threads(self.threads)
 
 
 @pytest.mark.parametrize("context", ["fork", "spawn"])

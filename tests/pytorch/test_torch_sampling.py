@@ -172,26 +172,26 @@ def test_locate_finds_where_a_batch_is_in_the_order(n, world, drop_last, shuffle
 def _reference_walk(values, n, seed, epoch, inverse=False):
     """The permutation as shuffled_positions' docstring specifies it, in numpy: what the core
     (src/permute.rs) must compute bit for bit."""
-    from gulpio_rs.torch._sampler import _MASK64, _mix64, _mix64_array
+    from gulpio_rs.torch._sampler import MASK64, mix64, mix64_array
 
     x = np.asarray(values, dtype=np.uint64)
     if n <= 1:
         return np.zeros_like(x)
     half = max(1, ((n - 1).bit_length() + 1) // 2)
     mask, shift = np.uint64((1 << half) - 1), np.uint64(half)
-    base = _mix64((seed & _MASK64) ^ _mix64(epoch & _MASK64))
-    keys = [np.uint64(_mix64(base + r)) for r in range(6)]
+    base = mix64((seed & MASK64) ^ mix64(epoch & MASK64))
+    keys = [np.uint64(mix64(base + r)) for r in range(6)]
 
     def encrypt(v):
         left, right = v >> shift, v & mask
         for key in keys:
-            left, right = right, left ^ (_mix64_array(right ^ key) & mask)
+            left, right = right, left ^ (mix64_array(right ^ key) & mask)
         return (left << shift) | right
 
     def decrypt(v):
         left, right = v >> shift, v & mask
         for key in reversed(keys):
-            left, right = right ^ (_mix64_array(left ^ key) & mask), left
+            left, right = right ^ (mix64_array(left ^ key) & mask), left
         return (left << shift) | right
 
     step = decrypt if inverse else encrypt

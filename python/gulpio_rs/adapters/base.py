@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from .._fingerprint import digest, settings_of
-from .._reading import _id_str
+from .._reading import id_str
 from ..errors import DuplicateIdError
 
 _T = TypeVar("_T")
@@ -61,7 +61,7 @@ class _BuiltinAdapter(AbstractDatasetAdapter):
         The ingestor uses them to skip the items a dataset already holds before decoding
         them (rerun, extension with a superset of the input).
         """
-        return [_id_str(r["id"]) for r in self._records()]
+        return [id_str(r["id"]) for r in self._records()]
 
     def fingerprint(self) -> str:
         """A digest of what the adapter yields and how: its items (ids, labels and stored

@@ -10,7 +10,8 @@ import shutil
 import time
 from importlib import resources
 
-from .. import JPEG_BACKEND, __version__, _decoder_note, _zune_fallback_reason
+from .. import JPEG_BACKEND, __version__
+from .._decoder_notes import decoder_note, zune_fallback_reason
 from .._plural import plural
 from .._sizes import megabytes
 from ..errors import GulpError
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     sheet_path = os.path.join(out, "contact_sheet.png")
     sheet.save(sheet_path)
     say(f"4. contact sheet of {first!r}: {sheet_path}")
-    note = _decoder_note(_zune_fallback_reason())
+    note = decoder_note(zune_fallback_reason())
     say(f"decoder: {JPEG_BACKEND}" + (f"; note: {note}" if note else ""))
     shown = os.path.abspath(out)
     say(f"the dataset and contact sheet are in {shown}; remove them with: {_removal(out)}")

@@ -401,7 +401,7 @@ def ingest_with(
     of :class:`~gulpio_rs.GulpIngestor` (``quality``, ``strict``, ``progress``, ...), with its
     defaults."""
     from .. import _native
-    from .._reading import _usable_cores
+    from .._reading import usable_cores
     from ..ingest import GulpIngestor, IngestWarning
     from ..ingest.remote import fetch_sidecars, staging_folder, url_like
 
@@ -447,7 +447,7 @@ def ingest_with(
             adapter,
             output_folder,
             videos_per_chunk,
-            num_workers or _usable_cores(),
+            num_workers or usable_cores(),
             executor="process" if ray is None else "ray",
             ray_address=ray or None,
             **options,

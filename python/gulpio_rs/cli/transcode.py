@@ -56,7 +56,7 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._reading import _usable_cores
+    from .._reading import usable_cores
     from ..ingest.transcode import transcode
     from .ingest import exit_status
 
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         args.destination,
         encoding=args.encoding,
         videos_per_chunk=args.videos_per_chunk,
-        num_workers=args.num_workers or _usable_cores(),
+        num_workers=args.num_workers or usable_cores(),
         crf=args.crf,
         gop=args.gop,
         quality=args.quality if jpeg else None,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from .._atomic import write_json_atomically
 from .._fingerprint import NOT_SETTINGS, NoCanonicalForm, digest, is_location, settings_of
 from .._names import chunk_number, temporary_of
-from .._reading import _id_str
+from .._reading import id_str
 from .locks import STATE_DIR, RunLock, pid_alive, state_folder
 from .report import IngestError, IngestWarning, SettingsChangedError
 
@@ -28,7 +28,7 @@ def calculate_chunk_slices(items_per_chunk: int, num_items: int) -> list[slice]:
     ]
 
 
-def _fingerprint(adapter) -> str:
+def plan_fingerprint(adapter) -> str:
     """Identifies what the adapter yields, so a restart is recognised and a different dataset
     of the same size is not mistaken for one.
 
@@ -84,7 +84,7 @@ def item_ids(adapter) -> list[str] | None:
     fn = getattr(adapter, "item_ids", None)
     if not callable(fn):
         return None
-    ids = [_id_str(i) for i in fn()]
+    ids = [id_str(i) for i in fn()]
     return ids if len(ids) == len(adapter) else None
 
 
@@ -272,7 +272,7 @@ def _read_plan(path: str) -> dict:
     )
 
 
-def _plan(
+def load_or_create_plan(
     folder: str,
     key: dict,
     num_slices: int | None = None,
@@ -365,7 +365,7 @@ def as_slices(positions: list[int]) -> list[slice]:
     return [slice(start, stop) for start, stop in to_ranges(positions)]
 
 
-def _remove_dead_temporaries(folder: str, numbers: set[int]) -> None:
+def remove_dead_temporaries(folder: str, numbers: set[int]) -> None:
     """Temporaries of this shard's chunks whose writer died (kill -9, machine loss). Only
     chunks this shard owns: in a directory shared by several machines, another machine's pid
     means nothing here, but no other live process writes these chunks."""

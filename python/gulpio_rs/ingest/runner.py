@@ -16,25 +16,26 @@ from .._fingerprint import digest
 from .._frames import FrameEncoder
 from .._names import chunk_paths
 from .._plural import plural
-from .._reading import _usable_cores, thread_count
+from .._reading import thread_count, usable_cores
 from ..chunk import GulpChunk
 from ..errors import GulpError, GulpWarning
-from ..utils import _gulpio2_encoding, _gulpio2_quality_changed
+from ..utils import gulpio2_encoding, gulpio2_quality_changed
 from .locks import RunLock, pid_alive
 from .plan import (
-    _fingerprint,
-    _plan,
-    _remove_dead_temporaries,
     as_slices,
     check_settings,
     existing_plan,
     from_ranges,
     item_ids,
+    load_or_create_plan,
+    plan_fingerprint,
     plan_path,
+    remove_dead_temporaries,
     run_settings,
     stored_ids,
     to_ranges,
 )
+from .progress import Progress
 from .publish import finished, publish_chunk
 from .remote import url_like
 from .report import (
@@ -339,12 +340,12 @@ class GulpIngestor:
         self.skip_truncated = bool(skip_truncated)
         if threads is None:
             # A Ray task asks for one CPU per encode thread; one thread keeps tasks small.
-            cores = 1 if executor == "ray" else _usable_cores() // self.num_workers
+            cores = 1 if executor == "ray" else usable_cores() // self.num_workers
             threads = max(1, cores)
-        if quality is None and subsampling is None and _gulpio2_quality_changed():
+        if quality is None and subsampling is None and gulpio2_quality_changed():
             # gulpio2's quality knob was set (as its tests do): write what gulpio2's ingestor
             # wrote with it, its encoder's 4:4:4 at that quality.
-            quality, subsampling = _gulpio2_encoding().quality, "4:4:4"
+            quality, subsampling = gulpio2_encoding().quality, "4:4:4"
         self.options = EncodeOptions(
             DEFAULT.quality if quality is None else int(quality),
             subsampling or DEFAULT.subsampling,
@@ -400,7 +401,7 @@ class GulpIngestor:
         data = None if ids is None else digest(ids)
         key = {
             "adapter": f"{type(self.adapter).__module__}.{type(self.adapter).__qualname__}",
-            "fingerprint": _fingerprint(self.adapter),
+            "fingerprint": plan_fingerprint(self.adapter),
             "items": len(self.adapter),
             "videos_per_chunk": self.videos_per_chunk,
             "num_shards": self.num_shards,
@@ -438,7 +439,7 @@ class GulpIngestor:
                 report.already_stored = len(self.adapter)
                 report.seconds = time.perf_counter() - t0
                 return report
-            plan = _plan(
+            plan = load_or_create_plan(
                 folder,
                 key,
                 settings=settings,
@@ -475,10 +476,10 @@ class GulpIngestor:
             else:
                 todo.append((first + i, parts))
 
-        _remove_dead_temporaries(folder, {n for n, _ in todo})
+        remove_dead_temporaries(folder, {n for n, _ in todo})
         total = sum(s.stop - s.start for _, parts in todo for s in parts)
         try:
-            with _Progress(total, self.progress) as bar:
+            with Progress(total, self.progress) as bar:
                 args = (
                     self.adapter,
                     folder,
@@ -574,7 +575,7 @@ class GulpIngestor:
             # breaks on a future cancelled before that.)
             interrupted = True
             _stop_workers(ex)
-            _remove_dead_temporaries(args[1], {n for n, _ in todo})
+            remove_dead_temporaries(args[1], {n for n, _ in todo})
             raise
         except BaseException:
             # Another chunk failed (strict, an adapter's exception): the chunks in progress
@@ -634,31 +635,3 @@ def _drain(events, bar) -> None:
         except queue.Empty:
             return
         bar.update(*ev)
-
-
-class _Progress:
-    """tqdm over videos, with frames/s in the postfix; silent when disabled."""
-
-    def __init__(self, total: int, enabled: bool):
-        self.bar = None
-        self.frames = 0
-        self.t0 = time.perf_counter()
-        if enabled and total > 0:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=total, unit="video", desc="gulping", smoothing=0.1)
-
-    def update(self, videos: int, frames: int) -> None:
-        self.frames += frames
-        if self.bar is not None:
-            self.bar.update(videos)
-            dt = time.perf_counter() - self.t0
-            if dt > 0:
-                self.bar.set_postfix_str(f"{self.frames / dt:,.0f} frames/s", refresh=False)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.bar is not None:
-            self.bar.close()

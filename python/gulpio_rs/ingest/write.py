@@ -9,11 +9,11 @@ from typing import Any, Protocol
 
 from .._encode_options import EncodeOptions
 from .._frames import FrameEncoder
-from .._reading import _id_str
+from .._reading import id_str
 from .._times import time_element
 from ..chunk import GulpChunk
 from ..errors import GulpError
-from ..utils import _gulpio2_encoding
+from ..utils import gulpio2_encoding
 from .report import ChunkResult, IngestError
 
 
@@ -154,7 +154,7 @@ def write_chunk(
         with output_chunk.open("wb"), ThreadPoolExecutor(1, "gulpio-ingest") as ahead:
             # (The executor starts no thread until the first submit.)
             for video in _videos(adapter, input_slice):
-                id_ = _id_str(video.get("id"))
+                id_ = id_str(video.get("id"))
                 if pending is not None and pending[1] == id_:
                     settle()  # whether this id is a duplicate depends on how that one ends
                 failure = None
@@ -235,7 +235,7 @@ class ChunkWriter:
         self.skipped: list[str] = []
 
     def write_chunk(self, output_chunk: GulpChunk, input_slice: slice | list[slice]) -> list[str]:
-        with FrameEncoder(self.options or _gulpio2_encoding()) as encoder:
+        with FrameEncoder(self.options or gulpio2_encoding()) as encoder:
             r = write_chunk(self.adapter, output_chunk, input_slice, encoder=encoder)
         for id_, reason in r.failures:
             warnings.warn(f"Failed to write video with id: {id_}; {reason}", stacklevel=2)

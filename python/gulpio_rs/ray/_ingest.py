@@ -20,7 +20,7 @@ from ..ingest.report import ChunkResult, IngestReport
 from ._common import connect, remove_temporaries, task_error
 
 if TYPE_CHECKING:
-    from ..ingest.runner import _Progress
+    from ..ingest.progress import Progress
 
 
 class _ChunkWorker(Protocol):
@@ -64,7 +64,7 @@ def run_chunks(
     run: str,
     todo: list[tuple[int, list[slice]]],
     report: IngestReport,
-    bar: _Progress,
+    bar: Progress,
     address: str | None,
 ) -> None:
     """Writes chunks ``todo`` (``(number, slices)`` pairs) as Ray tasks, adding each result to

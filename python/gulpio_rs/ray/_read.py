@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._reading import Selection, _selection, _threads
+from .._reading import Selection, decode_threads, frame_selection
 from ._common import connect, open_remote
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def _read_chunk(
         n = len(chunk)
         for start in range(0, n, videos_per_block):
             videos = range(start, min(n, start + videos_per_block))
-            items = [(chunk, v, _selection(frames, chunk, v)) for v in videos]
+            items = [(chunk, v, frame_selection(frames, chunk, v)) for v in videos]
             if decode:
                 out = _native.read_batch(items, check_data, colorspace, threads, None)
                 clips = list(out)
@@ -88,13 +88,13 @@ def read_gulp(
     CRC-checked). The options travel to the workers inside the task arguments; their secret
     values never appear in a repr or message.
     """
-    from ..directory import GulpDirectory, _storage_options
+    from ..directory import GulpDirectory, storage_options_list
 
     ray = connect(ray_address)
     folder = os.fspath(path)
     if videos_per_block < 1:
         raise ValueError(f"videos_per_block must be >= 1, not {videos_per_block}")
-    options = _storage_options(storage_options)
+    options = storage_options_list(storage_options)
     with GulpDirectory(folder, strict=True, storage_options=options) as gd:
         table = gd.chunk_table()
         remote = (folder, options) if gd.is_remote else None
@@ -115,7 +115,7 @@ def read_gulp(
             "decode": decode,
             "check_data": check_data,
             "colorspace": colorspace,
-            "threads": _threads(threads),
+            "threads": decode_threads(threads),
             "videos_per_block": int(videos_per_block),
             "remote": remote,
         },

@@ -33,9 +33,9 @@ from .. import _native
 from .._encode_options import DEFAULT, EncodeOptions
 from .._frames import FrameEncoder
 from .._plural import plural
-from ..directory import _storage_options
+from ..directory import storage_options_list
 from ..errors import BrokenChunkWarning, GulpError
-from ..ingest.plan import _plan, calculate_chunk_slices, ids_by_chunk
+from ..ingest.plan import calculate_chunk_slices, ids_by_chunk, load_or_create_plan
 from ..ingest.publish import counted, earlier_attempt, finished, publish_chunk
 from ..ingest.report import (
     ChunkResult,
@@ -388,7 +388,7 @@ def write_gulp(
     t0 = time.perf_counter()
     ray = connect(ray_address)
     folder = os.fspath(path)
-    options = _storage_options(storage_options)
+    options = storage_options_list(storage_options)
     remote = None
     if _native.is_remote_url(folder):
         from ..ingest.remote import staging_folder
@@ -444,7 +444,7 @@ def write_gulp(
     }
     output = _open_output(url if remote else folder, options)
     taken = [number for number, *_ in output.chunk_table()] if remote else []
-    first = _plan(folder, key, len(slices), taken=taken)["first_chunk"]
+    first = load_or_create_plan(folder, key, len(slices), taken=taken)["first_chunk"]
     end = first + len(slices)
     existing = {
         id_: data for id_, (n, data) in ids_by_chunk(output).items() if not first <= n < end

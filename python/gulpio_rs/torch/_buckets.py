@@ -13,9 +13,9 @@ import numpy as np
 from torch.utils.data import Sampler
 
 from ._sampler import (
-    _MASK64,
+    MASK64,
     GulpDistributedSampler,
-    _mix64,
+    mix64,
     shuffled_positions,
     unshuffled_positions,
 )
@@ -222,7 +222,7 @@ class GulpBucketBatchSampler(Sampler[list[int]]):
         return len(self._order)
 
     def _bucket_seed(self, bucket: int) -> int:
-        return _mix64((self.seed & _MASK64) ^ _mix64(_BUCKET_KEY + bucket))
+        return mix64((self.seed & MASK64) ^ mix64(_BUCKET_KEY + bucket))
 
     def batch(self, number: int, epoch: int | None = None) -> list[int]:
         """Dataset indices of batch ``number`` (``0 <= number < num_batches``, in bucket

@@ -16,7 +16,7 @@ from torch.utils.data import Dataset, default_collate, get_worker_info
 from .. import _native
 from .._reading import thread_count
 from .._times import DEFAULT_FPS, VideoTimes
-from ..directory import GulpDirectory, _out_size, _storage_options
+from ..directory import GulpDirectory, out_size, storage_options_list
 from ..errors import BrokenChunkWarning, FormatError, GulpError, NoTimestampsWarning
 from ._geometry import (
     CROP_MODES,
@@ -195,7 +195,7 @@ class _GulpDataset(Dataset):
         self.transform = transform
         # The geometry fused into the decode: our own crop/size/hflip, else a leading run of
         # torchvision geometric transforms (whose parameters torchvision draws, per clip).
-        self.size = _out_size(size)
+        self.size = out_size(size)
         if crop not in CROP_MODES:
             raise ValueError(f"crop must be one of {CROP_MODES}, not {crop!r}")
         if crop is not None and self.size is None:
@@ -225,7 +225,7 @@ class _GulpDataset(Dataset):
         self.check_data = check_data
         self.threads = None if threads is None else thread_count(threads, "threads")
         self.fast_decode = bool(fast_decode)
-        self.storage_options = _storage_options(storage_options)
+        self.storage_options = storage_options_list(storage_options)
         self.io = io
         self.epoch = 0
         # The GulpDistributedSampler that draws this dataset's batches, if one was made with

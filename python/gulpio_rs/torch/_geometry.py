@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ._sampling import _positive_int
+from ._sampling import positive_int
 
 Box = tuple[float, float, float, float]
 
@@ -84,8 +84,8 @@ def sample_crop(
     """
     if mode not in CROP_MODES:
         raise ValueError(f"crop must be one of {CROP_MODES}, not {mode!r}")
-    height = _positive_int(height, "height")
-    width = _positive_int(width, "width")
+    height = positive_int(height, "height")
+    width = positive_int(width, "width")
     out = None if size is None else _size_pair(size)
     scale = _min_max(scale, "scale")
     ratio = _min_max(ratio, "ratio")
@@ -163,8 +163,8 @@ def _size_pair(size: int | Sequence[int]) -> tuple[int, int]:
             size = (size[0], size[0])
         if len(size) != 2:
             raise ValueError(f"size must be an int or (h, w), not {size!r}")
-        return _positive_int(size[0], "size[0]"), _positive_int(size[1], "size[1]")
-    side = _positive_int(size, "size")
+        return positive_int(size[0], "size[0]"), positive_int(size[1], "size[1]")
+    side = positive_int(size, "size")
     return side, side
 
 
@@ -264,8 +264,8 @@ def plan_fused(
     ``ValueError``, as it would unfused. Raises ``ValueError`` for an op that is not fusable.
     """
     v2 = _v2()
-    height = _positive_int(height, "height")
-    width = _positive_int(width, "width")
+    height = positive_int(height, "height")
+    width = positive_int(width, "width")
     state = _Virtual(height, width)
     op: Any  # a torchvision transform: its attributes are read below
     for op in ops:

@@ -18,7 +18,7 @@ from ._datasets import (
     _Owner,
 )
 from ._readahead import ReadAhead
-from ._sampler import _MASK64, _mix64, _mix64_array, shuffled_positions
+from ._sampler import MASK64, mix64, mix64_array, shuffled_positions
 from ._shared import handover, shared_batch
 
 # Domain separation of the mixture's keys from the samplers' (any fixed constants would do).
@@ -178,11 +178,11 @@ class GulpMixture(Dataset):
 
     def _draw(self, s: int, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         n = self.sizes[s]
-        key = _mix64((self.seed & _MASK64) ^ _mix64(_PASS_KEY + s))
+        key = mix64((self.seed & MASK64) ^ mix64(_PASS_KEY + s))
         if self.replacement[s]:
-            base = _mix64(key ^ _mix64(_DRAW_KEY ^ (self.epoch & _MASK64)))
+            base = mix64(key ^ mix64(_DRAW_KEY ^ (self.epoch & MASK64)))
             with np.errstate(over="ignore"):
-                h = _mix64_array(np.uint64(base) + k.astype(np.uint64))
+                h = mix64_array(np.uint64(base) + k.astype(np.uint64))
             # Modulo bias n / 2**64: nothing to see at any dataset size.
             return (h % np.uint64(n)).astype(np.int64), k + 1
         # Draw t of the source's endless sequence: its permutation read round and round,

@@ -3,16 +3,37 @@ of a remote dataset fetch that batch's bytes while it decodes the current one.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
 from torch.utils.data import get_worker_info
 
-if TYPE_CHECKING:
-    from ._sampler import GulpDistributedSampler
+
+class BatchOrder(Protocol):
+    """What the read-ahead needs of an order of batches (what
+    :class:`~gulpio_rs.torch.GulpDistributedSampler` offers): described here rather than
+    imported, so that the sampler, which uses this module, is not needed to read it."""
+
+    epoch: int
+
+    def epoch_indices(self, epoch: int, start: int, stop: int | None) -> np.ndarray: ...
+
+    def locate(self, batch: npt.ArrayLike, epochs: Iterable[int]) -> tuple[int, int] | None: ...
+
+    def read_ahead_batch(
+        self,
+        indices: list[int],
+        epochs: list[int],
+        workers: int,
+        worker_id: int,
+        batch_size: int,
+    ) -> tuple[int, list[int]] | None: ...
 
 
 def coming_batch(
-    sampler: GulpDistributedSampler,
+    sampler: BatchOrder,
     indices: list[int],
     epochs: list[int],
     workers: int,
@@ -91,9 +112,7 @@ class ReadAhead:
         self.expected: list[int] | None = None
         self.misses = 0
 
-    def coming(
-        self, indices: list[int], length: int, order: GulpDistributedSampler | None
-    ) -> list[int] | None:
+    def coming(self, indices: list[int], length: int, order: BatchOrder | None) -> list[int] | None:
         """The indices of the batch this process gets after ``indices``, or None."""
         if not indices:
             return None

@@ -14,7 +14,7 @@ from torch.utils.data import Sampler
 from .. import _native
 from ._readahead import coming_batch
 
-_MASK64 = (1 << 64) - 1
+MASK64 = (1 << 64) - 1
 _STATE_KEY = "gulpio_rs.GulpDistributedSampler"
 # 2 added "global_consumed" (elastic resume); states of version 1 still load.
 _STATE_VERSION = 2
@@ -22,15 +22,15 @@ _STATE_VERSIONS = (1, 2)
 _BLOCK = 4096
 
 
-def _mix64(x: int) -> int:
+def mix64(x: int) -> int:
     """splitmix64's output function on a Python int (round keys)."""
-    x = (x + 0x9E3779B97F4A7C15) & _MASK64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    x = (x + 0x9E3779B97F4A7C15) & MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK64
     return x ^ (x >> 31)
 
 
-def _mix64_array(x: np.ndarray) -> np.ndarray:
+def mix64_array(x: np.ndarray) -> np.ndarray:
     """The same function on a uint64 array (multiplication wraps modulo 2**64)."""
     x = x ^ (x >> np.uint64(30))
     x = x * np.uint64(0xBF58476D1CE4E5B9)
@@ -72,7 +72,7 @@ def _walk(values: npt.ArrayLike, n: int, seed: int, epoch: int, inverse: bool) -
     # In the core (src/permute.rs, bit for bit the network described above): numpy's
     # per-call cost made a 16-element batch take about as long as 4,096 elements.
     flat = np.ascontiguousarray(x.reshape(-1))
-    out = _native.feistel(flat, int(n), int(seed) & _MASK64, int(epoch) & _MASK64, inverse)
+    out = _native.feistel(flat, int(n), int(seed) & MASK64, int(epoch) & MASK64, inverse)
     return out.reshape(x.shape)
 
 

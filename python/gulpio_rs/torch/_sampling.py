@@ -59,13 +59,13 @@ def sample_frame_indices(
     ``[]``) and for invalid arguments.
     """
     n = _non_negative_int(num_frames, "num_frames")
-    stride = _positive_int(stride, "stride")
+    stride = positive_int(stride, "stride")
     if num_segments is not None:
         if frames is not None:
             raise ValueError("give frames= or num_segments=, not both")
         if stride != 1:
             raise ValueError("stride= does not apply to num_segments= (one frame per segment)")
-        k = _positive_int(num_segments, "num_segments")
+        k = positive_int(num_segments, "num_segments")
         offsets = _offsets(offset, k, rng)
         if n == 0:
             raise ValueError("the video has no frames")
@@ -73,7 +73,7 @@ def sample_frame_indices(
     if frames is None:
         _offsets(offset, 1, rng)
         return list(range(0, n, stride))
-    t = _positive_int(frames, "frames")
+    t = positive_int(frames, "frames")
     (u,) = _offsets(offset, 1, rng)
     if n == 0:
         raise ValueError("the video has no frames")
@@ -205,7 +205,7 @@ def _offsets(
     return values
 
 
-def _positive_int(value: Any, name: str) -> int:
+def positive_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or int(value) != value or value < 1:
         raise ValueError(f"{name} must be a positive integer, not {value!r}")
     return int(value)
