@@ -556,21 +556,69 @@ impl ChunkReader {
             }
         })?;
         if let Some(e) = failed {
-            return Err(e);
+            return Err(self.segment_damage(video, number, &seg, e));
         }
         let actual = crc32fast::hash(&bytes);
         if actual != seg.crc {
-            return Err(Error::Crc {
-                path: self.paths.data.clone(),
-                id: self.id(video).to_owned(),
-                frame: seg.first_frame as usize,
-                offset: seg.offset,
-                end: seg.end(),
-                expected: seg.crc,
-                actual,
-            });
+            return Err(self.segment_crc_error(video, number, &seg, actual));
         }
         Ok(bytes)
+    }
+
+    /// Segment `number` of `video` (`seg`), whose stream bytes have CRC `actual`, fails its
+    /// recorded CRC: the error names the frames it holds (docs/FORMAT.md §6.3).
+    pub(crate) fn segment_crc_error(
+        &self,
+        video: usize,
+        number: usize,
+        seg: &SegmentRec,
+        actual: u32,
+    ) -> Error {
+        Error::SegmentCrc {
+            path: self.paths.data.clone(),
+            id: self.id(video).to_owned(),
+            segment: number,
+            frames: seg.frames(),
+            offset: seg.offset,
+            end: seg.end(),
+            expected: seg.crc,
+            actual,
+        }
+    }
+
+    /// A read of segment `number` of `video` whose tiles failed with `e`. A tile's CRC
+    /// mismatch, or a tile cut off by a truncated file, is damage to the segment and reported
+    /// as such, with the frames it holds, whichever tile holds the damaged bytes (a tile says
+    /// nothing about where its frame's pixels are coded); the CRC found is that of the
+    /// segment's bytes, read again. Other errors (I/O) are returned as they are.
+    pub(crate) fn segment_damage(
+        &self,
+        video: usize,
+        number: usize,
+        seg: &SegmentRec,
+        e: Error,
+    ) -> Error {
+        let now = self.data.current_len();
+        if seg.end() > now {
+            return Error::format_at(
+                &self.paths.data,
+                At::frame(self.id(video), seg.first_frame as usize),
+                format!(
+                    "truncated: {} end past the file's {now} bytes",
+                    seg.named(number)
+                ),
+            );
+        }
+        if !matches!(e, Error::Crc { .. }) {
+            return e;
+        }
+        match self
+            .data
+            .read_range(&self.paths.data, seg.offset..seg.end())
+        {
+            Ok(bytes) => self.segment_crc_error(video, number, seg, crc32fast::hash(&bytes)),
+            Err(_) => e,
+        }
     }
 
     /// Whether the chunk has videos stored as segments that it cannot read: its index is

@@ -61,6 +61,18 @@ impl SegmentRec {
         let first = self.first_frame as usize;
         first..first + self.frame_count as usize
     }
+    /// How errors and `gulpio check` name segment `number` of its video: by the frames it
+    /// holds (a read of any of them needs the whole segment), then its number and bytes.
+    pub fn named(&self, number: usize) -> String {
+        let frames = self.frames();
+        format!(
+            "frames {}..{} (segment {number}, bytes {}..{})",
+            frames.start,
+            frames.end,
+            self.offset,
+            self.end()
+        )
+    }
     pub fn keyframe(&self) -> bool {
         self.flags & FLAG_KEYFRAME != 0
     }
