@@ -11,7 +11,7 @@ use super::probe::{probe_index_in, until_settled, KnownSizes};
 use crate::error::{At, Error, Problem, Result};
 use crate::format::index::{FrameRec, Index, IndexBuilder, HEADER_LEN};
 use crate::format::paths::ChunkPaths;
-use crate::format::segments::{SegmentRec, StreamRec};
+use crate::format::segments::{self, SegmentRec, StreamRec};
 use crate::format::{gmeta, Storage};
 use crate::io::{plan, DataSource, Store};
 
@@ -527,12 +527,7 @@ impl ChunkReader {
     /// Video `video`'s stream entry and segments, when it is stored as segments (only an
     /// index of version 3 says so).
     pub fn stream(&self, video: usize) -> Option<(StreamRec, Vec<SegmentRec>)> {
-        let rec = self.index.stream_of(video)?;
-        let start = rec.segment_start as usize;
-        let segments = (start..start + rec.segment_count as usize)
-            .map(|k| self.index.segment(k))
-            .collect();
-        Some((rec, segments))
+        self.index.stream_and_segments(video)
     }
 
     /// The stream bytes of segment `number` of video `video` (stored as segments), read
@@ -926,7 +921,7 @@ pub fn judge_meta(index: &Index, meta: &[u8], data_len: u64) -> MetaVerdict {
 
 /// [`judge_meta`] on the `.gmeta`'s entries against the index's.
 fn judge_meta_entries(index: &Index, meta: &[u8], data_len: u64) -> MetaVerdict {
-    let legacy = match legacy_index(meta) {
+    let (legacy, segmented) = match legacy_index_of(meta) {
         Ok(l) => l,
         Err(m) => return MetaVerdict::Damaged(format!("it does not parse ({m})")),
     };
@@ -976,6 +971,17 @@ fn judge_meta_entries(index: &Index, meta: &[u8], data_len: u64) -> MetaVerdict 
                 "the metadata of video {:?} differs from the index's",
                 index.id(v)
             ));
+        }
+        // How the video is stored: another tool appending to the chunk keeps the object as
+        // it is (gulpio2 rewrites the JSON it loaded), so any difference is damage.
+        let theirs = segmented
+            .binary_search_by_key(&v, |(i, _)| *i)
+            .ok()
+            .map(|at| segmented[at].1.as_slice());
+        let ours = index.stream_and_segments(v);
+        let ours = ours.as_ref().map(|(rec, segs)| (rec, segs.as_slice()));
+        if let Some(how) = segments::meta_contradicts(ours, theirs) {
+            return MetaVerdict::Damaged(format!("the entry of video {:?} {how}", index.id(v)));
         }
     }
     let same = legacy.video_count() == index.video_count()
