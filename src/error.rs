@@ -70,6 +70,27 @@ pub enum Error {
         actual: u32,
     },
 
+    /// The stream bytes of a video segment (docs/FORMAT.md §6) do not match their recorded
+    /// CRC32: named by the frames the segment holds (`frames`, half-open, the frames any read
+    /// of it needs), its number within the video and its byte range, whichever frame was
+    /// asked for and whichever of its bytes are damaged.
+    #[error(
+        "{path}: CRC mismatch in video {id:?} frames {}..{} (segment {segment}, bytes \
+         {offset}..{end}): expected {expected:#010x}, found {actual:#010x}",
+        .frames.start,
+        .frames.end
+    )]
+    SegmentCrc {
+        path: PathBuf,
+        id: String,
+        segment: usize,
+        frames: std::ops::Range<usize>,
+        offset: u64,
+        end: u64,
+        expected: u32,
+        actual: u32,
+    },
+
     #[error("{path}: cannot decode video {id:?} frame {frame}: {msg}")]
     Decode {
         path: PathBuf,
@@ -276,6 +297,8 @@ impl Error {
             Error::Crc { id, frame, .. }
             | Error::Decode { id, frame, .. }
             | Error::UnsupportedJpeg { id, frame, .. } => Some(At::frame(id.clone(), *frame)),
+            // The segment's first frame: `frames` in the message says the rest.
+            Error::SegmentCrc { id, frames, .. } => Some(At::frame(id.clone(), frames.start)),
             Error::DuplicateId { id, .. } | Error::FrameOutOfRange { id, .. } => {
                 Some(At::video(id.clone()))
             }

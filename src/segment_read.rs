@@ -150,7 +150,10 @@ fn fetch(groups: &[Group]) -> Result<Vec<Result<Vec<u8>>>> {
             for part in parts {
                 match part {
                     Some(Ok(b)) => stream.extend_from_slice(&b),
-                    Some(Err(e)) => return Err(e),
+                    Some(Err(e)) => {
+                        let (chunk, seg) = (group.chunk, &group.segment);
+                        return Err(chunk.segment_damage(group.video, group.number, seg, e));
+                    }
                     None => return Err(Error::Internal("a segment tile was not read".into())),
                 }
             }
@@ -253,21 +256,16 @@ fn to_gray(rgb: &[u8], out: &mut [u8]) {
 /// A segment that failed: named by file, video, the frames it holds and its byte range.
 fn failure(group: &Group, bytes: &[u8], e: SegmentFailure) -> Error {
     let seg = &group.segment;
+    if e.corrupt {
+        let actual = crc32fast::hash(bytes);
+        return group
+            .chunk
+            .segment_crc_error(group.video, group.number, seg, actual);
+    }
     let (path, id) = (
         group.chunk.paths().data.clone(),
         group.chunk.id(group.video).to_owned(),
     );
-    if e.corrupt {
-        return Error::Crc {
-            path,
-            id,
-            frame: seg.first_frame as usize,
-            offset: seg.offset,
-            end: seg.end(),
-            expected: seg.crc,
-            actual: crc32fast::hash(bytes),
-        };
-    }
     let frames = seg.frames();
     Error::Decode {
         path,

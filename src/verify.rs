@@ -1,5 +1,5 @@
-//! Full verification of a chunk, for `gulpio check`: every frame's CRC (and optionally a full
-//! decode) in parallel, the CRC of all published data, and leftovers past the published end.
+//! Full verification of a chunk, for `gulpio check`: every frame's CRC, and every segment's
+//! for videos stored as segments (and optionally a full decode) in parallel, the CRC of all published data, and leftovers past the published end.
 //! Problems are collected, not returned as the first error, so one pass reports all damage.
 
 use std::borrow::Cow;
@@ -42,8 +42,9 @@ pub struct Report {
 /// window of the file held in memory, never the whole file.
 const WINDOW: u64 = 64 << 20;
 
-/// Verifies every frame of `reader` (CRC when the chunk is indexed; with `decode`, also a
-/// full decode) and the chunk-level data CRC. A mapped chunk is checked in place; any other
+/// Verifies every frame of `reader` (CRC when the chunk is indexed, of each whole segment
+/// for videos stored as segments; with `decode`, also a full decode) and the chunk-level
+/// data CRC. A mapped chunk is checked in place; any other
 /// is read window by window (bounded memory whatever the file's size).
 pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Report {
     let frame_count: usize = (0..reader.video_count())
@@ -53,16 +54,10 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
         .flat_map(|v| reader.frames(v))
         .map(|f| f.jpeg_len as u64)
         .sum();
-    // Frames in file order, so each window of the file holds the frames that start in it.
-    let mut order: Vec<(u64, u64, usize, usize)> = (0..reader.video_count())
-        .flat_map(|v| {
-            reader
-                .frames(v)
-                .enumerate()
-                .map(move |(k, f)| (f.offset, f.jpeg_end(), v, k))
-        })
-        .collect();
-    order.sort_unstable();
+    // Frames and segments in file order, so each window of the file holds the units that
+    // start in it.
+    let mut order = units(reader);
+    order.sort_unstable_by_key(|u| (u.start, u.end, u.video));
     let len = reader.source().len();
     let published = reader.published_len();
     let mut crc = crc32fast::Hasher::new();
@@ -71,8 +66,8 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
     while at < len {
         let mut end = (at + WINDOW).min(len);
         let mut upto = next;
-        while upto < order.len() && order[upto].0 < end {
-            end = end.max(order[upto].1.min(len));
+        while upto < order.len() && order[upto].start < end {
+            end = end.max(order[upto].end.min(len));
             upto += 1;
         }
         let window = match read_window(reader, at..end) {
@@ -96,9 +91,7 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
         if at < published {
             crc.update(&window[..(published.min(end) - at) as usize]);
         }
-        let check = |&(_, _, v, k): &(u64, u64, usize, usize)| {
-            check_frame(reader, window, at, len, v, k, decode)
-        };
+        let check = |u: &Unit| check_unit(reader, window, at, len, u, decode);
         let batch = &order[next..upto];
         findings.extend(match runner {
             Runner::Caller => batch.iter().filter_map(check).collect::<Vec<_>>(),
@@ -106,11 +99,11 @@ pub fn verify_chunk(reader: &ChunkReader, decode: bool, runner: &Runner) -> Repo
         });
         (at, next) = (end, upto);
     }
-    // Frames that start past the end of the file (it was cut before them).
+    // Units that start past the end of the file (it was cut before them).
     findings.extend(
         order[next..]
             .iter()
-            .filter_map(|&(_, _, v, k)| check_frame(reader, &[], len, len, v, k, decode)),
+            .filter_map(|u| check_unit(reader, &[], len, len, u, decode)),
     );
     findings.extend(check_segment_videos(reader, decode, &findings, runner));
     // Findings in video and frame order, whatever the file order.
@@ -208,6 +201,136 @@ fn read_window(reader: &ChunkReader, range: Range<u64>) -> crate::Result<Cow<'_,
     }
 }
 
+/// What `check` reads and CRCs as one piece: a JPEG frame, or a whole segment of a video
+/// stored as segments (its CRC covers the stream, and its frames are read only together), at
+/// bytes `start..end` of the `.gulp`.
+struct Unit {
+    start: u64,
+    end: u64,
+    video: usize,
+    what: What,
+}
+
+enum What {
+    Frame(usize),
+    /// The segment's number within its video, and its entry.
+    Segment(usize, SegmentRec),
+}
+
+/// Every frame of `reader`'s JPEG videos, and every segment of its videos stored as
+/// segments (read through the index that describes them; without it their tiles are
+/// checked as frames are, for placement).
+fn units(reader: &ChunkReader) -> Vec<Unit> {
+    let mut out = Vec::new();
+    for v in 0..reader.video_count() {
+        if let Some((_, segments)) = reader.stream(v) {
+            out.extend(segments.into_iter().enumerate().map(|(number, seg)| Unit {
+                start: seg.offset,
+                end: seg.end(),
+                video: v,
+                what: What::Segment(number, seg),
+            }));
+            continue;
+        }
+        out.extend(reader.frames(v).enumerate().map(|(k, f)| Unit {
+            start: f.offset,
+            end: f.jpeg_end(),
+            video: v,
+            what: What::Frame(k),
+        }));
+    }
+    out
+}
+
+fn check_unit(
+    reader: &ChunkReader,
+    window: &[u8],
+    base: u64,
+    len: u64,
+    unit: &Unit,
+    decode: bool,
+) -> Option<Finding> {
+    match &unit.what {
+        What::Frame(k) => check_frame(reader, window, base, len, unit.video, *k, decode),
+        What::Segment(number, seg) => {
+            check_segment(reader, window, base, len, unit.video, *number, seg)
+        }
+    }
+}
+
+/// Checks segment `number` of video `v` (`seg`) from `window` as [`check_frame`] checks a
+/// frame: the stream's CRC against the segment entry's, and each of its tiles' against the
+/// frame table's (a read checks both). One finding for the segment, on its first frame, whose
+/// message names every frame it holds: a damaged segment loses them all.
+fn check_segment(
+    reader: &ChunkReader,
+    window: &[u8],
+    base: u64,
+    len: u64,
+    v: usize,
+    number: usize,
+    seg: &SegmentRec,
+) -> Option<Finding> {
+    let frames = seg.frames();
+    let what = seg.named(number);
+    let finding = |kind, message: String| Finding {
+        kind,
+        video: Some(reader.id(v).to_owned()),
+        frame: Some(frames.start),
+        message,
+    };
+    if seg.end() > len {
+        return Some(finding(
+            "truncated",
+            format!("truncated: {what} end past the file's {len} bytes"),
+        ));
+    }
+    let Some(bytes) = seg
+        .offset
+        .checked_sub(base)
+        .and_then(|start| window.get(start as usize..(start + seg.len as u64) as usize))
+    else {
+        return Some(finding(
+            "io",
+            format!("internal error: {what} is not in the window read"),
+        ));
+    };
+    let actual = crc32fast::hash(bytes);
+    if actual != seg.crc {
+        return Some(finding(
+            "crc",
+            format!(
+                "CRC mismatch in {what}: expected {:#010x}, found {actual:#010x}",
+                seg.crc
+            ),
+        ));
+    }
+    // The stream is intact, so a tile that fails is an index whose frame table contradicts
+    // its segment table (both CRC-checked): reads of the segment fail all the same.
+    let tiles = reader.frames(v).enumerate().skip(frames.start);
+    for (k, rec) in tiles.take(frames.len()) {
+        // Tiles lie inside their segment (the index's checks).
+        let part = rec
+            .offset
+            .checked_sub(seg.offset)
+            .and_then(|at| bytes.get(at as usize..(at + rec.jpeg_len as u64) as usize));
+        let actual = part.map(crc32fast::hash);
+        if actual != Some(rec.crc) {
+            return Some(finding(
+                "crc",
+                format!(
+                    "CRC mismatch in {what}: the stream matches its CRC, but frame {k}'s entry \
+                     in the index (bytes {}..{}) records {:#010x}",
+                    rec.offset,
+                    rec.jpeg_end(),
+                    rec.crc
+                ),
+            ));
+        }
+    }
+    None
+}
+
 /// Checks frame `k` of video `v` from `window`, the file's bytes from offset `base` on (it
 /// holds the frame when the frame lies within the file's `len` bytes).
 fn check_frame(
@@ -275,9 +398,9 @@ fn check_frame(
             ));
         }
     }
-    if !decode || reader.index().stream_of(v).is_some() || reader.check_readable(v).is_err() {
-        // Segment tiles are not JPEGs: their videos are decoded a segment at a time
-        // (`check_segment_videos`).
+    if !decode || reader.check_readable(v).is_err() {
+        // Tiles of segments read without their index are not JPEGs: such videos get an
+        // `index` finding (`check_segment_videos`).
         return None;
     }
     match jpeg::decode(bytes, Colorspace::Auto) {

@@ -45,3 +45,29 @@ def copy_dataset(stored: Path, tmp_path: Path) -> Path:
     dst = tmp_path / "copy"
     shutil.copytree(stored, dst)
     return dst
+
+
+# bikes' `segments` object in the `stored` dataset (tests/conftest.py), key included, and
+# damage to it that still parses, each a replacement inside it: one flipped bit (the size
+# stays: judged at the first read) or an edit (the size may change: judged at open). bbb's
+# object has other frame counts, so only bikes' is touched.
+BIKES_SEGMENTS = b'"segments": {"codec": "av1", "width": 456, "height": 256, "frames": [16, 16, 8]}'
+SEGMENTS_DAMAGE = {
+    "codec-bit": (b'"av1"', b'"av3"'),
+    "width-bit": (b"456", b"457"),
+    "height-bit": (b"256", b"356"),
+    "count-bit": (b"[16,", b"[17,"),
+    "frames-key-bit": (b'"frames"', b'"frameq"'),
+    "segments-key-bit": (b'"segments"', b'"segmentr"'),
+    "counts-moved": (b"[16, 16, 8]", b"[16, 8, 16]"),
+    "counts-merged": (b"[16, 16, 8]", b"[16, 24]"),
+    "size-edit": (b'"width": 456, "height": 256', b'"width": 1280, "height": 720'),
+}
+
+
+def damage_segments(meta_path: Path, damage: str) -> None:
+    """Applies ``SEGMENTS_DAMAGE[damage]`` to bikes' `segments` object in ``meta_path``."""
+    raw = meta_path.read_bytes()
+    assert raw.count(BIKES_SEGMENTS) == 1
+    old, new = SEGMENTS_DAMAGE[damage]
+    meta_path.write_bytes(raw.replace(BIKES_SEGMENTS, BIKES_SEGMENTS.replace(old, new)))

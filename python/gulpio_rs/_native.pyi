@@ -15,6 +15,7 @@ __all__ = [
     "JpegInfo",
     "write_index",
     "restore_meta",
+    "rebuild_failures",
     "cut_tail",
     "open_for_reading",
     "open_for_writing",
@@ -84,7 +85,8 @@ class Chunk:
         """A video stored as segments, as stored (CRC-checked): ``codec``, ``width``,
         ``height``, ``gop``, ``matrix``, ``full_range`` and ``segments``, a list of
         ``(stream bytes, frame count)``: what ``NativeWriter.append_segments`` takes. None for
-        a video of JPEG frames."""
+        a video of JPEG frames. In a chunk read without its index, the video's segments are
+        rebuilt first (each decoded whole; ``FormatError`` when one fails)."""
     def frame_views(
         self, video: int, frames: list[int] | None = None, check: bool = True
     ) -> list[memoryview]: ...
@@ -196,6 +198,11 @@ def feistel(
     epoch)`` (``inverse``: where each sits in it); see ``gulpio_rs.torch.shuffled_positions``."""
 
 def restore_meta(data_path: str, meta_path: str) -> bool: ...
+def rebuild_failures(data_path: str, meta_path: str) -> list[tuple[str, int | None, str]]:
+    """``[(video_id, frame, message), ...]``: the chunk's videos stored as segments whose
+    index entries cannot be rebuilt from its ``.gulp`` and ``.gmeta`` (each segment is
+    decoded whole); ``frame`` is the first frame of the segment that failed."""
+
 def cut_tail(data_path: str, meta_path: str) -> int:
     """Cuts a chunk's unpublished tail (never through a symlink); returns the bytes cut."""
 

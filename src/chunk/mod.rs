@@ -2,5 +2,5 @@
 
 pub mod probe;
 pub mod reader;
-mod rebuild;
+pub mod rebuild;
 pub mod writer;

@@ -11,7 +11,7 @@ use super::probe::{probe_index_in, until_settled, KnownSizes};
 use crate::error::{At, Error, Problem, Result};
 use crate::format::index::{FrameRec, Index, IndexBuilder, HEADER_LEN};
 use crate::format::paths::ChunkPaths;
-use crate::format::segments::{SegmentRec, StreamRec};
+use crate::format::segments::{self, SegmentRec, StreamRec};
 use crate::format::{gmeta, Storage};
 use crate::io::{plan, DataSource, Store};
 
@@ -527,12 +527,7 @@ impl ChunkReader {
     /// Video `video`'s stream entry and segments, when it is stored as segments (only an
     /// index of version 3 says so).
     pub fn stream(&self, video: usize) -> Option<(StreamRec, Vec<SegmentRec>)> {
-        let rec = self.index.stream_of(video)?;
-        let start = rec.segment_start as usize;
-        let segments = (start..start + rec.segment_count as usize)
-            .map(|k| self.index.segment(k))
-            .collect();
-        Some((rec, segments))
+        self.index.stream_and_segments(video)
     }
 
     /// The stream bytes of segment `number` of video `video` (stored as segments), read
@@ -556,21 +551,69 @@ impl ChunkReader {
             }
         })?;
         if let Some(e) = failed {
-            return Err(e);
+            return Err(self.segment_damage(video, number, &seg, e));
         }
         let actual = crc32fast::hash(&bytes);
         if actual != seg.crc {
-            return Err(Error::Crc {
-                path: self.paths.data.clone(),
-                id: self.id(video).to_owned(),
-                frame: seg.first_frame as usize,
-                offset: seg.offset,
-                end: seg.end(),
-                expected: seg.crc,
-                actual,
-            });
+            return Err(self.segment_crc_error(video, number, &seg, actual));
         }
         Ok(bytes)
+    }
+
+    /// Segment `number` of `video` (`seg`), whose stream bytes have CRC `actual`, fails its
+    /// recorded CRC: the error names the frames it holds (docs/FORMAT.md §6.3).
+    pub(crate) fn segment_crc_error(
+        &self,
+        video: usize,
+        number: usize,
+        seg: &SegmentRec,
+        actual: u32,
+    ) -> Error {
+        Error::SegmentCrc {
+            path: self.paths.data.clone(),
+            id: self.id(video).to_owned(),
+            segment: number,
+            frames: seg.frames(),
+            offset: seg.offset,
+            end: seg.end(),
+            expected: seg.crc,
+            actual,
+        }
+    }
+
+    /// A read of segment `number` of `video` whose tiles failed with `e`. A tile's CRC
+    /// mismatch, or a tile cut off by a truncated file, is damage to the segment and reported
+    /// as such, with the frames it holds, whichever tile holds the damaged bytes (a tile says
+    /// nothing about where its frame's pixels are coded); the CRC found is that of the
+    /// segment's bytes, read again. Other errors (I/O) are returned as they are.
+    pub(crate) fn segment_damage(
+        &self,
+        video: usize,
+        number: usize,
+        seg: &SegmentRec,
+        e: Error,
+    ) -> Error {
+        let now = self.data.current_len();
+        if seg.end() > now {
+            return Error::format_at(
+                &self.paths.data,
+                At::frame(self.id(video), seg.first_frame as usize),
+                format!(
+                    "truncated: {} end past the file's {now} bytes",
+                    seg.named(number)
+                ),
+            );
+        }
+        if !matches!(e, Error::Crc { .. }) {
+            return e;
+        }
+        match self
+            .data
+            .read_range(&self.paths.data, seg.offset..seg.end())
+        {
+            Ok(bytes) => self.segment_crc_error(video, number, seg, crc32fast::hash(&bytes)),
+            Err(_) => e,
+        }
     }
 
     /// Whether the chunk has videos stored as segments that it cannot read: its index is
@@ -878,7 +921,7 @@ pub fn judge_meta(index: &Index, meta: &[u8], data_len: u64) -> MetaVerdict {
 
 /// [`judge_meta`] on the `.gmeta`'s entries against the index's.
 fn judge_meta_entries(index: &Index, meta: &[u8], data_len: u64) -> MetaVerdict {
-    let legacy = match legacy_index(meta) {
+    let (legacy, segmented) = match legacy_index_of(meta) {
         Ok(l) => l,
         Err(m) => return MetaVerdict::Damaged(format!("it does not parse ({m})")),
     };
@@ -928,6 +971,17 @@ fn judge_meta_entries(index: &Index, meta: &[u8], data_len: u64) -> MetaVerdict 
                 "the metadata of video {:?} differs from the index's",
                 index.id(v)
             ));
+        }
+        // How the video is stored: another tool appending to the chunk keeps the object as
+        // it is (gulpio2 rewrites the JSON it loaded), so any difference is damage.
+        let theirs = segmented
+            .binary_search_by_key(&v, |(i, _)| *i)
+            .ok()
+            .map(|at| segmented[at].1.as_slice());
+        let ours = index.stream_and_segments(v);
+        let ours = ours.as_ref().map(|(rec, segs)| (rec, segs.as_slice()));
+        if let Some(how) = segments::meta_contradicts(ours, theirs) {
+            return MetaVerdict::Damaged(format!("the entry of video {:?} {how}", index.id(v)));
         }
     }
     let same = legacy.video_count() == index.video_count()

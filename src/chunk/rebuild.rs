@@ -133,6 +133,71 @@ pub(crate) fn segment_video(
     Ok((stream, segments, frames))
 }
 
+/// The videos of `reader` (opened through the `.gmeta`) stored as segments whose index
+/// entries cannot be rebuilt ([`segment_video`] fails on their data: a segment that does not
+/// decode to what the `.gmeta` says, tiles that are not a segment's, a `segments` object that
+/// does not parse), each with its error. `gulpio repair` leaves these out when it salvages a
+/// chunk whose index is lost, keeping every other video. Errors not about one video's data
+/// (I/O) are returned as the error.
+pub fn unrebuildable(reader: &ChunkReader) -> Result<Vec<Error>> {
+    let mut out = Vec::new();
+    for v in 0..reader.video_count() {
+        let Some(json) = reader.unindexed_json(v) else {
+            continue;
+        };
+        match segment_video(reader, v, json) {
+            Ok(_) => {}
+            // A range past the end of a cut file names no video: this one's.
+            Err(Error::Format { path, at, msg }) => out.push(Error::Format {
+                path,
+                at: at.or_else(|| Some(At::video(reader.id(v)))),
+                msg,
+            }),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
+/// A video stored as segments, as stored: its stream entry and each segment with its stream
+/// bytes, CRC-checked; None for a video of JPEG frames. When the chunk is read without its
+/// index, the entries are rebuilt first ([`segment_video`], each segment decoded whole), so
+/// that a chunk whose index is lost can be rewritten with its intact videos copied as they
+/// are.
+#[allow(clippy::type_complexity)]
+pub fn stored_segments(
+    reader: &ChunkReader,
+    video: usize,
+) -> Result<Option<(StreamRec, Vec<(SegmentRec, Vec<u8>)>)>> {
+    if let Some((stream, segments)) = reader.stream(video) {
+        let mut out = Vec::with_capacity(segments.len());
+        for (number, seg) in segments.into_iter().enumerate() {
+            out.push((seg, reader.segment_stream(video, number)?));
+        }
+        return Ok(Some((stream, out)));
+    }
+    let Some(json) = reader.unindexed_json(video) else {
+        return Ok(None);
+    };
+    let (stream, segments, _) = segment_video(reader, video, json)?;
+    let mut out = Vec::with_capacity(segments.len());
+    for (number, seg) in segments.into_iter().enumerate() {
+        let bytes = Vec::from(
+            reader
+                .source()
+                .read_range(&reader.paths().data, seg.offset..seg.end())?,
+        );
+        // The CRC was computed from these bytes a moment ago: a difference is a file
+        // changed under us.
+        let actual = crc32fast::hash(&bytes);
+        if actual != seg.crc {
+            return Err(reader.segment_crc_error(video, number, &seg, actual));
+        }
+        out.push((seg, bytes));
+    }
+    Ok(Some((stream, out)))
+}
+
 /// Reads one segment's stream from its tiles (`own`, the `.gmeta`'s entries of its frames
 /// from `first`, at least one); `fail` makes the error of a layout that is not a segment's.
 fn read_segment(

@@ -882,6 +882,16 @@ impl Index {
         (s != 0).then(|| self.stream_entry(s as usize - 1))
     }
 
+    /// Video `i`'s stream entry and segments, if it is stored as segments.
+    pub fn stream_and_segments(&self, i: usize) -> Option<(StreamRec, Vec<SegmentRec>)> {
+        let rec = self.stream_of(i)?;
+        let start = rec.segment_start as usize;
+        let segments = (start..start + rec.segment_count as usize)
+            .map(|k| self.segment(k))
+            .collect();
+        Some((rec, segments))
+    }
+
     /// Segment entry `k` (version 3; panics past `segment_count`).
     pub fn segment(&self, k: usize) -> SegmentRec {
         segment_at(&self.bytes[self.layout.segments_at..], k)

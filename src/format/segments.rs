@@ -61,6 +61,18 @@ impl SegmentRec {
         let first = self.first_frame as usize;
         first..first + self.frame_count as usize
     }
+    /// How errors and `gulpio check` name segment `number` of its video: by the frames it
+    /// holds (a read of any of them needs the whole segment), then its number and bytes.
+    pub fn named(&self, number: usize) -> String {
+        let frames = self.frames();
+        format!(
+            "frames {}..{} (segment {number}, bytes {}..{})",
+            frames.start,
+            frames.end,
+            self.offset,
+            self.end()
+        )
+    }
     pub fn keyframe(&self) -> bool {
         self.flags & FLAG_KEYFRAME != 0
     }
@@ -156,6 +168,53 @@ pub fn segments_meta(stream: &StreamRec, segments: &[SegmentRec]) -> Vec<u8> {
         stream.height,
         segments.iter().map(|g| g.frame_count as usize),
     )
+}
+
+/// How a `.gmeta` entry's `segments` object (`text`, its JSON; None when the entry has none)
+/// contradicts the index's description of the same video (`indexed`: its stream entry and
+/// segments, None for a video of JPEG frames), if it does: codec, width, height and each
+/// segment's frame count must be the index's (§6.3, "Checks"). Formatting and unknown keys
+/// do not count (another tool may have rewritten the file).
+pub fn meta_contradicts(
+    indexed: Option<(&StreamRec, &[SegmentRec])>,
+    text: Option<&[u8]>,
+) -> Option<String> {
+    let (stream, segments, text) = match (indexed, text) {
+        (None, None) => return None,
+        (None, Some(_)) => {
+            return Some("has a segments object, and the index stores it as JPEG frames".into())
+        }
+        (Some(_), None) => {
+            return Some("has no segments object, and the index stores it as segments".into())
+        }
+        (Some((stream, segments)), Some(text)) => (stream, segments, text),
+    };
+    let meta = match super::gmeta::parse_segments_json(text) {
+        Ok(m) => m,
+        Err(m) => return Some(format!("has a segments object that does not parse ({m})")),
+    };
+    let codec = Codec::from_code(stream.codec).map_or("unknown", Codec::name);
+    let counts: Vec<u64> = segments.iter().map(|g| g.frame_count as u64).collect();
+    let mut differs = Vec::new();
+    if meta.codec != codec {
+        differs.push(format!("codec {:?} (the index: {codec:?})", meta.codec));
+    }
+    if (meta.width, meta.height) != (stream.width as u64, stream.height as u64) {
+        differs.push(format!(
+            "frames of {}x{} (the index: {}x{})",
+            meta.width, meta.height, stream.width, stream.height
+        ));
+    }
+    if meta.frames != counts {
+        differs.push(format!(
+            "segment frame counts {:?} (the index: {counts:?})",
+            meta.frames
+        ));
+    }
+    if differs.is_empty() {
+        return None;
+    }
+    Some(format!("has a segments object with {}", differs.join(", ")))
 }
 
 /// The values a stream entry may hold, and its codec.
@@ -314,6 +373,51 @@ mod tests {
         check_video_segments(&stream(), [a, b].into_iter(), &frames).unwrap();
         // Too short for its frames: 3 frames need more than 8 bytes.
         assert!(segment(0, 0, 3, 8).0.tiles(64, 48, &[0; 8]).is_none());
+    }
+
+    #[test]
+    fn a_segments_object_is_judged_against_the_index() {
+        let (a, _) = segment(0, 0, 3, 21);
+        let (b, _) = segment(24, 3, 2, 9);
+        let s = stream();
+        let indexed = Some((&s, &[a, b][..]));
+        let judge = |text: &str| meta_contradicts(indexed, Some(text.as_bytes()));
+        let written = segments_meta(&s, &[a, b]);
+        assert_eq!(meta_contradicts(indexed, Some(&written)), None);
+        // Other formatting, key order and unknown keys are the same content.
+        assert_eq!(
+            judge(r#"{ "frames":[3,2],"height":48, "x": [1], "width":64,"codec":"av1"}"#),
+            None
+        );
+        for (text, says) in [
+            (
+                r#"{"codec": "av3", "width": 64, "height": 48, "frames": [3, 2]}"#,
+                "codec \"av3\"",
+            ),
+            (
+                r#"{"codec": "av1", "width": 66, "height": 48, "frames": [3, 2]}"#,
+                "66x48",
+            ),
+            (
+                r#"{"codec": "av1", "width": 64, "height": 48, "frames": [2, 3]}"#,
+                "[2, 3]",
+            ),
+            (
+                r#"{"codec": "av1", "width": 64, "height": 48, "frames": [3, 2, 0]}"#,
+                "[3, 2, 0]",
+            ),
+            (
+                r#"{"codec": "av1", "width": 64, "height": 48, "fsames": [3, 2]}"#,
+                "parse",
+            ),
+            (r#"[3, 2]"#, "parse"),
+        ] {
+            let got = judge(text).unwrap_or_default();
+            assert!(got.contains(says), "{text}: {got}");
+        }
+        assert!(meta_contradicts(indexed, None).is_some());
+        assert!(meta_contradicts(None, Some(&written)).is_some());
+        assert_eq!(meta_contradicts(None, None), None);
     }
 
     #[test]

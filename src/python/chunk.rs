@@ -11,6 +11,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PySlice, PyString};
 
 use super::decode::{self, Layout};
 use crate::chunk::reader::{ChunkReader, IndexKind};
+use crate::chunk::rebuild::stored_segments;
 use crate::format::paths::ChunkPaths;
 
 /// Zero-copy, read-only view of one frame's JPEG bytes inside the mapped `.gulp`. Supports
@@ -236,26 +237,22 @@ impl Chunk {
     /// A video stored as segments, as stored: `{"codec", "width", "height", "gop", "matrix",
     /// "full_range", "segments": [(stream bytes, frame count), ...]}` (the keyword arguments
     /// and segments `NativeWriter.append_segments` takes, to copy the video without decoding
-    /// it), each segment CRC-checked; None for a video of JPEG frames.
+    /// it), each segment CRC-checked; None for a video of JPEG frames. A chunk read without
+    /// its index has the video's entries rebuilt first (each segment decoded whole:
+    /// `FormatError` when that fails).
     fn segment_streams<'py>(
         &self,
         py: Python<'py>,
         video: usize,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
         self.check(video)?;
-        self.inner.check_readable(video)?;
-        let Some((rec, segments)) = self.inner.stream(video) else {
+        let inner = &self.inner;
+        let Some((rec, streams)) = py.detach(|| stored_segments(inner, video))? else {
             return Ok(None);
         };
-        let inner = &self.inner;
-        let streams = py.detach(|| {
-            (0..segments.len())
-                .map(|k| inner.segment_stream(video, k))
-                .collect::<crate::error::Result<Vec<_>>>()
-        })?;
         let codec = crate::video::Codec::from_code(rec.codec).map_or("unknown", |c| c.name());
         let parts = PyList::empty(py);
-        for (bytes, seg) in streams.iter().zip(&segments) {
+        for (seg, bytes) in &streams {
             parts.append((PyBytes::new(py, bytes), seg.frame_count))?;
         }
         let out = PyDict::new(py);

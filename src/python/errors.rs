@@ -95,6 +95,7 @@ fn context(err: &Error) -> (Option<String>, Option<String>, Option<i64>) {
         | Error::StaleIndex { path, .. }
         | Error::InvalidFor { path, .. }
         | Error::Crc { path, .. }
+        | Error::SegmentCrc { path, .. }
         | Error::Decode { path, .. }
         | Error::UnsupportedJpeg { path, .. }
         | Error::FrameOutOfRange { path, .. }
@@ -126,7 +127,7 @@ fn to_py(py: Python<'_>, err: Error) -> PyErr {
         },
         Error::Format { .. } => gulp_error(py, Class::Format, &err),
         Error::StaleIndex { .. } => gulp_error(py, Class::StaleIndex, &err),
-        Error::Crc { .. } => gulp_error(py, Class::CorruptData, &err),
+        Error::Crc { .. } | Error::SegmentCrc { .. } => gulp_error(py, Class::CorruptData, &err),
         Error::Video(f) if f.corrupt => gulp_error(py, Class::CorruptData, &err),
         Error::Decode { .. } | Error::Jpeg(DecodeFailure::Corrupt(_)) | Error::Video(_) => {
             gulp_error(py, Class::Decode, &err)

@@ -27,6 +27,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<jpeg::JpegInfo>()?;
     m.add_function(wrap_pyfunction!(writer::write_index, m)?)?;
     m.add_function(wrap_pyfunction!(writer::restore_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(writer::rebuild_failures, m)?)?;
     m.add_function(wrap_pyfunction!(writer::cut_tail, m)?)?;
     m.add_function(wrap_pyfunction!(writer::open_for_reading, m)?)?;
     m.add_function(wrap_pyfunction!(writer::open_for_writing, m)?)?;

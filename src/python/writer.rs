@@ -4,7 +4,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::chunk::reader::ChunkReader;
 use crate::chunk::writer::{self, ChunkWriter, StreamSpec, WriteMode};
+use crate::error::Error;
 use crate::format::paths::ChunkPaths;
 use crate::video::Codec;
 
@@ -179,6 +181,37 @@ impl NativeWriter {
 pub fn write_index(py: Python<'_>, data_path: &str, meta_path: &str) -> PyResult<usize> {
     let paths = ChunkPaths::new(data_path, meta_path);
     Ok(py.detach(|| writer::write_index(&paths))?)
+}
+
+/// The videos stored as segments whose index entries cannot be rebuilt from the chunk's
+/// `.gulp` and `.gmeta` (each segment is decoded whole): `[(video_id, frame, message), ...]`,
+/// `frame` the first frame of the segment that failed (None when the failure is the video's).
+#[pyfunction]
+pub fn rebuild_failures(
+    py: Python<'_>,
+    data_path: &str,
+    meta_path: &str,
+) -> PyResult<Vec<(String, Option<usize>, String)>> {
+    let paths = ChunkPaths::new(data_path, meta_path);
+    let failures = py.detach(|| {
+        let reader = ChunkReader::open_legacy(&paths)?;
+        crate::chunk::rebuild::unrebuildable(&reader)
+    })?;
+    Ok(failures
+        .into_iter()
+        .map(|e| {
+            let at = e.at();
+            let msg = match e {
+                Error::Format { msg, .. } => msg,
+                other => other.to_string(),
+            };
+            (
+                at.as_ref().map_or_else(String::new, |a| a.id.clone()),
+                at.and_then(|a| a.frame),
+                msg,
+            )
+        })
+        .collect())
 }
 
 /// Rewrites a damaged `.gmeta` from the chunk's checksummed index; False when it was intact.

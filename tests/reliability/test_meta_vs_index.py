@@ -17,6 +17,7 @@ import zlib
 
 import numpy as np
 import pytest
+from video_data import SEGMENTS_DAMAGE, copy_dataset, damage_segments
 
 from gulpio_rs import (
     BrokenChunkWarning,
@@ -136,6 +137,40 @@ def test_a_damaged_gmeta_of_any_kind_reads_through_the_index(folder, damage):
     assert _check(folder).returncode == 1
     assert _repair(folder).returncode == 0
     assert _check(folder).returncode == 0
+
+
+@pytest.mark.parametrize("damage", list(SEGMENTS_DAMAGE))
+def test_a_damaged_segments_object_beside_an_intact_index_is_reported_and_restored(
+    stored, tmp_path, damage
+):
+    """FORMAT §3.4 rule 2 for the `segments` object (issue 39, item 3): the old code compared
+    ids, frames and metadata only, so damage there was never reported, and once the index was
+    lost too neither video of the chunk could be rebuilt."""
+    ds = copy_dataset(stored, tmp_path)
+    want = {i: np.stack(GulpDirectory(stored)[i][0]) for i in ("bikes", "bbb")}
+    original = (ds / "meta_0.gmeta").read_bytes()
+    damage_segments(ds / "meta_0.gmeta", damage)
+    with pytest.warns(BrokenChunkWarning, match=r'meta_0\.gmeta.*video "bikes" has (a|no) segm'):
+        gd = GulpDirectory(ds)
+        got = {i: np.stack(gd[i][0]) for i in ("bikes", "bbb")}
+    for i in want:
+        np.testing.assert_array_equal(got[i], want[i])
+    result = _check(ds)
+    assert result.returncode == 1
+    problems = json.loads(result.stdout)["problems"]
+    assert [(p["kind"], p["path"]) for p in problems] == [("meta", str(ds / "meta_0.gmeta"))]
+    assert "bikes" in problems[0]["message"]
+    repaired = _repair(ds)
+    assert repaired.returncode == 0, repaired.stderr
+    assert "rewrite the .gmeta" in repaired.stdout
+    assert (ds / "meta_0.gmeta").read_bytes() == original
+    # What the issue saw next: the index lost as well. Rebuilt now, from the restored .gmeta.
+    (ds / "data_0.gidx").unlink()
+    assert _repair(ds).returncode == 0
+    assert _check(ds, "--decode").returncode == 0
+    gd = GulpDirectory(ds)
+    for i in want:
+        np.testing.assert_array_equal(np.stack(gd[i][0]), want[i])
 
 
 def test_a_zero_length_frame_in_the_gmeta_never_gives_an_empty_frame(folder):

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 import pytest
-from video_data import copy_dataset
+from video_data import SEGMENTS_DAMAGE, copy_dataset, damage_segments
 
 from gulpio_rs import GulpChunk, GulpDirectory, _native, write_index
 from gulpio_rs.cli import main
@@ -105,3 +105,71 @@ def test_a_rewrite_keeps_segment_videos_as_stored(tmp_path, videos, make_frame):
     assert gd.merged_meta_dict["video"]["meta_data"] == [{"k": 2}, {"k": 3}]
     assert _segments(tmp_path)["video"] == before
     assert np.array_equal(np.stack(gd["video"][0]), pixels)
+
+
+def _quarantined(root):
+    return json.loads((root / "gulpio-quarantine" / "quarantine.json").read_text())
+
+
+def test_a_lost_index_with_an_undecodable_segment_keeps_every_other_video(
+    tmp_path, videos, make_frame, capsys
+):
+    """Issue 39, item 4: the rebuild refused the whole chunk for one bad segment, so repair
+    wrote no index and every intact video of the chunk stayed unreadable. Now the chunk is
+    rewritten without the video that cannot be rebuilt, as for damaged frames."""
+    from gulpio_rs.segments import encode_video
+
+    chunk = GulpChunk(str(tmp_path / "data_0.gulp"), str(tmp_path / "meta_0.gmeta"))
+    with chunk.open("wb"):
+        chunk.append("jpeg", {"k": 0}, [make_frame(32, 48, seed=s) for s in range(3)])
+        chunk.append("first", {"k": 1}, encode_video(videos["bikes-short"], gop=4))
+        chunk.append("broken", {"k": 2}, encode_video(videos["bbb"][:8], gop=4))
+        chunk.append("last", {"k": 3}, encode_video(videos["bikes"][20:27], gop=4))
+    gd = GulpDirectory(str(tmp_path))
+    truth = {i: np.stack(gd[i][0]) for i in ("jpeg", "first", "last")}
+    stored = _segments(tmp_path)
+    os.remove(tmp_path / "data_0.gidx")
+    entry = json.loads((tmp_path / "meta_0.gmeta").read_text())["broken"]
+    loc = entry["frame_info"][4][0]  # segment 1 of "broken": frames 4..8
+    raw = bytearray((tmp_path / "data_0.gulp").read_bytes())
+    raw[loc] |= 0x80  # the forbidden bit of its first OBU header
+    (tmp_path / "data_0.gulp").write_bytes(bytes(raw))
+
+    assert main(["repair", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "without its damaged video(s) 'broken'" in out and "rewrite the index" not in out
+    assert main(["repair", str(tmp_path), "--apply"]) == 0
+    gd = GulpDirectory(str(tmp_path))
+    assert gd.keys() == ["jpeg", "first", "last"]
+    for id_, pixels in truth.items():
+        assert np.array_equal(np.stack(gd[id_][0]), pixels), id_
+    assert gd.merged_meta_dict["last"]["meta_data"] == [{"k": 3}]
+    after = _segments(tmp_path)
+    assert after["first"] == stored["first"] and after["last"] == stored["last"]
+    [entry] = _quarantined(tmp_path)
+    assert (entry["id"], entry["chunk"]) == ("broken", "data_0.gulp")
+    assert entry["reasons"][0].startswith("frame 4: ")
+    assert "segment 1 (frames 4..8): it does not decode" in entry["reasons"][0]
+    assert main(["check", str(tmp_path), "--decode"]) == 0
+
+
+@pytest.mark.parametrize("damage", [d for d in SEGMENTS_DAMAGE if d != "segments-key-bit"])
+def test_a_damaged_segments_object_beside_a_lost_index_loses_only_its_video(
+    stored, tmp_path, damage
+):
+    """Issue 39, item 3 with the index gone too: nothing is left to restore the object from,
+    so the video it describes cannot be rebuilt (its segments do not decode to what it says);
+    the chunk keeps its other video, frame-exact. (A flipped `segments` key leaves an entry
+    without the object: the video then reads as JPEG frames that fail to decode, as in a
+    chunk gulpio2 wrote; nothing in the data tells them apart.)"""
+    ds = copy_dataset(stored, tmp_path)
+    want = np.stack(GulpDirectory(str(stored))["bbb"][0])
+    damage_segments(ds / "meta_0.gmeta", damage)
+    os.remove(ds / "data_0.gidx")
+    assert main(["repair", str(ds), "--apply"]) == 0
+    gd = GulpDirectory(str(ds))
+    assert "bikes" not in gd.merged_meta_dict
+    assert np.array_equal(np.stack(gd["bbb"][0]), want)
+    assert [e["id"] for e in _quarantined(ds)] == ["bikes"]
+    assert "cannot be rebuilt" in _quarantined(ds)[0]["reasons"][0]
+    assert main(["check", str(ds), "--decode"]) == 0

@@ -4,12 +4,15 @@ A dry run by default: it lists what it would do. With ``--apply`` it
 - removes temporary files left by interrupted writes (``.gulpio-tmp.*``; not those of a
   process that is still running),
 - cuts unpublished tails (bytes an interrupted append left past a chunk's published end),
-- rewrites indexes that are damaged or no longer match their ``.gmeta``,
+- rewrites indexes that are damaged or no longer match their ``.gmeta`` (a chunk's videos
+  stored as segments are rebuilt by decoding each segment, once while planning, dry run
+  included, to find any that cannot be, and again when applying),
 - rewrites a damaged ``.gmeta`` from its chunk's checksummed index (only when the result is
   byte for byte the file the index was written with),
 - moves data files without a meta file (and meta files without data) into
   ``gulpio-quarantine/``,
-- rewrites each chunk with damaged frames so that it keeps every intact video; the damaged
+- rewrites each chunk with damaged frames (or segments), or with videos stored as segments
+  whose lost index cannot be rebuilt, so that it keeps every intact video; the damaged
   videos are listed with their reasons in ``gulpio-quarantine/quarantine.json`` and the
   original chunk files are kept in ``gulpio-quarantine/`` (hard links made before anything
   is replaced).
@@ -132,6 +135,7 @@ def _quarantine_problem(directory: str) -> str | None:
 def plan(directory: str, decode: bool = False) -> list[dict[str, Any]]:
     """The actions repair would take, from a full check of the directory; actions it must
     not take (they would go through a symlink or outside) are ``refuse`` entries."""
+    from .. import _native
     from .check import verify
 
     report = verify(directory, decode=decode)
@@ -153,6 +157,13 @@ def plan(directory: str, decode: bool = False) -> list[dict[str, Any]]:
             # One per chunk, though each of its videos stored as segments reports the index.
             if not any(a["action"] == "reindex" and a["path"] == data for a in actions):
                 actions.append({"action": "reindex", "path": data, "reason": p["message"]})
+                # A video whose segments cannot be rebuilt would stop the whole index: the
+                # chunk is rewritten without it instead, as for damaged frames.
+                for id_, frame, message in _native.rebuild_failures(data, _meta_path(data)):
+                    videos = damaged.setdefault(data, {})
+                    videos.setdefault(id_, []).append(
+                        f"frame {frame}: {message}" if frame is not None else message
+                    )
         elif p["kind"] == "meta":
             data = _data_of(p["path"])
             actions.append({"action": "restore_meta", "path": data, "reason": p["message"]})
