@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::format::segments::{SegmentRec, StreamRec};
 use crate::jpeg::{self, Colorspace, DecodeFailure};
 use crate::pool::Runner;
-use crate::video::{decode_segment, Codec, Integrity, SegmentShape};
+use crate::video::{decode_segment, vet_segment, Codec, Integrity, SegmentShape};
 
 /// One problem found in a chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -213,8 +213,8 @@ struct Unit {
 
 enum What {
     Frame(usize),
-    /// The segment's number within its video, and its entry.
-    Segment(usize, SegmentRec),
+    /// The segment's number within its video, its entry, and its video's stream entry.
+    Segment(usize, SegmentRec, StreamRec),
 }
 
 /// Every frame of `reader`'s JPEG videos, and every segment of its videos stored as
@@ -223,12 +223,12 @@ enum What {
 fn units(reader: &ChunkReader) -> Vec<Unit> {
     let mut out = Vec::new();
     for v in 0..reader.video_count() {
-        if let Some((_, segments)) = reader.stream(v) {
+        if let Some((stream, segments)) = reader.stream(v) {
             out.extend(segments.into_iter().enumerate().map(|(number, seg)| Unit {
                 start: seg.offset,
                 end: seg.end(),
                 video: v,
-                what: What::Segment(number, seg),
+                what: What::Segment(number, seg, stream),
             }));
             continue;
         }
@@ -252,24 +252,31 @@ fn check_unit(
 ) -> Option<Finding> {
     match &unit.what {
         What::Frame(k) => check_frame(reader, window, base, len, unit.video, *k, decode),
-        What::Segment(number, seg) => {
-            check_segment(reader, window, base, len, unit.video, *number, seg)
-        }
+        What::Segment(number, seg, stream) => check_segment(
+            reader,
+            window,
+            base,
+            len,
+            unit.video,
+            (*number, seg, stream),
+        ),
     }
 }
 
 /// Checks segment `number` of video `v` (`seg`) from `window` as [`check_frame`] checks a
 /// frame: the stream's CRC against the segment entry's, and each of its tiles' against the
 /// frame table's (a read checks both). One finding for the segment, on its first frame, whose
-/// message names every frame it holds: a damaged segment loses them all.
+/// message names every frame it holds: a damaged segment loses them all. An intact stream
+/// is also held to what reads check before decoding (`video::vet_segment`: one temporal unit
+/// per declared frame, the limits), so a segment whose declared frames are not its stream's
+/// is found without `--decode`.
 fn check_segment(
     reader: &ChunkReader,
     window: &[u8],
     base: u64,
     len: u64,
     v: usize,
-    number: usize,
-    seg: &SegmentRec,
+    (number, seg, stream): (usize, &SegmentRec, &StreamRec),
 ) -> Option<Finding> {
     let frames = seg.frames();
     let what = seg.named(number);
@@ -304,6 +311,20 @@ fn check_segment(
                 seg.crc
             ),
         ));
+    }
+    if let Some(codec) = Codec::from_code(stream.codec) {
+        let shape = SegmentShape {
+            codec,
+            width: stream.width as usize,
+            height: stream.height as usize,
+            frames: frames.len(),
+        };
+        if let Err(f) = vet_segment(&shape, bytes) {
+            return Some(finding(
+                "decode",
+                format!("{what} cannot be read: {}", f.msg),
+            ));
+        }
     }
     // The stream is intact, so a tile that fails is an index whose frame table contradicts
     // its segment table (both CRC-checked): reads of the segment fail all the same.

@@ -213,6 +213,13 @@ fn vet(shape: &SegmentShape, bytes: &[u8]) -> Result<obu::Summary, SegmentFailur
     Ok(summary)
 }
 
+/// What every read checks of a segment before decoding it (`decode_segment` does it itself):
+/// the size limits, the declared frame count against the stream's temporal units, its AV1
+/// structure. For `gulpio check` without `--decode`.
+pub fn vet_segment(shape: &SegmentShape, bytes: &[u8]) -> Result<(), SegmentFailure> {
+    vet(shape, bytes).map(|_| ())
+}
+
 /// Decodes the frames `wanted` (indices within the segment, strictly increasing) of a segment
 /// declared as `shape`, each into its buffer in `outs` (`shape.frame_len()` bytes each).
 /// `integrity` is checked first ([`Integrity::Unchecked`] only when the caller asked for it).

@@ -137,7 +137,7 @@ def test_a_lost_index_with_an_undecodable_segment_keeps_every_other_video(
 
     assert main(["repair", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "without its damaged video(s) 'broken'" in out and "rewrite the index" not in out
+    assert "without its 1 damaged video 'broken'" in out and "rewrite the index" not in out
     assert main(["repair", str(tmp_path), "--apply"]) == 0
     gd = GulpDirectory(str(tmp_path))
     assert gd.keys() == ["jpeg", "first", "last"]
