@@ -17,7 +17,9 @@ What the modules are:
   (``_reading``, ``_frames``, ``_encode_options``, ...), as well as the submodules of
   ``ingest`` behind its ``__init__`` (``plan``, ``publish``, ``remote``, ...).
 
-A class's underscored members are its own. Where one package of ours needs more of another
+A class's underscored members are its own, and a module's underscored names are its
+package's: modules of one subpackage (``adapters``, ``torch``) share them, others import only
+public names (``tests/package/test_seams.py``). Where one package of ours needs more of another
 than the public API, it goes through a named seam: ``GulpDirectory.native`` and
 ``native_chunk`` (the Rust directory and chunk readers), ``GulpDirectory.storage_options``
 and ``io``, ``ingest.publish`` (the one write path of every ingest) and
