@@ -83,6 +83,10 @@ class _BackgroundReader:
             self.reads += 1
 
     def __enter__(self) -> _BackgroundReader:
+        # Python 3.12+ warns that forking a threaded process may deadlock: the point here.
+        self.quiet = warnings.catch_warnings()
+        self.quiet.__enter__()
+        warnings.simplefilter("ignore", DeprecationWarning)
         self.thread.start()
         while self.reads == 0 and not self.errors:  # decoding has started
             time.sleep(0.001)
@@ -91,7 +95,17 @@ class _BackgroundReader:
     def __exit__(self, *exc) -> None:
         self.stop.set()
         self.thread.join()
+        self.quiet.__exit__(*exc)
         assert not self.errors, self.errors
+
+
+def _at_random_moments(seed: int, count: int):
+    """0 .. count - 1, each after a random pause of up to 20 ms: a fork lands anywhere in a
+    read of the background thread."""
+    rng = random.Random(seed)
+    for k in range(count):
+        time.sleep(rng.uniform(0, 0.02))
+        yield k
 
 
 def _wait(pid: int) -> int:
@@ -118,22 +132,17 @@ def _describe(status: int) -> str:
 
 def test_os_fork_during_segment_reads(stored, whole):
     path = str(stored)
-    rng = random.Random(1)
     outcomes = []
-    with warnings.catch_warnings():
-        # Python 3.12+ warns that forking a threaded process may deadlock: the point here.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        with _BackgroundReader(path, whole):
-            for k in range(FORKS):
-                time.sleep(rng.uniform(0, 0.02))
-                pid = os.fork()
-                if pid == 0:
-                    code = 3
-                    try:
-                        code = 1 if _read_clips(path, k, whole) else 0
-                    finally:
-                        os._exit(code)
-                outcomes.append(_wait(pid))
+    with _BackgroundReader(path, whole):
+        for k in _at_random_moments(1, FORKS):
+            pid = os.fork()
+            if pid == 0:
+                code = 3
+                try:
+                    code = 1 if _read_clips(path, k, whole) else 0
+                finally:
+                    os._exit(code)
+            outcomes.append(_wait(pid))
     bad = [(k, _describe(s)) for k, s in enumerate(outcomes) if s != 0]
     assert not bad, f"{len(bad)} of {FORKS} children failed: {bad}"
 
@@ -150,18 +159,14 @@ def _child(path: str, seed: int, whole: dict[str, np.ndarray]) -> None:
 def test_multiprocessing_start_methods_during_segment_reads(stored, whole, method, count):
     ctx = multiprocessing.get_context(method)
     path = str(stored)
-    rng = random.Random(2)
     procs = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        with _BackgroundReader(path, whole):
-            for k in range(count):
-                time.sleep(rng.uniform(0, 0.02))
-                p = ctx.Process(target=_child, args=(path, k, whole))
-                p.start()
-                procs.append(p)
-            for p in procs:
-                p.join(CHILD_DEADLINE_S)
+    with _BackgroundReader(path, whole):
+        for k in _at_random_moments(2, count):
+            p = ctx.Process(target=_child, args=(path, k, whole))
+            p.start()
+            procs.append(p)
+        for p in procs:
+            p.join(CHILD_DEADLINE_S)
     hung = [p for p in procs if p.is_alive()]
     for p in hung:
         p.kill()
@@ -178,20 +183,18 @@ def test_dataloader_workers_while_a_parent_thread_reads(stored, whole):
 
     ids = sorted(whole)
     ds = GulpVideoDataset(str(stored), frames=CLIP, offset="start", target=None, ids=ids)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        with _BackgroundReader(str(stored), whole):
-            for _ in range(3):  # new forked workers each epoch
-                loader = DataLoader(
-                    ds,
-                    batch_size=1,
-                    num_workers=2,
-                    multiprocessing_context="fork",
-                    timeout=CHILD_DEADLINE_S,
-                )
-                seen = 0
-                for i, clip in enumerate(loader):
-                    expected = torch.from_numpy(whole[ids[i]][:CLIP]).permute(0, 3, 1, 2)
-                    assert torch.equal(clip[0], expected), ids[i]
-                    seen += 1
-                assert seen == len(ids)
+    with _BackgroundReader(str(stored), whole):
+        for _ in range(3):  # new forked workers each epoch
+            loader = DataLoader(
+                ds,
+                batch_size=1,
+                num_workers=2,
+                multiprocessing_context="fork",
+                timeout=CHILD_DEADLINE_S,
+            )
+            seen = 0
+            for i, clip in enumerate(loader):
+                expected = torch.from_numpy(whole[ids[i]][:CLIP]).permute(0, 3, 1, 2)
+                assert torch.equal(clip[0], expected), ids[i]
+                seen += 1
+            assert seen == len(ids)
