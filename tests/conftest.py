@@ -129,6 +129,16 @@ def s3_server():
 
 
 @pytest.fixture
+def s3_env(s3_server, monkeypatch, tmp_path):
+    """``s3_server`` with its credentials and endpoint in the environment (as a user's shell
+    would have them) and the ingest's staging folder in ``tmp_path``."""
+    for key, value in s3_server.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("GULPIO_STAGING_DIR", str(tmp_path / "staging"))
+    return s3_server
+
+
+@pytest.fixture
 def http_server():
     """Factory: ``http_server(root)`` -> a started WebDAV/HTTP server over ``root``."""
     import importlib.util

@@ -30,14 +30,6 @@ def _images(root, classes=("cat", "dog"), per_class=3):
     return root
 
 
-@pytest.fixture
-def s3_env(s3_server, monkeypatch, tmp_path):
-    for key, value in s3_server.env().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("GULPIO_STAGING_DIR", str(tmp_path / "staging"))
-    return s3_server
-
-
 def test_staging_is_said_removed_after_upload_and_a_rerun_needs_it_not(
     tmp_path, s3_env, capsys, monkeypatch
 ):

@@ -110,14 +110,6 @@ def test_a_destination_with_another_label2idx_is_refused_before_any_work(labelle
     assert main(["transcode", str(labelled), str(dst), "--encoding", "video"]) == 1
 
 
-@pytest.fixture
-def s3_env(s3_server, monkeypatch, tmp_path):
-    for key, value in s3_server.env().items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setenv("GULPIO_STAGING_DIR", str(tmp_path / "staging"))
-    return s3_server
-
-
 def test_s3_to_s3_keeps_the_files_beside_the_chunks(labelled, s3_env, capsys):
     bucket = s3_env.make_bucket()
     s3_env.upload_dir(labelled, bucket, "jpeg")
