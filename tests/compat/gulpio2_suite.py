@@ -174,4 +174,7 @@ def pytest_sessionfinish(session):
 if __name__ == "__main__":
     if sys.argv[1:] != ["fetch"]:
         sys.exit("usage: python tests/compat/gulpio2_suite.py fetch")
-    print(f"gulpio2's unit tests are in {fetch()}")
+    try:
+        print(f"gulpio2's unit tests are in {fetch()}")
+    except OSError as e:
+        sys.exit(f"gulpio2's unit tests cannot be fetched from github.com/{REPO} ({e})")
