@@ -9,12 +9,14 @@ use std::sync::{Arc, OnceLock};
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
+use crate::batch::{plan, FrameJob};
 use crate::chunk::probe::{probe_index_in, KnownSizes, Probe};
 use crate::chunk::reader::ChunkReader;
 use crate::error::{At, Error, Result};
 use crate::format::index::{front_ids, HEADER_LEN};
 use crate::format::paths::{chunk_number, glob_kind, ChunkPaths, FileKind};
 use crate::io::Store;
+use crate::jpeg::Colorspace;
 
 /// Something wrong with one chunk that did not stop the directory from opening.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -436,7 +438,15 @@ impl Directory {
     /// no frames or its chunk has no index (legacy chunks). `videos` are global positions (in
     /// id order), `None` for every video. Opens each chunk's reader once, as a first read
     /// would (one request per chunk for a remote dataset). What shape bucketing needs.
-    pub fn video_shapes(&self, videos: Option<&[usize]>) -> Result<(Vec<u32>, Vec<[u16; 3]>)> {
+    ///
+    /// With `headers`, a video with frames whose index does not say (a chunk written without
+    /// one, by gulpio or gulpio2) gets its first frame's shape from the JPEG header, as a read
+    /// plans it (channels 1 for gray, else 3): one frame read per such video.
+    pub fn video_shapes(
+        &self,
+        videos: Option<&[usize]>,
+        headers: bool,
+    ) -> Result<(Vec<u32>, Vec<[u16; 3]>)> {
         let n = videos.map_or(self.len(), <[usize]>::len);
         let mut counts = Vec::with_capacity(n);
         let mut shapes = Vec::with_capacity(n);
@@ -451,8 +461,21 @@ impl Directory {
                 None => readers[c].insert(self.reader(c)?),
             };
             let first = reader.frames(v).next().unwrap_or_default();
-            counts.push(reader.frame_count(v) as u32);
-            shapes.push([first.height, first.width, first.channels as u16]);
+            let count = reader.frame_count(v);
+            counts.push(count as u32);
+            let mut shape = [first.height, first.width, first.channels as u16];
+            if headers && count > 0 && shape[0] == 0 {
+                let jobs = plan(reader, v, &[0], Colorspace::Auto, false, None)?;
+                if let Some(&FrameJob {
+                    shape: (h, w, c), ..
+                }) = jobs.first()
+                {
+                    // A JPEG header's sizes are 16-bit fields.
+                    let dim = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+                    shape = [dim(h), dim(w), dim(c)];
+                }
+            }
+            shapes.push(shape);
         }
         Ok((counts, shapes))
     }

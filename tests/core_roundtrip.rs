@@ -211,13 +211,13 @@ fn video_shapes_come_from_the_indexes() {
     write_chunk(dir.path(), 0, &[("a", 2), ("empty", 0)]);
     write_chunk(dir.path(), 1, &[("b", 3)]);
     let d = Directory::open(dir.path()).unwrap();
-    let (counts, shapes) = d.video_shapes(None).unwrap();
+    let (counts, shapes) = d.video_shapes(None, false).unwrap();
     assert_eq!(counts, vec![2, 0, 3]);
     assert_eq!(shapes, vec![[4, 8, 3], [0, 0, 0], [4, 8, 3]]);
-    let (counts, _) = d.video_shapes(Some(&[2, 0])).unwrap();
+    let (counts, _) = d.video_shapes(Some(&[2, 0]), false).unwrap();
     assert_eq!(counts, vec![3, 2]);
     assert!(matches!(
-        d.video_shapes(Some(&[3])),
+        d.video_shapes(Some(&[3]), false),
         Err(Error::InvalidArgument(_))
     ));
 }

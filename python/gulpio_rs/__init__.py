@@ -22,7 +22,8 @@ package's: modules of one subpackage (``adapters``, ``torch``) share them, other
 public names (``tests/package/test_seams.py``). Where one package of ours needs more of another
 than the public API, it goes through a named seam: ``GulpDirectory.native`` and
 ``native_chunk`` (the Rust directory and chunk readers), ``GulpDirectory.storage_options``
-and ``io``, ``ingest.publish`` (the one write path of every ingest) and
+and ``io``, ``ingest.publish`` (the one write path of every ingest),
+``_read_spec.read_spec`` (a read's options as the one object the core's read takes) and
 ``_encode_options.EncodeOptions`` (the encode settings and their defaults).
 """
 

@@ -90,7 +90,7 @@ class EncodeOptions:
             raise ValueError(
                 f"subsampling must be one of {sorted(SUBSAMPLINGS)}, not {self.subsampling!r}"
             )
-        from ._reading import thread_count
+        from ._threads import thread_count
 
         thread_count(self.threads, "threads", zero_means_all=False)
 

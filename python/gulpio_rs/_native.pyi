@@ -2,10 +2,33 @@
 ``gulpio_rs`` package, which wraps it)."""
 
 from collections.abc import Sequence
-from typing import Any, Self, final
+from typing import Any, Protocol, Self, final
 
 import numpy as np
 import numpy.typing as npt
+
+#: A frame selection in gulpio2's forms, resolved by the core against the video's frame count.
+_Selection = int | slice | Sequence[int] | npt.NDArray[np.integer[Any]] | None
+
+class _ReadSpec(Protocol):
+    """What the core reads of ``gulpio_rs._read_spec.ReadSpec`` (one object per read)."""
+
+    @property
+    def crops(self) -> list[tuple[float, float, float, float] | None] | None: ...
+    @property
+    def sizes(self) -> list[tuple[int, int] | None] | None: ...
+    @property
+    def flips(self) -> list[bool] | None: ...
+    @property
+    def colorspace(self) -> str | None: ...
+    @property
+    def threads(self) -> int: ...
+    @property
+    def dct_scaling(self) -> bool: ...
+    @property
+    def fast(self) -> bool: ...
+    @property
+    def check(self) -> bool: ...
 
 __all__ = [
     "FrameView",
@@ -20,7 +43,6 @@ __all__ = [
     "open_for_reading",
     "open_for_writing",
     "read_batch",
-    "prefetch",
     "decode_jpeg",
     "jpeg_info",
     "is_remote_url",
@@ -88,8 +110,11 @@ class Chunk:
         a video of JPEG frames. In a chunk read without its index, the video's segments are
         rebuilt first (each decoded whole; ``FormatError`` when one fails)."""
     def frame_views(
-        self, video: int, frames: list[int] | None = None, check: bool = True
+        self, video: int, frames: _Selection = None, check: bool = True
     ) -> list[memoryview]: ...
+    def select(self, video: int, frames: _Selection = None) -> list[int]:
+        """The frame indices ``frames`` selects (every frame for None), negative ones as
+        given."""
     def verify(
         self, decode: bool = False, threads: int = 0
     ) -> tuple[int, int, int, int, list[tuple[str, str | None, int | None, str]]]:
@@ -97,27 +122,16 @@ class Chunk:
         message), ...])``: every frame's CRC (and with ``decode`` a full decode) and the data
         CRC."""
     def decode(
-        self,
-        video: int,
-        frames: list[int] | None = None,
-        check: bool = True,
-        colorspace: str | None = None,
-        threads: int = 0,
-        fast: bool = False,
-    ) -> npt.NDArray[np.uint8] | list[npt.NDArray[np.uint8]]: ...
+        self, video: int, frames: _Selection, spec: _ReadSpec
+    ) -> npt.NDArray[np.uint8] | list[npt.NDArray[np.uint8]]:
+        """Each frame at its own size and channels (gulpio2's list); ``spec`` may not crop,
+        resize or flip."""
     def read(
         self,
         video: int,
-        frames: list[int] | None = None,
-        check: bool = True,
-        colorspace: str | None = None,
+        frames: _Selection,
+        spec: _ReadSpec,
         out: npt.NDArray[np.uint8] | None = None,
-        threads: int = 0,
-        crop: tuple[float, float, float, float] | None = None,
-        size: tuple[int, int] | None = None,
-        flip: bool = False,
-        dct_scaling: bool = True,
-        fast: bool = False,
     ) -> npt.NDArray[np.uint8]: ...
 
 @final
@@ -148,9 +162,22 @@ class NativeDirectory:
     def chunk_table(self) -> list[tuple[int, str, str, str, int, int]]: ...
     def chunk(self, pos: int) -> Chunk: ...
     def resolve(self, id: str) -> tuple[Chunk, int]: ...
+    def read_batch(
+        self,
+        ids: list[str],
+        frames: Sequence[_Selection],
+        spec: _ReadSpec,
+        out: npt.NDArray[np.uint8] | None = None,
+    ) -> npt.NDArray[np.uint8] | list[npt.NDArray[np.uint8]]:
+        """The videos ``ids`` (``frames``: one selection per id) decoded in one crossing."""
+    def prefetch(self, ids: list[str], frames: Sequence[_Selection]) -> None: ...
+    def select(
+        self, ids: list[str], frames: Sequence[_Selection]
+    ) -> list[tuple[Chunk, int, list[int] | None]]: ...
+    def frame_shape(self, id: str, frame: int) -> tuple[int, int, int]: ...
     def problems(self) -> list[tuple[str, str, bool, str | None, int | None]]: ...
     def video_shapes(
-        self, ids: list[str] | None = None
+        self, ids: list[str] | None = None, headers: bool = False
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint16]]: ...
 
 @final
@@ -215,19 +242,10 @@ def open_for_writing(path: str, truncate: bool = False) -> int:
     only a regular file with one hard link (``UnsafeFileError`` otherwise)."""
 
 def read_batch(
-    items: list[tuple[Chunk, int, list[int] | None]],
-    check: bool = True,
-    colorspace: str | None = None,
-    threads: int = 0,
+    items: Sequence[tuple[Chunk, int, _Selection]],
+    spec: _ReadSpec,
     out: npt.NDArray[np.uint8] | None = None,
-    crops: list[tuple[float, float, float, float] | None] | None = None,
-    size: tuple[int, int] | None = None,
-    flips: list[bool] | None = None,
-    dct_scaling: bool = True,
-    sizes: list[tuple[int, int] | None] | None = None,
-    fast: bool = False,
 ) -> npt.NDArray[np.uint8] | list[npt.NDArray[np.uint8]]: ...
-def prefetch(items: list[tuple[Chunk, int, list[int] | None]]) -> None: ...
 def decode_jpeg(
     data: bytes | bytearray | memoryview, colorspace: str | None = None
 ) -> npt.NDArray[np.uint8]: ...

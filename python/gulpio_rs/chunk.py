@@ -27,7 +27,6 @@ from ._reading import (
     ImgInfo,
     extract_input_for_getitem,
     first_meta,
-    frame_selection,
     id_str,
     read_frames_of,
 )
@@ -350,7 +349,7 @@ class GulpChunk:
             return [memoryview(b) for b in self._records(_select(infos, slice_))]
         video = self._video(id_)
         chunk = self._native()
-        return chunk.frame_views(video, frame_selection(slice_, chunk, video), self.check_data)
+        return chunk.frame_views(video, slice_, self.check_data)
 
     def __getitem__(self, element):
         return self.read_frames(*extract_input_for_getitem(element))

@@ -7,32 +7,30 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
-import tempfile
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterator
 from glob import glob
 from itertools import repeat
-from typing import IO, Any, TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
 from . import _native
+from ._directory_chunks import DirectoryChunk, RemoteNewChunk
 from ._metadict import LazyMetaDict
-from ._names import chunk_names, chunk_paths
+from ._names import chunk_paths
+from ._read_spec import ReadSpec, per_video_frames, read_spec
 from ._reading import (
-    decode_threads,
     extract_input_for_getitem,
     first_meta,
-    frame_selection,
     id_str,
     read_frames_of,
     stack_frames,
     user_decoded,
     with_fallback,
 )
+from ._storage_options import StorageOptions, storage_options_list
 from ._times import VideoTimes, find_times
 from .chunk import GulpChunk, new_chunk
 from .errors import BrokenChunkWarning, EmptyDirectoryWarning, UnsupportedJpegError
@@ -52,34 +50,6 @@ def problem_text(problem: Problem) -> str:
     """One line for a ``GulpDirectory.problems`` entry, starting with the file it is about."""
     message = problem["message"]
     return message if message.startswith(problem["path"]) else f"{problem['path']}: {message}"
-
-
-class StorageOptions(dict):
-    """``storage_options`` as given (a dict), printed without secret values: kept on the
-    directory so that pickled copies (DataLoader workers) reconnect with them."""
-
-    def __repr__(self):
-        shown = {k: "***" if _native.is_secret_option(str(k)) else v for k, v in self.items()}
-        return f"StorageOptions({shown!r})"
-
-    __str__ = __repr__
-
-    def pairs(self) -> list[tuple[str, str]]:
-        """String pairs for the core (booleans as ``"true"``/``"false"``)."""
-        out = []
-        for key, value in self.items():
-            if isinstance(value, bool):
-                value = "true" if value else "false"
-            out.append((str(key), str(value)))
-        return out
-
-
-def storage_options_list(options) -> StorageOptions | None:
-    if options is None:
-        return None
-    if not isinstance(options, Mapping):
-        raise TypeError(f"storage_options must be a dict, not {type(options).__name__}")
-    return StorageOptions(options)
 
 
 class GulpDirectory:
@@ -205,6 +175,11 @@ class GulpDirectory:
 
     # -- low-level access for tools (the gulpio command line, ingest, gulpio_rs.ray) ----------
     @property
+    def path(self) -> str:
+        """The dataset's folder or URL as a string (:attr:`output_dir` is as given)."""
+        return self._path
+
+    @property
     def native(self):
         """The Rust directory this one reads through (``_native.NativeDirectory``: listing,
         ids, chunk readers, and for a dataset URL ``upload_chunk`` / ``upload_file``). For
@@ -245,21 +220,29 @@ class GulpDirectory:
         chunk, video = self._resolve(id_str(id_))
         return chunk.frame_count(video)
 
+    def frame_shape(self, id_, frame: int = 0) -> tuple[int, int, int]:
+        """``(height, width, channels)`` of one frame as a read decodes it (channels 1 for a
+        gray frame, else 3): from the index, or the frame's JPEG header for chunks without
+        one. ``IndexError`` for a frame out of range."""
+        return self._handle().frame_shape(id_str(id_), frame)
+
     def frame_shapes(self, id_) -> list[tuple[int, int, int]]:
         """``(height, width, channels)`` per frame from the index (zeros for legacy chunks)."""
         chunk, video = self._resolve(id_str(id_))
         return chunk.frame_shapes(video)
 
-    def video_shapes(self, ids=None) -> tuple[np.ndarray, np.ndarray]:
+    def video_shapes(self, ids=None, *, headers: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``(frame_counts, shapes)`` of many videos at once, from the binary indexes alone (no
         frame read, no ``.gmeta`` parsed): per video of ``ids`` (in that order; default every
         video, in :meth:`keys` order) its frame count (``(N,)`` uint32) and its first frame's
         ``(height, width, channels)`` (``(N, 3)`` uint16). Zeros where the index does not say:
         videos without frames, and chunks without an index (written by gulpio/gulpio2; their
-        frame sizes are in the JPEG headers, see :meth:`frame_shapes`). Opens each chunk's
-        index once (one request per chunk of a remote dataset). ``KeyError`` for an unknown
-        id."""
-        return self._handle().video_shapes(None if ids is None else [id_str(i) for i in ids])
+        frame sizes are in the JPEG headers): ``headers=True`` reads those videos' first
+        JPEG header instead (channels 1 for gray, else 3, as a read decodes them). Opens each
+        chunk's index once (one request per chunk of a remote dataset). ``KeyError`` for an
+        unknown id."""
+        listed = None if ids is None else [id_str(i) for i in ids]
+        return self._handle().video_shapes(listed, headers)
 
     def meta(self, id_) -> dict:
         """A video's metadata (``meta_data[0]``), without reading frames."""
@@ -339,32 +322,27 @@ class GulpDirectory:
         default accurate decode on q90 frames); the zune-jpeg build always decodes accurately.
         """
         chunk, video = self._resolve(id_str(id_))
-        selection = frame_selection(frames, chunk, video)
-        colorspace = colorspace or self.colorspace
-        crop, size = _crop_box(crop, "crop"), out_size(size)
-        flip = bool(flip)
+        spec = read_spec(
+            1,
+            crop=crop,
+            size=size,
+            flip=bool(flip),
+            colorspace=colorspace or self.colorspace,
+            threads=threads,
+            dct_scaling=dct_scaling,
+            fast_decode=fast_decode,
+            check=self.check_data,
+            remote=self.is_remote,
+        )
         if self.jpeg_decoder is None:
             try:
-                return chunk.read(
-                    video,
-                    selection,
-                    self.check_data,
-                    colorspace,
-                    out,
-                    decode_threads(threads, self.is_remote),
-                    crop=crop,
-                    size=size,
-                    flip=flip,
-                    dct_scaling=dct_scaling,
-                    fast=bool(fast_decode),
-                )
+                return chunk.read(video, frames, spec, out)
             except UnsupportedJpegError:
                 if self.fallback_decoder is None:
                     raise
-        stacked = stack_frames(
-            self._decode_slowly(chunk, video, selection, colorspace), id_str(id_)
-        )
-        stacked = _reframed(stacked, crop, size, flip, chunk, video)
+        selection = chunk.select(video, frames)
+        stacked = stack_frames(self._decode_slowly(chunk, video, selection, spec), id_str(id_))
+        stacked = _reframed(stacked, spec, 0, chunk, video)
         if out is not None:
             if out.shape != stacked.shape or out.dtype != np.uint8:
                 raise ValueError(f"out has shape {out.shape}, the frames need {stacked.shape}")
@@ -372,29 +350,13 @@ class GulpDirectory:
             return out
         return stacked
 
-    def _decode_slowly(self, chunk, video: int, selection, colorspace) -> list:
+    def _decode_slowly(self, chunk, video: int, selection, spec: ReadSpec) -> list:
         """The frame-by-frame path: a user ``jpeg_decoder``, or the fallback decoder."""
         if self.jpeg_decoder is not None:
             return user_decoded(chunk, video, selection, self.check_data, self.jpeg_decoder)
         return with_fallback(
-            chunk, video, selection, self.check_data, colorspace, self.fallback_decoder
+            chunk, video, selection, self.check_data, spec.colorspace, self.fallback_decoder
         )
-
-    def _items(self, ids, frames) -> list:
-        """``(chunk, video, frame indices or None)`` per id: ``frames`` applies to every video,
-        or is a list with one selection per video."""
-        ids = [id_str(i) for i in ids]
-        per_video = (
-            isinstance(frames, (list, tuple))
-            and len(frames) == len(ids)
-            and all(f is None or isinstance(f, (slice, list, tuple, np.ndarray)) for f in frames)
-        )
-        items = []
-        for n, id_ in enumerate(ids):
-            chunk, video = self._resolve(id_)
-            sel = frames[n] if per_video else frames
-            items.append((chunk, video, frame_selection(sel, chunk, video)))
-        return items
 
     def prefetch(self, ids, frames=None) -> None:
         """Start fetching the bytes of a coming :meth:`read_batch` (same arguments) and return
@@ -407,9 +369,14 @@ class GulpDirectory:
         taken from a read-ahead are CRC-checked like any others. The PyTorch datasets call
         this for the next batch when the sampler's order is known (docs/REMOTE.md).
         """
-        items = self._items(ids, frames)  # unknown ids are a KeyError here, as in a read
+        ids = [id_str(i) for i in ids]
+        frames = per_video_frames(frames, len(ids))
         if self.is_remote:
-            _native.prefetch(items)
+            self._handle().prefetch(ids, frames)
+        else:
+            # Nothing to fetch (the page cache serves local reads); unknown ids and frames out
+            # of range are errors all the same, as in the read.
+            self._handle().select(ids, frames)
 
     def read_batch(
         self,
@@ -450,16 +417,27 @@ class GulpDirectory:
         if stack not in (None, True, False):
             raise ValueError(f"stack must be None, True or False, not {stack!r}")
         stack = None if stack is None else bool(stack)
-        ids = list(ids)
+        ids = [id_str(i) for i in ids]
         got = self._read_batch(
-            ids, frames, crop, size, flip, out, colorspace, threads, dct_scaling, fast_decode
-        )
+            ids, frames, out, read_spec(
+                len(ids),
+                crop=crop,
+                size=size,
+                flip=flip,
+                colorspace=colorspace or self.colorspace,
+                threads=threads,
+                dct_scaling=dct_scaling,
+                fast_decode=fast_decode,
+                check=self.check_data,
+                remote=self.is_remote,
+            )
+        )  # fmt: skip
         if stack is False:
             return list(got)
         if stack and isinstance(got, list):
             shapes: dict[tuple[int, ...], str] = {}
             for id_, array in zip(ids, got, strict=True):
-                shapes.setdefault(array.shape, id_str(id_))
+                shapes.setdefault(array.shape, id_)
             listed = ", ".join(f"{i!r} {shape}" for shape, i in list(shapes.items())[:4])
             raise ValueError(
                 f"{self._path}: stack=True, but the videos decode to different shapes "
@@ -468,50 +446,19 @@ class GulpDirectory:
             )
         return got
 
-    def _read_batch(
-        self, ids, frames, crop, size, flip, out, colorspace, threads, dct_scaling, fast_decode
-    ):
-        items = self._items(ids, frames)
-        colorspace = colorspace or self.colorspace
-        crops, flips = _per_video_crops(crop, len(items)), None
-        sizes = _per_video_sizes(size, len(items))
-        if sizes is not None and len(set(sizes)) == 1:
-            size, sizes = sizes[0], None
-        else:
-            size = None
-        if isinstance(flip, (list, tuple, np.ndarray)):
-            flips = [bool(f) for f in flip]
-        elif flip:
-            flips = [True] * len(items)
+    def _read_batch(self, ids: list[str], frames, out, spec: ReadSpec):
+        """One crossing into the core for the whole batch (ids, selections and the decode),
+        unless a user's decoder takes part."""
+        frames = per_video_frames(frames, len(ids))
         if self.jpeg_decoder is None:
             try:
-                return _native.read_batch(
-                    items,
-                    self.check_data,
-                    colorspace,
-                    decode_threads(threads, self.is_remote),
-                    out,
-                    crops=crops,
-                    size=size,
-                    flips=flips,
-                    dct_scaling=dct_scaling,
-                    sizes=sizes,
-                    fast=bool(fast_decode),
-                )
+                return self._handle().read_batch(ids, frames, spec, out)
             except UnsupportedJpegError:
                 if self.fallback_decoder is None:
                     raise
-        if flips is not None and len(flips) != len(items):
-            raise ValueError(f"flip must have one entry per video ({len(items)} videos)")
+        items = self._handle().select(ids, frames)
         videos = [
-            _reframed(
-                stack_frames(self._decode_slowly(c, v, s, colorspace), c.id(v)),
-                None if crops is None else crops[n],
-                size if sizes is None else sizes[n],
-                False if flips is None else flips[n],
-                c,
-                v,
-            )
+            _reframed(stack_frames(self._decode_slowly(c, v, s, spec), c.id(v)), spec, n, c, v)
             for n, (c, v, s) in enumerate(items)
         ]
         if videos and all(v.shape == videos[0].shape for v in videos):
@@ -523,7 +470,7 @@ class GulpDirectory:
     def frame_bytes(self, id_, selection=None) -> list:
         """Zero-copy read-only views (``memoryview``) of stored JPEG bytes, CRC-checked."""
         chunk, video = self._resolve(id_str(id_))
-        return chunk.frame_views(video, frame_selection(selection, chunk, video), self.check_data)
+        return chunk.frame_views(video, selection, self.check_data)
 
     # -- gulpio2 attributes ------------------------------------------------------------------
     @property
@@ -579,7 +526,7 @@ class GulpDirectory:
         if self._chunk_objs is None:
             objs: OrderedDict[int, GulpChunk] = OrderedDict()
             for pos, (number, data, meta, _index, _first, _count) in enumerate(self._table):
-                objs[number] = _DirectoryChunk(self, pos, data, meta)
+                objs[number] = DirectoryChunk(self, pos, data, meta)
             self._chunk_objs = objs
         return self._chunk_objs
 
@@ -628,7 +575,7 @@ class GulpDirectory:
         if self.is_remote:
             first = self._next_chunk_id()
             for number in range(first, first + total_new_chunks):
-                yield _RemoteNewChunk(self, number)
+                yield RemoteNewChunk(self, number)
             return
         for data, meta in self._allocate_new_file_paths(total_new_chunks):
             yield new_chunk(data, meta, jpeg_decoder=self.jpeg_decoder)
@@ -730,75 +677,11 @@ class GulpDirectory:
         return f"GulpDirectory({_native.redact_url(self._path)!r})"
 
 
-def _crop_box(box, what: str) -> tuple[float, float, float, float] | None:
-    """``(top, left, height, width)`` as floats, or None."""
-    if box is None:
-        return None
-    if isinstance(box, (str, bytes)):
-        raise TypeError(f"{what} must be (top, left, height, width) or None, not {box!r}")
-    try:
-        values = tuple(float(v) for v in box)
-    except TypeError:
-        raise TypeError(f"{what} must be (top, left, height, width) or None, not {box!r}") from None
-    if len(values) != 4:
-        raise ValueError(f"{what} must be (top, left, height, width), not {box!r}")
-    return values
-
-
-def _per_video_crops(crop, n: int) -> list | None:
-    """One crop box for every video, or one (or None) per video, as a list for the core."""
-    if crop is None:
-        return None
-    items = list(crop) if isinstance(crop, (list, tuple, np.ndarray)) else None
-    is_one_box = (
-        items is not None
-        and len(items) == 4
-        and all(isinstance(v, (int, float, np.integer, np.floating)) for v in items)
-    )
-    if is_one_box:
-        return [_crop_box(crop, "crop")] * n
-    if items is None or len(items) != n:
-        raise ValueError(
-            f"crop must be one (top, left, height, width) box or a list of {n} (one per video)"
-        )
-    return [_crop_box(b, f"crop[{i}]") for i, b in enumerate(items)]
-
-
-def _per_video_sizes(size, n: int) -> list | None:
-    """One output size for every video, or a list of one (a pair, or None) per video."""
-    if size is None:
-        return None
-    if isinstance(size, list) and all(s is None or isinstance(s, (tuple, list)) for s in size):
-        if len(size) != n:
-            raise ValueError(f"size must be one (height, width) or a list of {n} (one per video)")
-        return [out_size(s) for s in size]
-    return [out_size(size)] * n
-
-
-def out_size(size) -> tuple[int, int] | None:
-    """``size`` as ``(height, width)``: an int is a square."""
-    if size is None:
-        return None
-    if isinstance(size, (int, np.integer)) and not isinstance(size, bool):
-        size = (size, size)
-    try:
-        h, w = size
-        if any(isinstance(v, bool) or int(v) != v for v in (h, w)):
-            raise ValueError
-        h, w = int(h), int(w)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"size must be (height, width) of integers, or an int, not {size!r}"
-        ) from None
-    if h <= 0 or w <= 0:
-        raise ValueError(f"size must be positive, not {size!r}")
-    return h, w
-
-
-def _reframed(stacked: np.ndarray, crop, size, flip: bool, chunk, video: int) -> np.ndarray:
-    """The fused read's crop, resize and flip applied to frames decoded by another decoder;
-    a crop that does not fit is a ValueError naming the file, video and frame, as from the
-    built-in decoder."""
+def _reframed(stacked: np.ndarray, spec: ReadSpec, n: int, chunk, video: int) -> np.ndarray:
+    """The fused read's crop, resize and flip (of the ``n``-th video of ``spec``) applied to
+    frames decoded by another decoder; a crop that does not fit is a ValueError naming the
+    file, video and frame, as from the built-in decoder."""
+    crop, size, flip = spec.of(n)
     if crop is None and size is None and not flip:
         return stacked
     try:
@@ -806,84 +689,3 @@ def _reframed(stacked: np.ndarray, crop, size, flip: bool, chunk, video: int) ->
     except ValueError as e:
         raise ValueError(f"{chunk.data_path}: video {chunk.id(video)!r} {e}") from None
     return np.ascontiguousarray(np.stack(frames)) if frames else stacked
-
-
-class _RemoteNewChunk(GulpChunk):
-    """A new chunk of a remote directory: written (crash-safe) to a local staging folder and
-    uploaded when its ``open('wb')`` block ends without an error. ``url`` is where it goes."""
-
-    def __init__(self, directory: GulpDirectory, number: int):
-        self._stage = tempfile.mkdtemp(prefix="gulpio-stage-")
-        super().__init__(
-            *chunk_paths(self._stage, number),
-            jpeg_decoder=directory.jpeg_decoder,
-        )
-        self._directory = directory
-        self.number = number
-        self.url = f"{directory._path.rstrip('/')}/{chunk_names(number)[0]}"
-
-    @contextmanager
-    def open(self, flag: str = "rb"):
-        if flag == "ab":
-            raise NotImplementedError(
-                f"{self.url}: published remote chunks cannot be appended to (objects cannot be "
-                "extended); write a new chunk instead"
-            )
-        try:
-            with super().open(flag) as fp:
-                yield fp
-            if flag == "wb":
-                # Another writer may have published this number meanwhile: the chunk then
-                # takes the next free one, never replacing theirs.
-                self.number = self._directory._handle().upload_chunk(
-                    self.data_file_path, self.meta_file_path, self.number, first_free=True
-                )
-                self.url = f"{self._directory._path.rstrip('/')}/{chunk_names(self.number)[0]}"
-        finally:
-            if flag == "wb":
-                shutil.rmtree(self._stage, ignore_errors=True)
-
-    def __repr__(self):
-        return f"GulpChunk({_native.redact_url(self.url)!r}, staged in {self._stage!r})"
-
-
-class _DirectoryChunk(GulpChunk):
-    """A chunk handed out by a GulpDirectory: shares the directory's open reader."""
-
-    def __init__(self, directory: GulpDirectory, pos: int, data: str, meta: str):
-        super().__init__(
-            data,
-            meta,
-            jpeg_decoder=directory.jpeg_decoder,
-            check_data=directory.check_data,
-            colorspace=directory.colorspace,
-            fallback_decoder=directory.fallback_decoder,
-        )
-        self._directory = directory
-        self._pos = pos
-
-    def _native(self):
-        if self._reader is None:
-            self._reader = self._directory._chunk(self._pos)
-        return self._reader
-
-    def _native_or_none(self):
-        return self._native()
-
-    def _open_for_reading(self) -> IO[Any] | None:
-        # A remote chunk has no local file; its reads never use fp.
-        return None if self._directory.is_remote else super()._open_for_reading()
-
-    @contextmanager
-    def open(self, flag: str = "rb"):
-        if flag in ("wb", "ab") and self._directory.is_remote:
-            raise NotImplementedError(
-                f"{self._directory._path}: chunk {self.data_file_path} of a remote dataset "
-                f"cannot be opened with {flag!r}: published objects are never extended or "
-                "rewritten under readers. Write new chunks with "
-                "GulpDirectory(url).new_chunks(n) (each is staged on local disk and published "
-                "when its open('wb') block ends) or GulpIngestor(..., output_folder=url) "
-                "(docs/REMOTE.md)"
-            )
-        with super().open(flag) as fp:
-            yield fp

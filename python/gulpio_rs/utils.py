@@ -26,7 +26,7 @@ from PIL import Image
 from . import _native
 from ._encode_options import GULPIO2, EncodeOptions
 from ._pixels import pil_to_array, to_frame
-from ._reading import thread_count
+from ._threads import thread_count
 from .errors import EmptyDirectoryWarning
 
 if TYPE_CHECKING:

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PySlice, PyString};
 
 use super::decode::{self, Layout};
+use super::read_spec::{frames_of, ReadSpec};
 use crate::chunk::reader::{ChunkReader, IndexKind};
 use crate::chunk::rebuild::stored_segments;
 use crate::format::paths::ChunkPaths;
@@ -278,16 +279,18 @@ impl Chunk {
 
     /// Zero-copy read-only memoryviews of the JPEG bytes of the given frames, CRC-checked
     /// when `check`.
+    /// `frames`: gulpio2's selection forms (`read_spec::frames_of`).
     #[pyo3(signature = (video, frames=None, check=true))]
     fn frame_views<'py>(
         &self,
         py: Python<'py>,
         video: usize,
-        frames: Option<Vec<i64>>,
+        frames: Option<Bound<'py, PyAny>>,
         check: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         self.check(video)?;
         self.inner.refuse_segments(video)?;
+        let frames = frames_of(self, video, frames.as_ref())?;
         let frames = self.selection(video, frames);
         let inner = &self.inner;
         let Some(whole) = inner.mapped() else {
@@ -367,24 +370,36 @@ impl Chunk {
         ))
     }
 
+    /// The frame indices `frames` selects in `video` (gulpio2's forms; every frame for
+    /// `None`), negative ones as given: for reads that decode elsewhere.
+    #[pyo3(signature = (video, frames=None))]
+    fn select(&self, video: usize, frames: Option<Bound<'_, PyAny>>) -> PyResult<Vec<i64>> {
+        self.check(video)?;
+        let frames = frames_of(self, video, frames.as_ref())?;
+        Ok(self.selection(video, frames))
+    }
+
     /// Decodes frames for gulpio2's list shape: each frame keeps its own size and channels
-    /// (1 for gray JPEGs unless `colorspace` says otherwise). Returns one `(T, H, W, C)` array
-    /// when all frames agree (the caller hands out views of it), else a list of `(H, W, C)`.
-    /// `fast`: libjpeg-turbo's fast IDCT and chroma upsampling, gulpio2's own settings.
-    #[pyo3(signature = (video, frames=None, check=true, colorspace=None, threads=0, fast=false))]
-    #[allow(clippy::too_many_arguments)] // mirrors the Python signature
+    /// (1 for gray JPEGs unless the spec's colorspace says otherwise). Returns one `(T, H, W,
+    /// C)` array when all frames agree (the caller hands out views of it), else a list of
+    /// `(H, W, C)`. `spec` (`_reading.ReadSpec`) may not crop, resize or flip.
     fn decode<'py>(
         &self,
         py: Python<'py>,
         video: usize,
-        frames: Option<Vec<i64>>,
-        check: bool,
-        colorspace: Option<&str>,
-        threads: usize,
-        fast: bool,
+        frames: Option<Bound<'py, PyAny>>,
+        spec: ReadSpec,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let cs = decode::colorspace(colorspace)?;
-        let plan = decode::plan(py, self, video, frames, cs, Layout::PerFrame, None)?.fast(fast);
+        let cs = spec.colorspace()?;
+        if spec.reframe(0).is_some() {
+            return Err(PyValueError::new_err(
+                "decode() keeps each frame's own size: crop, size and flip are read()'s",
+            ));
+        }
+        let frames = frames_of(self, video, frames.as_ref())?;
+        let plan =
+            decode::plan(py, self, video, frames, cs, Layout::PerFrame, None)?.fast(spec.fast);
+        let (check, threads) = (spec.check, spec.threads);
         if let Some((h, w, c)) = plan.shape {
             let dims = [plan.jobs.len(), h, w, c];
             return Ok(decode::into_one(py, &plan.jobs, &dims, None, check, threads)?.into_any());
@@ -398,29 +413,21 @@ impl Chunk {
     }
 
     /// Decodes frames into one `(T, H, W, C)` array, or into `out` (same shape, C-contiguous
-    /// uint8) without an extra copy. All frames must have the same size.
-    #[pyo3(signature = (
-        video, frames=None, check=true, colorspace=None, out=None, threads=0, crop=None,
-        size=None, flip=false, dct_scaling=true, fast=false
-    ))]
-    #[allow(clippy::too_many_arguments)] // mirrors the Python signature
+    /// uint8) without an extra copy. All frames must have the same size. `spec`
+    /// (`_reading.ReadSpec` of one video) fuses a crop, resize and flip into the decode.
+    #[pyo3(signature = (video, frames, spec, out=None))]
     fn read<'py>(
         &self,
         py: Python<'py>,
         video: usize,
-        frames: Option<Vec<i64>>,
-        check: bool,
-        colorspace: Option<&str>,
+        frames: Option<Bound<'py, PyAny>>,
+        spec: ReadSpec,
         out: Option<Bound<'py, PyAny>>,
-        threads: usize,
-        crop: Option<decode::CropArg>,
-        size: Option<(usize, usize)>,
-        flip: bool,
-        dct_scaling: bool,
-        fast: bool,
     ) -> PyResult<Bound<'py, PyArray4<u8>>> {
-        let cs = decode::colorspace(colorspace)?;
-        let reframe = decode::reframe(crop, size, flip, dct_scaling);
+        let cs = spec.colorspace()?;
+        spec.check_lengths(1)?;
+        let reframe = spec.reframe(0);
+        let frames = frames_of(self, video, frames.as_ref())?;
         let plan = decode::plan(
             py,
             self,
@@ -430,10 +437,10 @@ impl Chunk {
             Layout::Stacked,
             reframe.as_ref(),
         )?
-        .fast(fast);
+        .fast(spec.fast);
         let (h, w, c) = plan.shape.unwrap_or_default();
         let dims = [plan.jobs.len(), h, w, c];
-        let arr = decode::into_one(py, &plan.jobs, &dims, out, check, threads)?;
+        let arr = decode::into_one(py, &plan.jobs, &dims, out, spec.check, spec.threads)?;
         Ok(arr.cast_into::<PyArray4<u8>>()?)
     }
 }

@@ -12,6 +12,7 @@ use pyo3::types::PyList;
 
 use super::arrays;
 use super::chunk::Chunk;
+use super::read_spec::{frames_of, ReadSpec};
 use crate::batch::{self, FrameJob};
 use crate::error::{At, Error};
 use crate::jpeg::{Colorspace, CropBox, Precision, Reframe};
@@ -174,54 +175,39 @@ pub fn into_each<'py>(
     Ok(arrays)
 }
 
-/// Decodes many videos in one parallel pass: `items` are `(chunk, video, frames or None)`.
+/// A video of a read: its chunk, position in the chunk and frames (`None`: all).
+pub type Item<'py> = (Bound<'py, Chunk>, usize, Option<Vec<i64>>);
+
+/// Resolves each item's frame selection (gulpio2's forms, `read_spec::frames_of`).
+pub fn resolve_items<'py>(
+    items: Vec<(Bound<'py, Chunk>, usize, Option<Bound<'py, PyAny>>)>,
+) -> PyResult<Vec<Item<'py>>> {
+    items
+        .into_iter()
+        .map(|(chunk, video, sel)| {
+            let frames = frames_of(chunk.get(), video, sel.as_ref())?;
+            Ok((chunk, video, frames))
+        })
+        .collect()
+}
+
+/// Decodes many videos in one parallel pass: the one read every batch read comes to.
 /// Returns one `(N, T, H, W, C)` array when every video has the same frame count and size,
-/// else a list of `(T, H, W, C)` arrays. Frames inside one video must share a size.
-/// `crops` (one box or None per item), `size` (or `sizes`, one per item) and `flips` (one per
-/// item) fuse a crop, resize and flip into the decode. `fast`: libjpeg-turbo's fast IDCT and
-/// chroma upsampling (gulpio2's pixels).
-#[pyfunction]
-#[pyo3(signature = (
-    items, check=true, colorspace=None, threads=0, out=None, crops=None, size=None, flips=None,
-    dct_scaling=true, sizes=None, fast=false
-))]
-#[allow(clippy::too_many_arguments)] // mirrors the Python signature
-pub fn read_batch<'py>(
+/// else a list of `(T, H, W, C)` arrays. Frames inside one video must share a size. `spec`
+/// fuses each video's crop, resize and flip into the decode.
+pub fn read_items<'py>(
     py: Python<'py>,
-    items: Vec<(Bound<'py, Chunk>, usize, Option<Vec<i64>>)>,
-    check: bool,
-    colorspace: Option<&str>,
-    threads: usize,
+    items: &[Item<'py>],
+    spec: &ReadSpec,
     out: Option<Bound<'py, PyAny>>,
-    crops: Option<Vec<Option<CropArg>>>,
-    size: Option<(usize, usize)>,
-    flips: Option<Vec<bool>>,
-    dct_scaling: bool,
-    sizes: Option<Vec<Option<(usize, usize)>>>,
-    fast: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let cs = self::colorspace(colorspace)?;
-    for (what, n) in [
-        ("crops", crops.as_ref().map(Vec::len)),
-        ("flips", flips.as_ref().map(Vec::len)),
-        ("sizes", sizes.as_ref().map(Vec::len)),
-    ] {
-        if n.is_some_and(|n| n != items.len()) {
-            return Err(PyValueError::new_err(format!(
-                "{what} must have one entry per video ({} videos, {} {what})",
-                items.len(),
-                n.unwrap_or(0)
-            )));
-        }
-    }
+    let cs = spec.colorspace()?;
+    spec.check_lengths(items.len())?;
     let plans = items
         .iter()
         .enumerate()
         .map(|(i, (chunk, video, frames))| {
-            let crop = crops.as_ref().and_then(|c| c[i]);
-            let flip = flips.as_ref().is_some_and(|f| f[i]);
-            let size = sizes.as_ref().map_or(size, |s| s[i]);
-            let r = reframe(crop, size, flip, dct_scaling);
+            let r = spec.reframe(i);
             plan(
                 py,
                 chunk.get(),
@@ -231,7 +217,7 @@ pub fn read_batch<'py>(
                 Layout::Stacked,
                 r.as_ref(),
             )
-            .map(|p| p.fast(fast))
+            .map(|p| p.fast(spec.fast))
         })
         .collect::<PyResult<Vec<_>>>()?;
     let same = plans
@@ -245,7 +231,7 @@ pub fn read_batch<'py>(
         // Checked before the jobs of every video are gathered into one list.
         crate::batch::output_bytes(&dims)?;
         let jobs: Vec<FrameJob> = plans.iter().flat_map(|p| p.jobs.iter().copied()).collect();
-        let arr = into_one(py, &jobs, &dims, out, check, threads)?;
+        let arr = into_one(py, &jobs, &dims, out, spec.check, spec.threads)?;
         return Ok(arr.into_any());
     }
     if out.is_some() {
@@ -254,21 +240,31 @@ pub fn read_batch<'py>(
         ));
     }
     let groups: Vec<&[FrameJob]> = plans.iter().map(|p| p.jobs.as_slice()).collect();
-    let arrays = into_each(py, &groups, check, threads)?;
+    let arrays = into_each(py, &groups, spec.check, spec.threads)?;
     Ok(PyList::new(py, arrays)?.into_any())
 }
 
-/// Starts fetching the frames of `items` (`(chunk, video, frames or None)`, as
-/// [`read_batch`] takes them) from object storage in the background; returns at once.
+/// [`read_items`] for `(chunk, video, frame selection)` items, for readers that hold chunks
+/// rather than a directory (`gulpio_rs.ray`'s read tasks). `spec`: `_reading.ReadSpec`.
 #[pyfunction]
-pub fn prefetch(
-    py: Python<'_>,
-    items: Vec<(Bound<'_, Chunk>, usize, Option<Vec<i64>>)>,
-) -> PyResult<()> {
+#[pyo3(signature = (items, spec, out=None))]
+pub fn read_batch<'py>(
+    py: Python<'py>,
+    items: Vec<(Bound<'py, Chunk>, usize, Option<Bound<'py, PyAny>>)>,
+    spec: ReadSpec,
+    out: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let items = resolve_items(items)?;
+    read_items(py, &items, &spec, out)
+}
+
+/// Starts fetching the frames of `items` from object storage in the background; returns at
+/// once.
+pub fn prefetch_items(py: Python<'_>, items: &[Item<'_>]) -> PyResult<()> {
     // Grouped by chunk, so the prefetch plans the same merged requests as the read will.
     type Wanted = Vec<(usize, i64)>;
     let mut by_chunk: Vec<(std::sync::Arc<crate::ChunkReader>, Wanted)> = Vec::new();
-    for (chunk, video, frames) in &items {
+    for (chunk, video, frames) in items {
         let chunk = chunk.get();
         chunk.check(*video)?;
         let wanted = chunk

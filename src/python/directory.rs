@@ -9,11 +9,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use super::chunk::Chunk;
+use super::decode::{self, Item};
 use super::errors::Class;
 use super::ids;
+use super::read_spec::{frames_of, ReadSpec};
 use crate::directory::Directory;
 use crate::format::paths::ChunkPaths;
 use crate::io::{LocalIo, RemoteNumber, RemoteStore, Store};
+use crate::jpeg::Colorspace;
 
 /// Per video: frame counts `(N,)` and first-frame `(height, width, channels)` `(N, 3)`.
 type VideoShapes<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray2<u16>>);
@@ -50,6 +53,33 @@ impl NativeDirectory {
         }
         let obj = Py::new(py, Chunk::new(reader))?;
         Ok(cell.get_or_init(|| obj).clone_ref(py))
+    }
+
+    /// Each id's `(chunk, video position, frames)`, `frames[i]` being the `i`-th id's
+    /// selection: a batch's ids and selections resolved in one crossing.
+    fn items<'py>(
+        &self,
+        py: Python<'py>,
+        ids: &[Bound<'py, PyString>],
+        frames: &[Option<Bound<'py, PyAny>>],
+    ) -> PyResult<Vec<Item<'py>>> {
+        if frames.len() != ids.len() {
+            return Err(crate::Error::Internal(format!(
+                "{} frame selections for {} ids",
+                frames.len(),
+                ids.len()
+            ))
+            .into());
+        }
+        ids.iter()
+            .zip(frames)
+            .map(|(id, sel)| {
+                let (chunk, video) = self.resolve(py, id)?;
+                let chunk = chunk.into_bound(py);
+                let frames = frames_of(chunk.get(), video, sel.as_ref())?;
+                Ok((chunk, video, frames))
+            })
+            .collect()
     }
 }
 
@@ -140,15 +170,76 @@ impl NativeDirectory {
         Ok((self.chunk_obj(py, pos)?, video))
     }
 
+    /// Decodes the videos `ids` (`frames`: one selection per id) in one parallel pass, as
+    /// `GulpDirectory.read_batch` returns them; `spec`: `_reading.ReadSpec`.
+    #[pyo3(signature = (ids, frames, spec, out=None))]
+    fn read_batch<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<Bound<'py, PyString>>,
+        frames: Vec<Option<Bound<'py, PyAny>>>,
+        spec: ReadSpec,
+        out: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let items = self.items(py, &ids, &frames)?;
+        decode::read_items(py, &items, &spec, out)
+    }
+
+    /// Starts fetching what `read_batch(ids, frames, ...)` will read; returns at once.
+    fn prefetch<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<Bound<'py, PyString>>,
+        frames: Vec<Option<Bound<'py, PyAny>>>,
+    ) -> PyResult<()> {
+        let items = self.items(py, &ids, &frames)?;
+        decode::prefetch_items(py, &items)
+    }
+
+    /// `(chunk, video position, frame indices or None)` of each id with its selection, for
+    /// reads that decode elsewhere (a user's decoder).
+    fn select<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<Bound<'py, PyString>>,
+        frames: Vec<Option<Bound<'py, PyAny>>>,
+    ) -> PyResult<Vec<Item<'py>>> {
+        self.items(py, &ids, &frames)
+    }
+
+    /// `(height, width, channels)` of frame `frame` of video `id` as a read decodes it
+    /// (channels 1 for a gray frame, else 3): from the index, or for a chunk without one the
+    /// frame's JPEG header (what the read planner looks at).
+    fn frame_shape(
+        &self,
+        py: Python<'_>,
+        id: &Bound<'_, PyString>,
+        frame: i64,
+    ) -> PyResult<(usize, usize, usize)> {
+        let (chunk, video) = self.resolve(py, id)?;
+        let chunk = chunk.get();
+        chunk.check(video)?;
+        let reader = chunk.reader();
+        let jobs = py.detach(|| {
+            crate::batch::plan(reader, video, &[frame], Colorspace::Auto, false, None)
+        })?;
+        match jobs.first() {
+            Some(job) => Ok(job.shape),
+            None => Err(crate::Error::Internal("a frame was not planned".into()).into()),
+        }
+    }
+
     /// `(frame_counts, shapes)`: per video (those with `ids`, in that order, else every video
     /// in `ids()` order), its frame count (uint32, `(N,)`) and first frame's `(height, width,
-    /// channels)` (uint16, `(N, 3)`; zeros when the index does not say: legacy chunks, videos
-    /// without frames), from the indexes alone. KeyError for an unknown id.
-    #[pyo3(signature = (ids=None))]
+    /// channels)` (uint16, `(N, 3)`), from the indexes alone: zeros when the index does not
+    /// say (legacy chunks, videos without frames) unless `headers`, which reads a legacy
+    /// video's first JPEG header instead. KeyError for an unknown id.
+    #[pyo3(signature = (ids=None, headers=false))]
     fn video_shapes<'py>(
         &self,
         py: Python<'py>,
         ids: Option<Vec<String>>,
+        headers: bool,
     ) -> PyResult<VideoShapes<'py>> {
         let dir = &self.inner;
         let positions = ids
@@ -158,7 +249,7 @@ impl NativeDirectory {
                     .collect::<PyResult<Vec<usize>>>()
             })
             .transpose()?;
-        let (counts, shapes) = py.detach(|| dir.video_shapes(positions.as_deref()))?;
+        let (counts, shapes) = py.detach(|| dir.video_shapes(positions.as_deref(), headers))?;
         let n = counts.len();
         let flat: Vec<u16> = shapes.into_iter().flatten().collect();
         let shapes = PyArray1::from_vec(py, flat).reshape([n, 3])?;

@@ -12,6 +12,7 @@ mod jpeg;
 mod paths;
 mod permute;
 mod pool;
+mod read_spec;
 mod resize;
 mod video;
 mod writer;
@@ -32,7 +33,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(writer::open_for_reading, m)?)?;
     m.add_function(wrap_pyfunction!(writer::open_for_writing, m)?)?;
     m.add_function(wrap_pyfunction!(decode::read_batch, m)?)?;
-    m.add_function(wrap_pyfunction!(decode::prefetch, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg::decode_jpeg, m)?)?;
     m.add_function(wrap_pyfunction!(jpeg::jpeg_info, m)?)?;
     m.add_function(wrap_pyfunction!(directory::is_remote_url, m)?)?;

@@ -237,12 +237,12 @@ def test_default_threads_share_the_cores_among_ranks_and_dataloader_workers(monk
     import sys
     import types
 
-    from gulpio_rs import _reading
-    from gulpio_rs._reading import decode_threads
+    from gulpio_rs import _threads
+    from gulpio_rs._threads import decode_threads
 
     monkeypatch.delenv("GULPIO_NUM_THREADS", raising=False)
     monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
-    monkeypatch.setattr(_reading, "usable_cores", lambda: 16)
+    monkeypatch.setattr(_threads, "usable_cores", lambda: 16)
     assert decode_threads() == 0  # a lone process: every usable core
     # A stand-in for torch inside a DataLoader worker (gulpio_rs never imports torch itself).
     worker = types.SimpleNamespace(num_workers=4)

@@ -20,7 +20,7 @@ def private_reach_ins(root: Path = PACKAGE) -> set[tuple[str, int, str]]:
     """``(file, line, attribute)`` of every ``x._name`` in the package whose ``_name`` the
     file does not define itself (as a function, a class, a module or class attribute, or a
     ``self._name =``), where ``x`` is not a module the file imported (``os._exit``,
-    ``_reading.decode_threads``: modules' functions) nor ``super()``."""
+    ``_threads.decode_threads``: modules' functions) nor ``super()``."""
     found = set()
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))

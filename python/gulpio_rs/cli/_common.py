@@ -102,7 +102,7 @@ def count_arg(name: str, *, zero_means_all: bool = True) -> Callable[[str], int]
     the accepted range, else argparse's usage error (not a traceback)."""
     import argparse
 
-    from .._reading import thread_count
+    from .._threads import thread_count
 
     def parse(text: str) -> int:
         value: int | str

@@ -19,8 +19,8 @@ from typing import Any
 from .._atomic import write_text_atomically
 from .._names import temporary_of
 from .._plural import plural
-from .._reading import thread_count
 from .._sizes import megabytes
+from .._threads import thread_count
 from ..errors import BrokenChunkWarning, GulpError
 from ..ingest.locks import pid_alive
 from ._common import Subparsers, count_arg, is_url, open_directory, say

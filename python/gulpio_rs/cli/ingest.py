@@ -401,7 +401,7 @@ def ingest_with(
     of :class:`~gulpio_rs.GulpIngestor` (``quality``, ``strict``, ``progress``, ...), with its
     defaults."""
     from .. import _native
-    from .._reading import usable_cores
+    from .._threads import usable_cores
     from ..ingest import GulpIngestor, IngestWarning
     from ..ingest.remote import fetch_sidecars, staging_folder, url_like
 

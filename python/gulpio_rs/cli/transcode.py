@@ -56,7 +56,7 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._reading import usable_cores
+    from .._threads import usable_cores
     from ..ingest.transcode import transcode
     from .ingest import exit_status
 

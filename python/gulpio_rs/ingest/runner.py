@@ -16,7 +16,7 @@ from .._fingerprint import digest
 from .._frames import FrameEncoder
 from .._names import chunk_paths
 from .._plural import plural
-from .._reading import thread_count, usable_cores
+from .._threads import thread_count, usable_cores
 from ..chunk import GulpChunk
 from ..errors import GulpError, GulpWarning
 from ..utils import gulpio2_encoding, gulpio2_quality_changed

@@ -9,28 +9,27 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._reading import Selection, decode_threads, frame_selection
+from .._read_spec import ReadSpec, read_spec
+from .._reading import Selection
 from ._common import connect, open_remote
 
 if TYPE_CHECKING:
     from ray.data import Dataset
 
-    from ..directory import StorageOptions
+    from .._storage_options import StorageOptions
 
 
 def _read_chunk(
     batch: dict[str, np.ndarray],
     frames: Selection,
     decode: bool,
-    check_data: bool,
-    colorspace: str | None,
-    threads: int,
+    spec: ReadSpec,
     videos_per_block: int,
     remote: tuple[str, StorageOptions | None] | None = None,
 ) -> Iterator[dict[str, list[Any]]]:
     """One chunk (the batch holds its paths, or its position in a remote dataset) -> batches of
     its videos. Only this chunk's files are read; the frame selection is resolved per video
-    before anything decodes."""
+    before anything decodes, by the core read every batch read comes to."""
     from .. import _native
 
     for data, meta, pos in zip(batch["data"], batch["meta"], batch["pos"], strict=True):
@@ -41,12 +40,11 @@ def _read_chunk(
         n = len(chunk)
         for start in range(0, n, videos_per_block):
             videos = range(start, min(n, start + videos_per_block))
-            items = [(chunk, v, frame_selection(frames, chunk, v)) for v in videos]
+            items = [(chunk, v, frames) for v in videos]
             if decode:
-                out = _native.read_batch(items, check_data, colorspace, threads, None)
-                clips = list(out)
+                clips = list(_native.read_batch(items, spec))
             else:
-                clips = [[bytes(m) for m in c.frame_views(v, s, check_data)] for c, v, s in items]
+                clips = [[bytes(m) for m in c.frame_views(v, s, spec.check)] for c, v, s in items]
             yield {
                 "id": [chunk.id(v) for v in videos],
                 "frames": clips,
@@ -88,7 +86,8 @@ def read_gulp(
     CRC-checked). The options travel to the workers inside the task arguments; their secret
     values never appear in a repr or message.
     """
-    from ..directory import GulpDirectory, storage_options_list
+    from .._storage_options import storage_options_list
+    from ..directory import GulpDirectory
 
     ray = connect(ray_address)
     folder = os.fspath(path)
@@ -113,9 +112,7 @@ def read_gulp(
         fn_kwargs={
             "frames": frames,
             "decode": decode,
-            "check_data": check_data,
-            "colorspace": colorspace,
-            "threads": decode_threads(threads),
+            "spec": read_spec(0, colorspace=colorspace, threads=threads, check=check_data),
             "videos_per_block": int(videos_per_block),
             "remote": remote,
         },

@@ -33,7 +33,7 @@ from .. import _native
 from .._encode_options import DEFAULT, EncodeOptions
 from .._frames import FrameEncoder
 from .._plural import plural
-from ..directory import storage_options_list
+from .._storage_options import storage_options_list
 from ..errors import BrokenChunkWarning, GulpError
 from ..ingest.plan import calculate_chunk_slices, ids_by_chunk, load_or_create_plan
 from ..ingest.publish import counted, earlier_attempt, finished, publish_chunk

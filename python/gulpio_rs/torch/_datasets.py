@@ -13,10 +13,11 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, default_collate, get_worker_info
 
-from .. import _native
-from .._reading import thread_count
+from .._read_spec import out_size
+from .._storage_options import storage_options_list
+from .._threads import thread_count
 from .._times import DEFAULT_FPS, VideoTimes
-from ..directory import GulpDirectory, out_size, storage_options_list
+from ..directory import GulpDirectory
 from ..errors import BrokenChunkWarning, FormatError, GulpError, NoTimestampsWarning
 from ._geometry import (
     CROP_MODES,
@@ -534,13 +535,8 @@ class _GulpDataset(Dataset):
     def _frame_size(self, id_: str, frames: list[int]) -> tuple[int, int]:
         """``(height, width)`` of the clip's first frame: from the index, or the JPEG header
         for chunks without one."""
-        gd = self._directory()
-        first = frames[0] if frames else 0
-        h, w, _ = gd.frame_shapes(id_)[first]
-        if h == 0 or w == 0:
-            info = _native.jpeg_info(bytes(gd.frame_bytes(id_, [first])[0]))
-            h, w = info.height, info.width
-        return int(h), int(w)
+        h, w, _ = self._directory().frame_shape(id_, frames[0] if frames else 0)
+        return h, w
 
     def _index_shapes(self) -> tuple[np.ndarray, np.ndarray]:
         """``(frame_counts, shapes)`` of the dataset's videos in index order: frame count and
@@ -548,14 +544,7 @@ class _GulpDataset(Dataset):
         without one, the first frame's JPEG header). What shape bucketing needs."""
         gd = self._directory()
         listed = self._given_ids is not None or self.exclude
-        counts, shapes = gd.video_shapes(self._id_list() if listed else None)
-        unknown = np.flatnonzero((shapes[:, 0] == 0) & (counts > 0))
-        if unknown.size:
-            shapes = shapes.copy()
-            for i in unknown.tolist():
-                info = _native.jpeg_info(bytes(gd.frame_bytes(self._id(i), [0])[0]))
-                shapes[i] = (info.height, info.width, info.components)
-        return counts, shapes
+        return gd.video_shapes(self._id_list() if listed else None, headers=True)
 
     def _generator(self, index: int, stream: int, draw: int = 0) -> np.random.Generator:
         """The clip's random generator: seeded by ``(seed, epoch, index, stream)`` (and the
