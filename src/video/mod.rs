@@ -21,6 +21,9 @@ use stages::Stage;
 
 use crate::jpeg::check_frame_size;
 
+/// The failure type lives with the core's error type (`crate::error`), which wraps it.
+pub use crate::error::SegmentFailure;
+
 /// The largest segment decoded, in bytes. A 32-frame segment of 1080p AV1 at high quality is
 /// a few MB; this bounds what one read can make the decoder copy and parse.
 pub const MAX_SEGMENT_BYTES: usize = 64 << 20;
@@ -85,34 +88,6 @@ impl SegmentShape {
     /// Bytes of one decoded RGB frame.
     pub fn frame_len(&self) -> usize {
         self.width * self.height * 3
-    }
-}
-
-/// A segment that cannot be decoded. `frame` is the frame (within the segment) it concerns,
-/// when one does; the reader adds the file, video and frame numbers (`Error::Decode`).
-/// `corrupt`: the bytes are not the ones stored (their CRC differs from the recorded one), so
-/// nothing was decoded (the reader's `Error::Crc`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{msg}")]
-pub struct SegmentFailure {
-    pub frame: Option<usize>,
-    pub msg: String,
-    pub corrupt: bool,
-}
-
-impl SegmentFailure {
-    fn new(msg: impl Into<String>) -> Self {
-        SegmentFailure {
-            frame: None,
-            msg: msg.into(),
-            corrupt: false,
-        }
-    }
-    fn at(frame: usize, msg: impl Into<String>) -> Self {
-        SegmentFailure {
-            frame: Some(frame),
-            ..SegmentFailure::new(msg)
-        }
     }
 }
 
