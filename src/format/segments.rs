@@ -242,7 +242,7 @@ pub fn check_stream(s: &StreamRec) -> Result<Codec, String> {
     if s.width == 0 || s.height == 0 {
         return Err(format!("frames of {}x{}", s.width, s.height));
     }
-    crate::jpeg::check_frame_size(s.width as usize, s.height as usize)?;
+    crate::pixels::check_frame_size(s.width as usize, s.height as usize)?;
     if s.gop == 0 || s.gop as usize > MAX_SEGMENT_FRAMES {
         return Err(format!("gop {} (1 to {MAX_SEGMENT_FRAMES})", s.gop));
     }

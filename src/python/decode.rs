@@ -12,7 +12,7 @@ use pyo3::types::PyList;
 
 use super::arrays;
 use super::chunk::Chunk;
-use crate::batch::{self, FrameJob};
+use crate::decode::{self as batch, FrameJob};
 use crate::error::{At, Error};
 use crate::jpeg::{Colorspace, CropBox, Precision, Reframe};
 
@@ -243,7 +243,7 @@ pub fn read_batch<'py>(
         });
         let dims = [plans.len(), t, h, w, c];
         // Checked before the jobs of every video are gathered into one list.
-        crate::batch::output_bytes(&dims)?;
+        crate::decode::output_bytes(&dims)?;
         let jobs: Vec<FrameJob> = plans.iter().flat_map(|p| p.jobs.iter().copied()).collect();
         let arr = into_one(py, &jobs, &dims, out, check, threads)?;
         return Ok(arr.into_any());

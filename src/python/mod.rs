@@ -52,6 +52,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("JPEG_BACKEND", crate::jpeg::BACKEND.name())?;
     m.add("MAX_THREADS", crate::pool::MAX_THREADS)?;
-    m.add("MAX_READ_BYTES", crate::batch::MAX_READ_BYTES)?;
+    m.add("MAX_READ_BYTES", crate::decode::MAX_READ_BYTES)?;
     Ok(())
 }

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use stages::Stage;
 
-use crate::jpeg::check_frame_size;
+use crate::pixels::check_frame_size;
 
 /// The failure type lives with the core's error type (`crate::error`), which wraps it.
 pub use crate::error::SegmentFailure;
@@ -266,7 +266,8 @@ pub fn probe_segment(
     };
     vet(&shape, bytes)?;
     guarded(|| {
-        let max = u32::try_from(max_pixels.min(crate::jpeg::MAX_FRAME_PIXELS)).unwrap_or(u32::MAX);
+        let max =
+            u32::try_from(max_pixels.min(crate::pixels::MAX_FRAME_PIXELS)).unwrap_or(u32::MAX);
         let mut dec = av1::Decoder::new(max).map_err(SegmentFailure::new)?;
         let mut pending = dec.start(bytes).map_err(SegmentFailure::new)?;
         let mut probe: Option<SegmentProbe> = None;
