@@ -23,56 +23,14 @@ use crate::pixels::check_frame_size;
 
 /// The failure type lives with the core's error type (`crate::error`), which wraps it.
 pub use crate::error::SegmentFailure;
-
-/// The largest segment decoded, in bytes. A 32-frame segment of 1080p AV1 at high quality is
-/// a few MB; this bounds what one read can make the decoder copy and parse.
-pub const MAX_SEGMENT_BYTES: usize = 64 << 20;
-
-/// The most frames one segment may hold (the longest GOP written). Random access costs up to
-/// a whole segment of decoding, so longer ones defeat the format's purpose.
-pub const MAX_SEGMENT_FRAMES: usize = 1024;
+/// What the index records of segments, and the limits on them, belong to the format.
+pub use crate::format::segments::{Codec, MAX_SEGMENT_BYTES, MAX_SEGMENT_FRAMES};
 
 /// Frame headers allowed in a segment of `frames` frames: each frame is coded once, plus the
 /// repeats that show hidden frames (at most one per shown frame) and a little slack. Each
 /// header can make the decoder reconstruct a whole frame, so this bounds its work.
 fn max_frame_headers(frames: usize) -> usize {
     2 * frames + 16
-}
-
-/// The codec of a video's segments, as the index records it (`code`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Codec {
-    /// AV1 (Main profile, 8-bit 4:2:0), low-overhead OBU stream with sizes (AV1 spec §5.2).
-    Av1,
-}
-
-impl Codec {
-    pub fn name(self) -> &'static str {
-        match self {
-            Codec::Av1 => "av1",
-        }
-    }
-
-    /// The value stored in the index (docs/FORMAT.md §6).
-    pub fn code(self) -> u8 {
-        match self {
-            Codec::Av1 => 1,
-        }
-    }
-
-    pub fn from_code(code: u8) -> Option<Codec> {
-        match code {
-            1 => Some(Codec::Av1),
-            _ => None,
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Codec> {
-        match name {
-            "av1" => Some(Codec::Av1),
-            _ => None,
-        }
-    }
 }
 
 /// What a segment is declared to be (by the index): its frames' size and count.
