@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use super::arrays;
-use super::chunk::Chunk;
+use super::chunk_handle::Chunk;
 use crate::decode::{self as batch, FrameJob};
 use crate::error::{At, Error};
 use crate::jpeg::{Colorspace, CropBox, Precision, Reframe};

@@ -4,6 +4,7 @@
 
 mod arrays;
 mod chunk;
+mod chunk_handle;
 mod decode;
 mod directory;
 mod errors;
