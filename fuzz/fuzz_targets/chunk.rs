@@ -13,9 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use gulpio_rs::decode;
 use gulpio_rs::chunk::reader::{ChunkReader, IndexKind};
 use gulpio_rs::chunk::writer::{write_index, ChunkWriter, WriteMode};
+use gulpio_rs::decode;
 use gulpio_rs::jpeg::Colorspace;
 use gulpio_rs::pool::Runner;
 use gulpio_rs::verify::verify_chunk;
