@@ -56,9 +56,10 @@ impl FrameDecoder for JpegFrames {
     }
 }
 
-/// `JpegFrames::decode` for batches with chunks that are not mapped (positional reads, object stores):
-/// each chunk's frames are read with one planned set of range requests, and every frame is
-/// decoded on the pool as soon as its bytes are in, while later requests are still in flight.
+/// `JpegFrames::decode` for batches with chunks that are not mapped (positional reads, object
+/// stores): each chunk's frames are read with one planned set of range requests, and every
+/// frame is decoded on the pool as soon as its bytes are in, while later requests are still
+/// in flight.
 fn decode_fetched(
     jobs: &[FrameJob],
     outs: Vec<&mut [u8]>,

@@ -6,7 +6,7 @@
 //! the trait and its entry in [`DECODERS`]; neither the planner nor `jpeg`/`video` change.
 
 mod jpeg_frames;
-pub mod plan;
+mod plan;
 mod segments;
 
 pub use plan::{output_bytes, plan, read_bytes, uniform, FrameJob, ASK_LESS, MAX_READ_BYTES};
