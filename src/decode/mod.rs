@@ -1,9 +1,9 @@
 //! Decoding stored frames into caller-provided buffers (numpy arrays in Python), whatever
 //! stores them: `plan` works out every frame's output shape (one [`FrameJob`] each), then each
-//! job goes to the decoder of its video's storage, behind one trait, [`FrameDecoder`]:
+//! job goes to the decoder of its video's storage, behind one trait, `FrameDecoder`:
 //! `jpeg_frames` (JPEG frames, one by one) and `segments` (videos stored as AV1 segments, a
 //! segment at a time). Adding a decoder (another backend, a GPU one) is a module implementing
-//! the trait and its entry in [`DECODERS`]; neither the planner nor `jpeg`/`video` change.
+//! the trait and its entry in `DECODERS`; neither the planner nor `jpeg`/`video` change.
 
 mod jpeg_frames;
 mod plan;

@@ -1,6 +1,6 @@
 //! What to make of a decoded frame: a crop box, an output size and a flip ([`Reframe`]), the
 //! output shape they give, and applying them to decoded pixels. A JPEG decode fuses them into
-//! the decode (`jpeg::fused`) and finishes with [`reframe_box`] here; every other decoder
+//! the decode (`jpeg::fused`) and finishes with `reframe_box` here; every other decoder
 //! (video segments, a caller's own) decodes whole frames and calls [`reframe_pixels`].
 
 use std::cell::RefCell;
