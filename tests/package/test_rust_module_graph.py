@@ -22,14 +22,16 @@ _CHAR = re.compile(r"'(?:\\u\{[0-9a-fA-F]+\}|\\x[0-9a-fA-F]{2}|\\.|[^\\'\n])'")
 _RAW = re.compile(r'b?r(#*)"')
 
 
+def blank(text: str) -> str:
+    """``text`` as spaces, its newlines kept (so line numbers stay)."""
+    return "".join(c if c == "\n" else " " for c in text)
+
+
 def strip_comments_and_strings(text: str) -> str:
     """``text`` with comments, string and char literals replaced by spaces (newlines kept), so
     only code is left to scan."""
     out: list[str] = []
     i, n = 0, len(text)
-
-    def blank(s: str) -> str:
-        return "".join(c if c == "\n" else " " for c in s)
 
     while i < n:
         c = text[i]
@@ -112,7 +114,7 @@ def strip_cfg_test(code: str) -> tuple[str, set[str]]:
                 j += 1
                 break
             j += 1
-        code = code[: m.start()] + "".join(c if c == "\n" else " " for c in code[m.start() : j]) + code[j:]
+        code = code[: m.start()] + blank(code[m.start() : j]) + code[j:]
     return code, test_mods
 
 
@@ -134,7 +136,7 @@ def _use_trees(code: str):
     pattern = re.compile(r"\b(?:pub(?:\s*\([^)]*\))?\s+)?use\s+([^;]+);")
     for m in pattern.finditer(code):
         bodies.append(m.group(1))
-    return bodies, pattern.sub(lambda m: "".join(c if c == "\n" else " " for c in m.group(0)), code)
+    return bodies, pattern.sub(lambda m: blank(m.group(0)), code)
 
 
 def expand_use(body: str) -> list[tuple[list[str], str | None]]:
@@ -285,24 +287,18 @@ def cycles(edges: dict[str, set[str]], limit: int = 200) -> list[list[str]]:
     """Every elementary circle as ``[a, b, ..., a]``, each once, starting from its smallest
     file (at most ``limit`` of them)."""
     found: list[list[str]] = []
-    nodes = sorted(edges)
-    for start in nodes:
-        path = [start]
-        on_path = {start}
 
-        def visit(node: str) -> None:
-            for nxt in sorted(edges.get(node, ())):
-                if len(found) >= limit:
-                    return
-                if nxt == start:
-                    found.append(path + [start])
-                elif nxt > start and nxt not in on_path:
-                    path.append(nxt)
-                    on_path.add(nxt)
-                    visit(nxt)
-                    on_path.discard(path.pop())
+    def visit(start: str, path: list[str]) -> None:
+        for nxt in sorted(edges.get(path[-1], ())):
+            if len(found) >= limit:
+                return
+            if nxt == start:
+                found.append(path + [start])
+            elif nxt > start and nxt not in path:
+                visit(start, path + [nxt])
 
-        visit(start)
+    for start in sorted(edges):
+        visit(start, [start])
     return found
 
 
@@ -315,10 +311,13 @@ def test_the_checker_resolves_paths_and_finds_circles(tmp_path):
         "#[cfg(test)]\nmod tests;\n"
         '// crate::c is only named in a comment\nconst S: &str = "crate::c::X";\n'
     )
-    (src / "a" / "inner.rs").write_text("use super::super::b::{self, B as Bee};\npub struct Thing;\n")
+    (src / "a" / "inner.rs").write_text(
+        "use super::super::b::{self, B as Bee};\npub struct Thing;\n"
+    )
     (src / "a" / "tests.rs").write_text("use crate::c::C;\n")
     (src / "a" / "tests_only.rs").write_text(
-        "pub fn f() {}\n#[cfg(test)]\nmod tests {\n    use crate::c::C;\n    fn g() { let _ = '}'; }\n}\n"
+        "pub fn f() {}\n#[cfg(test)]\nmod tests {\n"
+        "    use crate::c::C;\n    fn g() { let _ = '}'; }\n}\n"
     )
     (src / "b.rs").write_text("pub struct B;\nfn f() -> usize { crate::c::size() }\n")
     (src / "c.rs").write_text("pub fn size() -> usize { 1 }\n")
