@@ -14,8 +14,8 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use gulpio_rs::batch::decode_frame;
 use gulpio_rs::chunk::probe::probe_index;
+use gulpio_rs::decode::decode_frame;
 use gulpio_rs::jpeg::{decode, Colorspace};
 use gulpio_rs::{ChunkPaths, ChunkReader, ChunkWriter, Directory, WriteMode};
 

@@ -9,14 +9,14 @@ use std::sync::{Arc, OnceLock};
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
-use crate::batch::{plan, FrameJob};
 use crate::chunk::probe::{probe_index_in, KnownSizes, Probe};
 use crate::chunk::reader::ChunkReader;
+use crate::decode::{plan, FrameJob};
 use crate::error::{At, Error, Result};
 use crate::format::index::{front_ids, HEADER_LEN};
 use crate::format::paths::{chunk_number, glob_kind, ChunkPaths, FileKind};
 use crate::io::Store;
-use crate::jpeg::Colorspace;
+use crate::pixels::Colorspace;
 
 /// Something wrong with one chunk that did not stop the directory from opening.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -29,6 +29,35 @@ impl DecodeFailure {
     }
 }
 
+/// A segment that cannot be decoded (`video::decode_segment` and its siblings). `frame` is
+/// the frame (within the segment) it concerns, when one does; the reader adds the file, video
+/// and frame numbers (`Error::Decode`). `corrupt`: the bytes are not the ones stored (their
+/// CRC differs from the recorded one), so nothing was decoded (the reader's `Error::Crc`).
+/// Defined here, like [`DecodeFailure`], so that the error type depends on nothing above it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{msg}")]
+pub struct SegmentFailure {
+    pub frame: Option<usize>,
+    pub msg: String,
+    pub corrupt: bool,
+}
+
+impl SegmentFailure {
+    pub(crate) fn new(msg: impl Into<String>) -> Self {
+        SegmentFailure {
+            frame: None,
+            msg: msg.into(),
+            corrupt: false,
+        }
+    }
+    pub(crate) fn at(frame: usize, msg: impl Into<String>) -> Self {
+        SegmentFailure {
+            frame: Some(frame),
+            ..SegmentFailure::new(msg)
+        }
+    }
+}
+
 /// `Clone` because one failure can be the answer to several requests (a remote fetch shared
 /// by the reads that wait on it); `io::Error` is not `Clone`, so it is shared.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -151,7 +180,7 @@ pub enum Error {
     /// A video segment given on its own (not a stored one, which gets `Decode` with its
     /// location) cannot be decoded.
     #[error("{0}")]
-    Video(#[from] crate::video::SegmentFailure),
+    Video(#[from] SegmentFailure),
 
     /// A bad argument from the caller (a mode string, a size, a closed writer, ...).
     #[error("{0}")]

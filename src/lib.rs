@@ -2,18 +2,17 @@
 //! decoding and AV1 video-segment decoding. Pure Rust; the Python bindings live in `python/`
 //! behind the `python` feature.
 
-pub mod batch;
 pub mod buffers;
 pub mod chunk;
+pub mod decode;
 pub mod directory;
 pub mod error;
 pub mod format;
 pub mod io;
 pub mod jpeg;
 pub mod permute;
+pub mod pixels;
 pub mod pool;
-pub mod resize;
-pub mod segment_read;
 pub mod verify;
 pub mod video;
 

@@ -10,7 +10,8 @@ use rayon::prelude::*;
 use crate::chunk::reader::{ChunkReader, IndexKind};
 use crate::error::Error;
 use crate::format::segments::{SegmentRec, StreamRec};
-use crate::jpeg::{self, Colorspace, DecodeFailure};
+use crate::jpeg::{self, DecodeFailure};
+use crate::pixels::Colorspace;
 use crate::pool::Runner;
 use crate::video::{decode_segment, vet_segment, Codec, Integrity, SegmentShape};
 

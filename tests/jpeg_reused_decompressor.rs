@@ -16,7 +16,7 @@ use gulpio_rs::jpeg::encode::{encode, EncodeSettings, Subsampling};
 use gulpio_rs::jpeg::{
     decode_into_with, decode_reframed_with, Colorspace, CropBox, Precision, Reframe,
 };
-use gulpio_rs::resize::Pixels;
+use gulpio_rs::pixels::resize::Pixels;
 
 const CHILD: &str = "GULPIO_TEST_REUSED_DECOMPRESSOR_CHILD";
 const NAME: &str = "fast_crops_after_scaled_decodes_touch_no_freed_memory";

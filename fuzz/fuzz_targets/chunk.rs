@@ -13,9 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use gulpio_rs::batch;
 use gulpio_rs::chunk::reader::{ChunkReader, IndexKind};
 use gulpio_rs::chunk::writer::{write_index, ChunkWriter, WriteMode};
+use gulpio_rs::decode;
 use gulpio_rs::jpeg::Colorspace;
 use gulpio_rs::pool::Runner;
 use gulpio_rs::verify::verify_chunk;
@@ -132,12 +132,12 @@ fn read_everything(r: &ChunkReader) {
             assert_eq!(r.frame(v, -1).unwrap().0, n - 1);
         }
         let all: Vec<i64> = (0..n as i64).collect();
-        if let Ok(jobs) = batch::plan(r, v, &all, Colorspace::Auto, true, None) {
+        if let Ok(jobs) = decode::plan(r, v, &all, Colorspace::Auto, true, None) {
             let sizes: Vec<usize> = jobs.iter().map(|j| j.len()).collect();
             if sizes.iter().sum::<usize>() <= DECODE_BUDGET {
                 let mut bufs: Vec<Vec<u8>> = sizes.iter().map(|&s| vec![0; s]).collect();
                 let outs = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
-                let _ = batch::decode(&jobs, outs, true, &Runner::Caller);
+                let _ = decode::decode(&jobs, outs, true, &Runner::Caller);
             }
         }
     }

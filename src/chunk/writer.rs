@@ -258,7 +258,7 @@ impl ChunkWriter {
             let info = read_info(jpeg)
                 .map_err(|m| Error::invalid_for(&self.paths.data, At::frame(id, k), m))?;
             // Every reader refuses such a frame: refuse it before it is stored.
-            crate::jpeg::check_frame_size(info.width as usize, info.height as usize).map_err(
+            crate::pixels::check_frame_size(info.width as usize, info.height as usize).map_err(
                 |m| {
                     Error::invalid_for(
                         &self.paths.data,

@@ -13,6 +13,8 @@
 //! header, the video table and the ids (all a directory open needs); [`Index::verify_full`]
 //! checks the frame table and meta blob, once, before a chunk is first read from.
 
+use super::bytes::{u16_at, u32_at, u64_at};
+pub use super::frame::FrameRec;
 use super::segments::{
     check_video_segments, encode_segment, encode_stream, segment_at, stream_at,
     stream_reserved_zero, SegmentRec, StreamRec, MAX_SEGMENTS, SEGMENT_ENTRY_LEN, STREAM_ENTRY_LEN,
@@ -79,49 +81,6 @@ pub struct VideoRec {
     pub meta_len: u32,
     /// Version 3: 0 for a video of JPEG frames, `s` for the one stream entry `s - 1` describes.
     pub stream: u32,
-}
-
-/// One stored frame. `channels` and the size come from the JPEG's SOF header (0 = unknown,
-/// only in indexes built in memory for legacy chunks).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct FrameRec {
-    pub offset: u64,
-    pub jpeg_len: u32,
-    pub crc: u32,
-    pub width: u16,
-    pub height: u16,
-    pub channels: u8,
-    pub pad: u8,
-}
-
-impl FrameRec {
-    /// `[loc, pad, length]` as gulpio's `.gmeta` stores it (length includes the padding).
-    pub fn frame_info(&self) -> (u64, u64, u64) {
-        (
-            self.offset,
-            self.pad as u64,
-            self.jpeg_len as u64 + self.pad as u64,
-        )
-    }
-    pub fn jpeg_end(&self) -> u64 {
-        self.offset + self.jpeg_len as u64
-    }
-    pub fn record_end(&self) -> u64 {
-        self.jpeg_end() + self.pad as u64
-    }
-}
-
-/// Little-endian integers at byte `at` of `b` (which must hold them), shared with `segments`.
-pub(super) fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-pub(super) fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-pub(super) fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(a)
 }
 
 fn pad8(n: u64) -> u64 {

@@ -1,7 +1,10 @@
-//! On-disk formats: the binary checksummed index (`index`) and its segment tables
-//! (`segments`), gulpio's JSON meta file (`gmeta`), and the file naming rules of a chunk
-//! (`paths`). Pure functions over bytes; no I/O policy.
+//! On-disk formats: the binary checksummed index (`index`, its frame records `frame`) and its
+//! segment tables (`segments`, with the codec ids and segment limits they record), gulpio's
+//! JSON meta file (`gmeta`, `json`), and the file naming rules of a chunk (`paths`). Pure
+//! functions over bytes; no I/O policy, no decoder.
 
+mod bytes;
+pub mod frame;
 pub mod gmeta;
 pub mod index;
 pub mod json;

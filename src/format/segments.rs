@@ -4,8 +4,8 @@
 //! decoding and the rules that hold between the tables and the frame table; `index` places
 //! the tables in the file and checks their CRCs.
 
-use super::index::{u16_at, u32_at, u64_at, FrameRec};
-use crate::video::{Codec, MAX_SEGMENT_BYTES, MAX_SEGMENT_FRAMES};
+use super::bytes::{u16_at, u32_at, u64_at};
+use super::frame::FrameRec;
 
 pub const STREAM_ENTRY_LEN: usize = 32;
 pub const SEGMENT_ENTRY_LEN: usize = 24;
@@ -21,6 +21,50 @@ pub const MATRIX_BT709: u8 = 1;
 pub const MATRIX_UNSPECIFIED: u8 = 2;
 pub const MATRIX_BT470BG: u8 = 5;
 pub const MATRIX_BT601: u8 = 6;
+
+/// The largest segment decoded, in bytes. A 32-frame segment of 1080p AV1 at high quality is
+/// a few MB; this bounds what one read can make the decoder copy and parse.
+pub const MAX_SEGMENT_BYTES: usize = 64 << 20;
+
+/// The most frames one segment may hold (the longest GOP written). Random access costs up to
+/// a whole segment of decoding, so longer ones defeat the format's purpose.
+pub const MAX_SEGMENT_FRAMES: usize = 1024;
+
+/// The codec of a video's segments, as the index records it (`code`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Codec {
+    /// AV1 (Main profile, 8-bit 4:2:0), low-overhead OBU stream with sizes (AV1 spec §5.2).
+    Av1,
+}
+
+impl Codec {
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Av1 => "av1",
+        }
+    }
+
+    /// The value stored in the index (docs/FORMAT.md §6).
+    pub fn code(self) -> u8 {
+        match self {
+            Codec::Av1 => 1,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<Codec> {
+        match code {
+            1 => Some(Codec::Av1),
+            _ => None,
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Codec> {
+        match name {
+            "av1" => Some(Codec::Av1),
+            _ => None,
+        }
+    }
+}
 
 /// A video stored as segments: how to decode them and where they are in the segment table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -242,7 +286,7 @@ pub fn check_stream(s: &StreamRec) -> Result<Codec, String> {
     if s.width == 0 || s.height == 0 {
         return Err(format!("frames of {}x{}", s.width, s.height));
     }
-    crate::jpeg::check_frame_size(s.width as usize, s.height as usize)?;
+    crate::pixels::check_frame_size(s.width as usize, s.height as usize)?;
     if s.gop == 0 || s.gop as usize > MAX_SEGMENT_FRAMES {
         return Err(format!("gop {} (1 to {MAX_SEGMENT_FRAMES})", s.gop));
     }

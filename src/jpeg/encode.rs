@@ -18,8 +18,8 @@ use rayon::prelude::*;
 use turbojpeg_sys as tj;
 
 use crate::error::{Error, Result};
+use crate::pixels::resize::{self, Pixels};
 use crate::pool::Runner;
-use crate::resize::{self, Pixels};
 
 /// Chroma subsampling of colour frames (gray frames have none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,44 +1,29 @@
 //! JPEG: header inspection (for the index) and strict decoding.
 //!
-//! This module owns the decoder contract whatever the backend: the output colourspace and
-//! shape, the limits checked before anything is allocated, the exact output size, and the
-//! grey conversion. The backends, `zune` (zune-jpeg, pure Rust) and `turbo` (libjpeg-turbo,
+//! This module owns the JPEG decoder contract whatever the backend: the output shape for the
+//! colourspace asked, the limits checked before anything is allocated (the frame size, as
+//! every decoder checks it, `crate::pixels`; the JPEG features the backend decodes), and the
+//! exact output size. The backends, `zune` (zune-jpeg, pure Rust) and `turbo` (libjpeg-turbo,
 //! cargo feature `turbo`), are siblings that only decode a frame already vetted here.
 
 #[cfg(feature = "turbo")]
 pub mod encode;
+pub mod fused;
 pub mod header;
 pub mod mjpeg;
-pub mod reframe;
 pub mod restart;
 #[cfg(feature = "turbo")]
 mod turbo;
-
-pub use reframe::{decode_reframed, decode_reframed_with, reframe_pixels, CropBox, Reframe};
 #[cfg(not(feature = "turbo"))]
 mod zune;
 
+pub use fused::{decode_reframed, decode_reframed_with};
+// What the decoders here take and check, named where JPEG callers look for them; they belong
+// to `pixels`, which every decoder shares.
+pub use crate::pixels::{check_frame_size, Colorspace, CropBox, Reframe, MAX_FRAME_PIXELS};
+
 use header::read_info;
 pub use header::JpegInfo;
-
-/// Output colour layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Colorspace {
-    /// 1 channel for grayscale JPEGs, 3 (RGB) for everything else.
-    Auto,
-    Rgb,
-    Gray,
-}
-
-impl Colorspace {
-    pub fn channels_for(self, info: &JpegInfo) -> usize {
-        match self {
-            Colorspace::Auto if info.components == 1 => 1,
-            Colorspace::Auto | Colorspace::Rgb => 3,
-            Colorspace::Gray => 1,
-        }
-    }
-}
 
 /// How libjpeg-turbo computes the pixels: accuracy against speed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -78,20 +63,6 @@ impl Backend {
     }
 }
 
-/// The largest frame decoded, in pixels (8K UHD is 33 M). Checked against the header (and
-/// against sizes an index declares) before anything is allocated.
-pub const MAX_FRAME_PIXELS: usize = 1 << 26;
-
-/// `Err` with a message if a `w` x `h` frame is over [`MAX_FRAME_PIXELS`].
-pub fn check_frame_size(w: usize, h: usize) -> Result<(), String> {
-    match w.checked_mul(h) {
-        Some(px) if px <= MAX_FRAME_PIXELS => Ok(()),
-        _ => Err(format!(
-            "the frame is declared {w}x{h}, over the maximum of {MAX_FRAME_PIXELS} pixels"
-        )),
-    }
-}
-
 /// A frame vetted for decoding: its header, and the output geometry for the colourspace asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Frame {
@@ -127,7 +98,7 @@ impl Frame {
             info,
             height,
             width,
-            channels: want.channels_for(&info),
+            channels: want.channels(info.components),
         })
     }
 
@@ -201,30 +172,4 @@ pub fn decode(
     let mut out = vec![0u8; h * w * c];
     decode_into(jpeg, want, &mut out)?;
     Ok((out, h, w, c))
-}
-
-/// Grey from RGB with BT.601 weights in 16-bit fixed point, rounded, as libjpeg converts.
-pub(crate) fn luma(r: u32, g: u32, b: u32) -> u8 {
-    ((19595 * r + 38470 * g + 7471 * b + 32768) >> 16) as u8
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn luma_matches_libjpeg_weights() {
-        assert_eq!(luma(0, 0, 0), 0);
-        assert_eq!(luma(255, 255, 255), 255);
-        assert_eq!(luma(255, 0, 0), 76);
-        assert_eq!(luma(0, 255, 0), 150);
-        assert_eq!(luma(0, 0, 255), 29);
-    }
-
-    #[test]
-    fn frame_size_limit() {
-        assert!(check_frame_size(8192, 8192).is_ok());
-        assert!(check_frame_size(8192, 8193).is_err());
-        assert!(check_frame_size(usize::MAX, 2).is_err());
-    }
 }

@@ -16,7 +16,8 @@ use std::ffi::{c_int, CStr};
 
 use turbojpeg_sys as tj;
 
-use super::{header, luma, Colorspace, DecodeFailure, Frame, Precision, MAX_FRAME_PIXELS};
+use super::{header, DecodeFailure, Frame, Precision};
+use crate::pixels::{luma, Colorspace, MAX_FRAME_PIXELS};
 
 /// A progressive JPEG needs ~10 scans; thousands are only ever an attack on decode time.
 const SCAN_LIMIT: c_int = 500;

@@ -7,7 +7,8 @@ use zune_core::options::DecoderOptions;
 use zune_jpeg::errors::DecodeErrors;
 use zune_jpeg::JpegDecoder;
 
-use super::{header, luma, mjpeg, Colorspace, DecodeFailure, Frame};
+use super::{header, mjpeg, DecodeFailure, Frame};
+use crate::pixels::{luma, Colorspace};
 
 fn options(strict: bool, w: usize, h: usize, out: ColorSpace) -> DecoderOptions {
     DecoderOptions::default()

@@ -29,10 +29,10 @@ impl Drop for PooledBuffer {
 /// A C-contiguous uint8 array of shape `dims` whose contents are unspecified: the caller
 /// writes every byte before Python sees it.
 ///
-/// The size is checked against the read limit (`batch::MAX_READ_BYTES`, a `ValueError`)
+/// The size is checked against the read limit (`decode::MAX_READ_BYTES`, a `ValueError`)
 /// and a large buffer that cannot be allocated is a `MemoryError`, never an abort.
 pub fn uninit_dyn<'py>(py: Python<'py>, dims: &[usize]) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
-    let len = crate::batch::output_bytes(dims)?;
+    let len = crate::decode::output_bytes(dims)?;
     if len < POOL.min_bytes {
         // SAFETY: every byte is written by the decoder before the array is returned; on error
         // the array is dropped without being exposed.
@@ -56,7 +56,7 @@ fn shape_text(dims: &[usize]) -> String {
     format!(
         "the decoded frames (an array of {}): {}",
         dims.join(" x "),
-        crate::batch::ASK_LESS
+        crate::decode::ASK_LESS
     )
 }
 
@@ -77,15 +77,15 @@ pub fn uninit4_many<'py>(
 ) -> PyResult<Vec<Bound<'py, PyArray4<u8>>>> {
     let lens: Vec<usize> = shapes
         .iter()
-        .map(|d| crate::batch::output_bytes(d))
+        .map(|d| crate::decode::output_bytes(d))
         .collect::<crate::Result<_>>()?;
     let total = lens.iter().try_fold(0u64, |a, &n| a.checked_add(n as u64));
-    let total = crate::batch::read_bytes(total, &format!("{} videos", shapes.len()))?;
+    let total = crate::decode::read_bytes(total, &format!("{} videos", shapes.len()))?;
     let what = || {
         format!(
             "the decoded frames ({} videos): {}",
             shapes.len(),
-            crate::batch::ASK_LESS
+            crate::decode::ASK_LESS
         )
     };
     if total < POOL.min_bytes {

@@ -1,14 +1,17 @@
-//! `Chunk` (an open chunk, read side) and `FrameView` (zero-copy JPEG bytes of one frame).
+//! `Chunk`'s Python methods (an open chunk, read side; the type is in `chunk_handle`) and
+//! `FrameView` (zero-copy JPEG bytes of one frame).
 
 use std::ffi::c_int;
 use std::os::raw::c_void;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use numpy::PyArray4;
-use pyo3::exceptions::{PyBufferError, PyIndexError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PySlice, PyString};
 
+// The type itself is in `chunk_handle`, which `decode` uses without needing this file.
+pub use super::chunk_handle::Chunk;
 use super::decode::{self, Layout};
 use super::read_spec::{frames_of, ReadSpec};
 use crate::chunk::reader::{ChunkReader, IndexKind};
@@ -85,27 +88,7 @@ impl FrameView {
     unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {}
 }
 
-/// An open chunk (read side).
-#[pyclass(frozen, module = "gulpio_rs._native")]
-pub struct Chunk {
-    inner: Arc<ChunkReader>,
-    /// A memoryview of the whole mapped `.gulp`; frame views are slices of it (one object per
-    /// frame instead of two).
-    base_view: OnceLock<Py<PyAny>>,
-}
-
 impl Chunk {
-    pub(super) fn new(inner: Arc<ChunkReader>) -> Self {
-        Chunk {
-            inner,
-            base_view: OnceLock::new(),
-        }
-    }
-
-    pub(super) fn reader(&self) -> &Arc<ChunkReader> {
-        &self.inner
-    }
-
     fn base_view<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, PyAny>> {
         if self.base_view.get().is_none() {
             let owner = Bound::new(
@@ -123,23 +106,6 @@ impl Chunk {
             Some(v) => Ok(v.bind(py)),
             None => Err(PyValueError::new_err("chunk view unavailable")),
         }
-    }
-
-    /// IndexError unless `video` is a position in this chunk.
-    pub(super) fn check(&self, video: usize) -> PyResult<()> {
-        if video < self.inner.video_count() {
-            Ok(())
-        } else {
-            Err(PyIndexError::new_err(format!(
-                "video position {video} out of range ({} videos)",
-                self.inner.video_count()
-            )))
-        }
-    }
-
-    /// `None` selects every frame; indices may be negative (checked when used).
-    pub(super) fn selection(&self, video: usize, frames: Option<Vec<i64>>) -> Vec<i64> {
-        frames.unwrap_or_else(|| (0..self.inner.frame_count(video) as i64).collect())
     }
 }
 

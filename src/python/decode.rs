@@ -11,22 +11,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use super::arrays;
-use super::chunk::Chunk;
+use super::chunk_handle::Chunk;
 use super::read_spec::{frames_of, ReadSpec};
-use crate::batch::{self, FrameJob};
+use crate::decode::{self as batch, FrameJob};
 use crate::error::{At, Error};
-use crate::jpeg::{Colorspace, CropBox, Precision, Reframe};
-
-pub fn colorspace(name: Option<&str>) -> PyResult<Colorspace> {
-    match name.map(|s| s.to_ascii_uppercase()).as_deref() {
-        None | Some("AUTO") => Ok(Colorspace::Auto),
-        Some("RGB") => Ok(Colorspace::Rgb),
-        Some("GRAY") | Some("GREY") | Some("L") => Ok(Colorspace::Gray),
-        Some(other) => Err(PyValueError::new_err(format!(
-            "colorspace must be 'RGB', 'GRAY' or None, not {other:?}"
-        ))),
-    }
-}
+use crate::jpeg::Precision;
+use crate::pixels::{Colorspace, Reframe};
 
 /// How a video's frames are handed out.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -60,33 +50,6 @@ impl Plan<'_> {
         }
         self
     }
-}
-
-/// A crop box `(top, left, height, width)` and output size `(height, width)` as Python gives
-/// them.
-pub type CropArg = (f64, f64, f64, f64);
-
-/// The fused crop/resize/flip of a read, or None when nothing of it is asked for.
-pub fn reframe(
-    crop: Option<CropArg>,
-    size: Option<(usize, usize)>,
-    flip: bool,
-    dct_scaling: bool,
-) -> Option<Reframe> {
-    if crop.is_none() && size.is_none() && !flip {
-        return None;
-    }
-    Some(Reframe {
-        crop: crop.map(|(top, left, height, width)| CropBox {
-            top,
-            left,
-            height,
-            width,
-        }),
-        size,
-        flip,
-        dct_scaling,
-    })
 }
 
 /// Checks the video position, selects the frames (`None`: all) and works out every frame's
@@ -229,7 +192,7 @@ pub fn read_items<'py>(
         });
         let dims = [plans.len(), t, h, w, c];
         // Checked before the jobs of every video are gathered into one list.
-        crate::batch::output_bytes(&dims)?;
+        crate::decode::output_bytes(&dims)?;
         let jobs: Vec<FrameJob> = plans.iter().flat_map(|p| p.jobs.iter().copied()).collect();
         let arr = into_one(py, &jobs, &dims, out, spec.check, spec.threads)?;
         return Ok(arr.into_any());

@@ -16,7 +16,7 @@ use super::read_spec::{frames_of, ReadSpec};
 use crate::directory::Directory;
 use crate::format::paths::ChunkPaths;
 use crate::io::{LocalIo, RemoteNumber, RemoteStore, Store};
-use crate::jpeg::Colorspace;
+use crate::pixels::Colorspace;
 
 /// Per video: frame counts `(N,)` and first-frame `(height, width, channels)` `(N, 3)`.
 type VideoShapes<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray2<u16>>);
@@ -221,7 +221,7 @@ impl NativeDirectory {
         chunk.check(video)?;
         let reader = chunk.reader();
         let jobs = py.detach(|| {
-            crate::batch::plan(reader, video, &[frame], Colorspace::Auto, false, None)
+            crate::decode::plan(reader, video, &[frame], Colorspace::Auto, false, None)
         })?;
         match jobs.first() {
             Some(job) => Ok(job.shape),

@@ -5,7 +5,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::decode::colorspace;
+use super::read_spec::colorspace;
 use crate::jpeg::{self, header, DecodeFailure};
 
 /// Decodes one JPEG with the built-in decoder to an `(H, W, C)` uint8 array.

@@ -4,6 +4,7 @@
 
 mod arrays;
 mod chunk;
+mod chunk_handle;
 mod decode;
 mod directory;
 mod errors;
@@ -52,6 +53,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("JPEG_BACKEND", crate::jpeg::BACKEND.name())?;
     m.add("MAX_THREADS", crate::pool::MAX_THREADS)?;
-    m.add("MAX_READ_BYTES", crate::batch::MAX_READ_BYTES)?;
+    m.add("MAX_READ_BYTES", crate::decode::MAX_READ_BYTES)?;
     Ok(())
 }

@@ -7,9 +7,8 @@ use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyInt, PyList, PySlice, PySliceMethods, PyTuple};
 
-use super::chunk::Chunk;
-use super::decode::{colorspace, reframe, CropArg};
-use crate::jpeg::{Colorspace, Reframe};
+use super::chunk_handle::Chunk;
+use crate::pixels::{Colorspace, CropBox, Reframe};
 
 /// `gulpio_rs._reading.ReadSpec`, read by attribute. Per-video lists have one entry per video
 /// of the read (`None`: the same for every video).
@@ -150,4 +149,42 @@ fn out_of_range(chunk: &Chunk, video: usize, k: &Bound<'_, PyAny>) -> PyErr {
         Ok(()) => err,
         Err(e) => e,
     }
+}
+
+pub fn colorspace(name: Option<&str>) -> PyResult<Colorspace> {
+    match name.map(|s| s.to_ascii_uppercase()).as_deref() {
+        None | Some("AUTO") => Ok(Colorspace::Auto),
+        Some("RGB") => Ok(Colorspace::Rgb),
+        Some("GRAY") | Some("GREY") | Some("L") => Ok(Colorspace::Gray),
+        Some(other) => Err(PyValueError::new_err(format!(
+            "colorspace must be 'RGB', 'GRAY' or None, not {other:?}"
+        ))),
+    }
+}
+
+/// A crop box `(top, left, height, width)` and output size `(height, width)` as Python gives
+/// them.
+pub type CropArg = (f64, f64, f64, f64);
+
+/// The fused crop/resize/flip of a read, or None when nothing of it is asked for.
+pub fn reframe(
+    crop: Option<CropArg>,
+    size: Option<(usize, usize)>,
+    flip: bool,
+    dct_scaling: bool,
+) -> Option<Reframe> {
+    if crop.is_none() && size.is_none() && !flip {
+        return None;
+    }
+    Some(Reframe {
+        crop: crop.map(|(top, left, height, width)| CropBox {
+            top,
+            left,
+            height,
+            width,
+        }),
+        size,
+        flip,
+        dct_scaling,
+    })
 }

@@ -6,8 +6,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::pixels::resize::{self, Pixels};
 use crate::pool;
-use crate::resize::{self, Pixels};
 
 /// Borrows each array as `Pixels`: C-contiguous uint8 `(H, W)`, `(H, W, 1)` or `(H, W, 3)`.
 fn pixels<'a>(arrays: &'a [PyReadonlyArrayDyn<'_, u8>]) -> PyResult<Vec<Pixels<'a>>> {
@@ -68,17 +68,18 @@ pub fn resize_frames<'py>(
 pub fn reframe_frames<'py>(
     py: Python<'py>,
     frames: Vec<PyReadonlyArrayDyn<'py, u8>>,
-    crop: Option<super::decode::CropArg>,
+    crop: Option<super::read_spec::CropArg>,
     size: Option<(usize, usize)>,
     flip: bool,
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let px = pixels(&frames)?;
-    let spec = super::decode::reframe(crop, size, flip, true).unwrap_or(crate::jpeg::Reframe {
-        crop: None,
-        size: None,
-        flip: false,
-        dct_scaling: true,
-    });
+    let spec =
+        super::read_spec::reframe(crop, size, flip, true).unwrap_or(crate::pixels::Reframe {
+            crop: None,
+            size: None,
+            flip: false,
+            dct_scaling: true,
+        });
     let mut out = Vec::with_capacity(px.len());
     for (i, (p, src)) in px.iter().zip(&frames).enumerate() {
         let (oh, ow) = spec
@@ -88,7 +89,7 @@ pub fn reframe_frames<'py>(
             format!("frame {i} resized to {ow}x{oh}")
         })?;
         py.detach(|| {
-            crate::jpeg::reframe_pixels(p.data, (p.height, p.width, p.channels), &spec, &mut data)
+            crate::pixels::reframe_pixels(p.data, (p.height, p.width, p.channels), &spec, &mut data)
         })
         .map_err(|m| PyValueError::new_err(format!("frame {i}: {m}")))?;
         let arr = numpy::ndarray::Array3::from_shape_vec((oh, ow, p.channels), data)

@@ -21,7 +21,7 @@ pub fn probe_segment(
 ) -> PyResult<(usize, usize, &'static str, bool)> {
     let bytes = data.as_bytes();
     let p = py
-        .detach(|| video::probe_segment(Codec::Av1, bytes, frames, crate::jpeg::MAX_FRAME_PIXELS))
+        .detach(|| video::probe_segment(Codec::Av1, bytes, frames, crate::pixels::MAX_FRAME_PIXELS))
         .map_err(Error::from)?;
     let matrix = match p.matrix {
         yuv::Matrix::Bt601 => "bt601",
@@ -52,7 +52,7 @@ pub fn decode_segment<'py>(
         frames,
     };
     // The size is checked before the array is allocated.
-    crate::jpeg::check_frame_size(width, height).map_err(PyValueError::new_err)?;
+    crate::pixels::check_frame_size(width, height).map_err(PyValueError::new_err)?;
     if frames > video::MAX_SEGMENT_FRAMES {
         return Err(PyValueError::new_err(format!(
             "a segment holds at most {} frames, not {frames}",

@@ -19,57 +19,18 @@ use std::time::Instant;
 
 use stages::Stage;
 
-use crate::jpeg::check_frame_size;
+use crate::pixels::check_frame_size;
 
-/// The largest segment decoded, in bytes. A 32-frame segment of 1080p AV1 at high quality is
-/// a few MB; this bounds what one read can make the decoder copy and parse.
-pub const MAX_SEGMENT_BYTES: usize = 64 << 20;
-
-/// The most frames one segment may hold (the longest GOP written). Random access costs up to
-/// a whole segment of decoding, so longer ones defeat the format's purpose.
-pub const MAX_SEGMENT_FRAMES: usize = 1024;
+/// The failure type lives with the core's error type (`crate::error`), which wraps it.
+pub use crate::error::SegmentFailure;
+/// What the index records of segments, and the limits on them, belong to the format.
+pub use crate::format::segments::{Codec, MAX_SEGMENT_BYTES, MAX_SEGMENT_FRAMES};
 
 /// Frame headers allowed in a segment of `frames` frames: each frame is coded once, plus the
 /// repeats that show hidden frames (at most one per shown frame) and a little slack. Each
 /// header can make the decoder reconstruct a whole frame, so this bounds its work.
 fn max_frame_headers(frames: usize) -> usize {
     2 * frames + 16
-}
-
-/// The codec of a video's segments, as the index records it (`code`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Codec {
-    /// AV1 (Main profile, 8-bit 4:2:0), low-overhead OBU stream with sizes (AV1 spec §5.2).
-    Av1,
-}
-
-impl Codec {
-    pub fn name(self) -> &'static str {
-        match self {
-            Codec::Av1 => "av1",
-        }
-    }
-
-    /// The value stored in the index (docs/FORMAT.md §6).
-    pub fn code(self) -> u8 {
-        match self {
-            Codec::Av1 => 1,
-        }
-    }
-
-    pub fn from_code(code: u8) -> Option<Codec> {
-        match code {
-            1 => Some(Codec::Av1),
-            _ => None,
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Codec> {
-        match name {
-            "av1" => Some(Codec::Av1),
-            _ => None,
-        }
-    }
 }
 
 /// What a segment is declared to be (by the index): its frames' size and count.
@@ -85,34 +46,6 @@ impl SegmentShape {
     /// Bytes of one decoded RGB frame.
     pub fn frame_len(&self) -> usize {
         self.width * self.height * 3
-    }
-}
-
-/// A segment that cannot be decoded. `frame` is the frame (within the segment) it concerns,
-/// when one does; the reader adds the file, video and frame numbers (`Error::Decode`).
-/// `corrupt`: the bytes are not the ones stored (their CRC differs from the recorded one), so
-/// nothing was decoded (the reader's `Error::Crc`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{msg}")]
-pub struct SegmentFailure {
-    pub frame: Option<usize>,
-    pub msg: String,
-    pub corrupt: bool,
-}
-
-impl SegmentFailure {
-    fn new(msg: impl Into<String>) -> Self {
-        SegmentFailure {
-            frame: None,
-            msg: msg.into(),
-            corrupt: false,
-        }
-    }
-    fn at(frame: usize, msg: impl Into<String>) -> Self {
-        SegmentFailure {
-            frame: Some(frame),
-            ..SegmentFailure::new(msg)
-        }
     }
 }
 
@@ -291,7 +224,8 @@ pub fn probe_segment(
     };
     vet(&shape, bytes)?;
     guarded(|| {
-        let max = u32::try_from(max_pixels.min(crate::jpeg::MAX_FRAME_PIXELS)).unwrap_or(u32::MAX);
+        let max =
+            u32::try_from(max_pixels.min(crate::pixels::MAX_FRAME_PIXELS)).unwrap_or(u32::MAX);
         let mut dec = av1::Decoder::new(max).map_err(SegmentFailure::new)?;
         let mut pending = dec.start(bytes).map_err(SegmentFailure::new)?;
         let mut probe: Option<SegmentProbe> = None;

@@ -11,6 +11,7 @@
 //! `read` (listing and range reads, through the local block cache when there is one),
 //! `readahead` (requests started before a read asks for them) and `write` (uploads).
 
+mod fetch;
 mod options;
 mod read;
 mod readahead;

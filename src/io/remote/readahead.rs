@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::future::{BoxFuture, FutureExt, Shared};
 
-use super::read::fetch_range;
+use super::fetch::fetch_range;
 use super::{runtime, RemoteStore};
 use crate::error::Result;
 use crate::io::fork::ProcessLocal;

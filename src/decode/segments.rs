@@ -9,17 +9,37 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use crate::batch::FrameJob;
+use super::plan::FrameJob;
+use super::FrameDecoder;
 use crate::chunk::reader::{read_many, ChunkReader};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SegmentFailure};
 use crate::format::segments::{SegmentRec, StreamRec};
-use crate::jpeg::{reframe_pixels, Colorspace};
+use crate::pixels::{reframe_pixels, to_gray, Colorspace};
 use crate::pool::Runner;
-use crate::video::{decode_segment, Codec, Integrity, SegmentFailure, SegmentShape};
+use crate::video::{decode_segment, Codec, Integrity, SegmentShape};
 
-/// Whether a planned frame belongs to a video stored as segments.
-pub fn is_segment_job(job: &FrameJob) -> bool {
-    job.chunk.index().stream_of(job.video).is_some()
+/// The decoder of videos stored as segments: every video with a stream entry.
+pub(super) struct Segments;
+
+impl FrameDecoder for Segments {
+    fn claims(&self, job: &FrameJob) -> bool {
+        job.chunk.index().stream_of(job.video).is_some()
+    }
+
+    // `check` is not for segments: they are always CRC-checked (`decode_segment_jobs`).
+    fn decode(
+        &self,
+        jobs: &[FrameJob],
+        outs: Vec<&mut [u8]>,
+        _check: bool,
+        runner: &Runner,
+    ) -> Result<()> {
+        decode_segment_jobs(jobs, outs, runner)
+    }
+
+    fn decode_single(&self, job: &FrameJob, out: &mut [u8], _check: bool) -> Result<()> {
+        decode_segment_jobs(std::slice::from_ref(job), vec![out], &Runner::Caller)
+    }
 }
 
 /// The frames of one segment that a batch wants.
@@ -38,7 +58,7 @@ struct Group<'c> {
 /// Segments are always CRC-checked, whatever the caller's `check`: the decoder must never see
 /// damaged bytes (docs/DECISIONS.md, "Video segments"), and the check costs microseconds next
 /// to the decode. The error returned is the first in job order.
-pub fn decode_segment_jobs(jobs: &[FrameJob], outs: Vec<&mut [u8]>, runner: &Runner) -> Result<()> {
+fn decode_segment_jobs(jobs: &[FrameJob], outs: Vec<&mut [u8]>, runner: &Runner) -> Result<()> {
     let groups = group(jobs)?;
     let tiles = fetch(&groups)?;
     let mut slots: Vec<Vec<(usize, &mut [u8])>> = groups.iter().map(|_| Vec::new()).collect();
@@ -242,15 +262,6 @@ fn decode_group(
     }
     crate::video::stages::add(crate::video::stages::Stage::Reframe, started);
     Ok(())
-}
-
-/// RGB to luma with the JPEG (BT.601 full-range) weights, as libjpeg's colour conversion for
-/// gray output from colour.
-fn to_gray(rgb: &[u8], out: &mut [u8]) {
-    for (px, y) in rgb.chunks_exact(3).zip(out.iter_mut()) {
-        let (r, g, b) = (px[0] as u32, px[1] as u32, px[2] as u32);
-        *y = ((19595 * r + 38470 * g + 7471 * b + 32768) >> 16) as u8;
-    }
 }
 
 /// A segment that failed: named by file, video, the frames it holds and its byte range.
