@@ -11,6 +11,7 @@ nowhere else.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -106,3 +107,15 @@ DEFAULT = EncodeOptions()
 
 #: What gulpio2's ``ChunkWriter`` stores (q90 4:4:4), kept by ours for its callers.
 GULPIO2 = EncodeOptions(subsampling="4:4:4")
+
+
+def _as_given(options: EncodeOptions) -> EncodeOptions:
+    return options
+
+
+#: How a writer completes settings its caller left unset (``GulpIngestor`` given neither
+#: ``quality`` nor ``subsampling``, ``ChunkWriter`` given no ``options``): this function of the
+#: writer's own defaults, called when the writer settles them. The ingest keeps them as they
+#: are; gulpio2's layer (``utils``, where its quality knob ``_JPEG_WRITE_QUALITY`` lives)
+#: installs its rule here when imported, so the ingest knows no gulpio2 rule.
+unset_settings: Callable[[EncodeOptions], EncodeOptions] = _as_given

@@ -45,7 +45,7 @@ from PIL import Image
 
 import gulpio_rs
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor, _native
-from gulpio_rs._frames import EncodeOptions
+from gulpio_rs._encode_options import EncodeOptions
 from gulpio_rs.errors import BrokenChunkWarning
 
 torch = pytest.importorskip("torch")

@@ -13,8 +13,9 @@ from conftest import synthetic_frame
 from data_fixtures import ItemsAdapter
 
 from gulpio_rs import GulpDirectory, GulpIngestor, _native
-from gulpio_rs._frames import RUST_ENCODER, EncodeOptions, FrameEncoder
+from gulpio_rs._encode_options import RUST_ENCODER, EncodeOptions
 from gulpio_rs.ingest import IngestError, IngestWarning
+from gulpio_rs.ingest.encoder import FrameEncoder
 
 turbo_only = pytest.mark.skipif(
     not RUST_ENCODER, reason="zune-jpeg build: frames are encoded by simplejpeg, not in Rust"

@@ -1,4 +1,4 @@
-"""GulpIngestor / ChunkWriter (python/gulpio_rs/ingest/, _frames.py): frame kinds, stored
+"""GulpIngestor / ChunkWriter (python/gulpio_rs/ingest/, its encoder.py): frame kinds, stored
 JPEG options, determinism, the report, strict mode, progress, restarts of a finished run,
 extending a dataset, shards in concurrent processes and gulpio2-style use.
 

@@ -12,8 +12,8 @@ from data_fixtures import ItemsAdapter
 
 from gulpio_rs import GulpDirectory
 from gulpio_rs._encode_options import EncodeOptions
-from gulpio_rs._frames import FrameEncoder
 from gulpio_rs.ingest import IngestError
+from gulpio_rs.ingest.encoder import FrameEncoder
 from gulpio_rs.ingest.publish import (
     earlier_attempt,
     finished,

@@ -31,10 +31,10 @@ import numpy as np
 
 from .. import _native
 from .._encode_options import DEFAULT, EncodeOptions
-from .._frames import FrameEncoder
 from .._plural import plural
 from ..directory import storage_options_list
 from ..errors import BrokenChunkWarning, GulpError
+from ..ingest.encoder import FrameEncoder
 from ..ingest.plan import calculate_chunk_slices, ids_by_chunk, load_or_create_plan
 from ..ingest.publish import counted, earlier_attempt, finished, publish_chunk
 from ..ingest.report import (
@@ -208,7 +208,7 @@ def _stream_json(video) -> str:
 
 
 def _segment_video(segments: list[bytes], stream: str):
-    from ..segments import Segment, SegmentVideo
+    from ..ingest.av1 import Segment, SegmentVideo
 
     s = json.loads(stream)
     parts = [Segment(d, n, True) for d, n in zip(segments, s.pop("frames"), strict=True)]
