@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from data_fixtures import ItemsAdapter
+from helpers import ListAdapter
 
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor
 from gulpio_rs.adapters import AbstractDatasetAdapter, ImageFolderAdapter
@@ -128,12 +128,12 @@ def test_a_chunk_whose_videos_are_all_skipped_is_not_published(tmp_path):
     # Chunks of 2: [a, b], [x, c] (all skipped), [d].
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IngestWarning)
-        report = GulpIngestor(ItemsAdapter(items), tmp_path, 2, 1, progress=False)()
+        report = GulpIngestor(ListAdapter(items), tmp_path, 2, 1, progress=False)()
         assert report.chunks_written == 2 and report.failed_ids == ["x", "c"]
         assert not (tmp_path / "data_1.gulp").exists() and not (tmp_path / "meta_1.gmeta").exists()
         assert sorted(GulpDirectory(str(tmp_path)).keys()) == ["a", "b", "d"]
         # A rerun knows the empty chunk is done (its failures are still reported).
-        again = GulpIngestor(ItemsAdapter(items), tmp_path, 2, 1, progress=False)()
+        again = GulpIngestor(ListAdapter(items), tmp_path, 2, 1, progress=False)()
     assert again.chunks_resumed == 2 and again.chunks_written == 0
     assert again.failed_ids == ["x", "c"]
 
