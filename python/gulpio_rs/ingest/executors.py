@@ -98,6 +98,7 @@ def executor(name: str, address: str | None = None) -> ChunkExecutor:
         importlib.import_module(PROVIDED_BY[name])
     factory = _EXECUTORS.get(name)
     if factory is None:
-        known = " or ".join(repr(n) for n in names())
+        *others, last = [repr(n) for n in names()]
+        known = f"{', '.join(others)} or {last}" if others else last
         raise ValueError(f"executor must be {known}, not {name!r}")
     return factory(address)
