@@ -2,10 +2,12 @@
 ``gulpio_rs`` package, which wraps it)."""
 
 from collections.abc import Sequence
-from typing import Any, Self, final
+from typing import Any, Literal, Self, final
 
 import numpy as np
 import numpy.typing as npt
+
+from gulpio_rs._choices import Colorspace, Subsampling
 
 __all__ = [
     "FrameView",
@@ -177,7 +179,7 @@ class NativeWriter:
         width: int,
         height: int,
         gop: int,
-        codec: str = "av1",
+        codec: Literal["av1"] = "av1",
         matrix: int = 6,
         full_range: bool = False,
     ) -> None:
@@ -229,7 +231,7 @@ def read_batch(
 ) -> npt.NDArray[np.uint8] | list[npt.NDArray[np.uint8]]: ...
 def prefetch(items: list[tuple[Chunk, int, list[int] | None]]) -> None: ...
 def decode_jpeg(
-    data: bytes | bytearray | memoryview, colorspace: str | None = None
+    data: bytes | bytearray | memoryview, colorspace: Colorspace | None = None
 ) -> npt.NDArray[np.uint8]: ...
 def is_remote_url(path: str) -> bool: ...
 def redact_url(text: str) -> str:
@@ -278,7 +280,7 @@ def resize_frames(
 def encode_frames(
     frames: list[npt.NDArray[np.uint8]],
     quality: int | None = None,
-    subsampling: str | None = None,
+    subsampling: Subsampling | None = None,
     size: int | None = None,
     threads: int = 1,
     restart_rows: bool = False,

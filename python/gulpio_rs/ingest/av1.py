@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from .._choices import Matrix
 from .._encode_options import DEFAULT_CRF, DEFAULT_GOP, MAX_GOP
 from ..errors import VideoEncodeError
 
@@ -78,7 +79,7 @@ class SegmentVideo:
     width: int
     height: int
     gop: int
-    matrix: str = "bt601"
+    matrix: Matrix = "bt601"
     full_range: bool = False
 
     def __len__(self) -> int:
@@ -135,7 +136,7 @@ def encode_segments(
     crf: int = DEFAULT_CRF,
     gop: int = DEFAULT_GOP,
     preset: int = DEFAULT_PRESET,
-    matrix: str = "bt601",
+    matrix: Matrix = "bt601",
     full_range: bool = False,
 ) -> list[Segment]:
     """Encodes one video's frames (a sequence of HxWx3 ``uint8`` RGB arrays, one size) as AV1

@@ -199,7 +199,7 @@ class FrameEncoder:
                 if isinstance(f, (bytes, bytearray, memoryview)):
                     if not _is_jpeg(f):
                         raise DecodeError("bytes are not a JPEG (no SOI marker)")
-                    f = _native.decode_jpeg(bytes(f), "rgb")
+                    f = _native.decode_jpeg(bytes(f), "RGB")
                 a = to_frame(f)
             except (DecodeError, ValueError) as e:
                 raise type(e)(f"frame {i}: {e}") from e

@@ -11,6 +11,7 @@ from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, w
 from typing import Literal
 
 from .. import _encode_options, _native
+from .._choices import Encoding, Subsampling
 from .._encode_options import DEFAULT, EncodeOptions
 from .._fingerprint import digest
 from .._names import chunk_paths
@@ -306,9 +307,9 @@ class GulpIngestor:
         num_workers,
         *,
         quality: int | None = None,
-        subsampling: str | None = None,
+        subsampling: Subsampling | None = None,
         restart_rows: bool = DEFAULT.restart_rows,
-        encoding: str = DEFAULT.encoding,
+        encoding: Encoding = DEFAULT.encoding,
         crf: int = DEFAULT.crf,
         gop: int = DEFAULT.gop,
         strict: bool = False,
@@ -345,7 +346,7 @@ class GulpIngestor:
             subsampling or DEFAULT.subsampling,
             int(threads),
             bool(restart_rows),
-            encoding,  # type: ignore[arg-type]  # checked by EncodeOptions
+            encoding,
             int(crf),
             int(gop),
         )

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .. import _native
+from .._choices import Encoding, Subsampling
 from .._encode_options import DEFAULT, EncodeOptions
 from .._plural import plural
 from ..directory import storage_options_list
@@ -343,9 +344,9 @@ def write_gulp(
     *,
     videos_per_chunk: int = 100,
     quality: int = DEFAULT.quality,
-    subsampling: str = DEFAULT.subsampling,
+    subsampling: Subsampling = DEFAULT.subsampling,
     restart_rows: bool = DEFAULT.restart_rows,
-    encoding: str = DEFAULT.encoding,
+    encoding: Encoding = DEFAULT.encoding,
     crf: int = DEFAULT.crf,
     gop: int = DEFAULT.gop,
     frame_size: int | None = None,
@@ -403,7 +404,7 @@ def write_gulp(
         subsampling,
         int(threads),
         bool(restart_rows),
-        encoding,  # type: ignore[arg-type]  # checked by EncodeOptions
+        encoding,
         int(crf),
         int(gop),
     )
