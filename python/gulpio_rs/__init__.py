@@ -23,8 +23,12 @@ package's: modules of one subpackage (``adapters``, ``torch``) share them, other
 public names (``tests/package/test_seams.py``). Where one package of ours needs more of another
 than the public API, it goes through a named seam: ``GulpDirectory.native`` and
 ``native_chunk`` (the Rust directory and chunk readers), ``GulpDirectory.storage_options``
-and ``io``, ``ingest.publish`` (the one write path of every ingest) and
-``_encode_options.EncodeOptions`` (the encode settings and their defaults).
+and ``io``, ``ingest.publish`` (the one write path of every ingest),
+``_encode_options.EncodeOptions`` (the encode settings and their defaults, and
+``unset_settings``, through which the gulpio2 layer's quality rule reaches the writers) and
+``ingest.executors`` (where an ingest runs its chunks: ``ray`` registers its executor there).
+The ingest imports neither a gulpio2 facade nor a feature (tests/package/test_import_graph.py).
+The closed string options are ``Literal`` types in ``_choices``.
 """
 
 from __future__ import annotations
