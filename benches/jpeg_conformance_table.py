@@ -58,7 +58,7 @@ MIN_PSNR = 40.0
 
 
 def synthetic_frame(height: int, width: int, *, gray: bool = False, seed: int = 0) -> np.ndarray:
-    """Smooth gradients, flat shapes and sensor noise (same as tests/conftest.py)."""
+    """Smooth gradients, flat shapes and sensor noise (same as tests/helpers.py)."""
     rng = np.random.default_rng(seed)
     y, x = np.mgrid[0:height, 0:width].astype(np.float64)
     fy = y / max(height - 1, 1)

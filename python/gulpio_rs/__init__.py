@@ -14,8 +14,9 @@ What the modules are:
   scripts), ``contact_sheet``;
 - internals, shared by the modules above and free to change: ``_native`` (the Rust
   extension, typed in ``_native.pyi``) and every module whose name starts with ``_``
-  (``_reading``, ``_frames``, ``_encode_options``, ...), as well as the submodules of
-  ``ingest`` behind its ``__init__`` (``plan``, ``publish``, ``remote``, ...).
+  (``_reading``, ``_encode_options``, ...), as well as the submodules of ``ingest`` behind
+  its ``__init__`` (``plan``, ``publish``, ``encoder``, ``av1``, ...) and ``source_video``
+  (whose public name is ``video``).
 
 A class's underscored members are its own, and a module's underscored names are its
 package's: modules of one subpackage (``adapters``, ``torch``) share them, others import only
@@ -23,8 +24,12 @@ public names (``tests/package/test_seams.py``). Where one package of ours needs 
 than the public API, it goes through a named seam: ``GulpDirectory.native`` and
 ``native_chunk`` (the Rust directory and chunk readers), ``GulpDirectory.storage_options``
 and ``io``, ``ingest.publish`` (the one write path of every ingest),
-``_read_spec.read_spec`` (a read's options as the one object the core's read takes) and
-``_encode_options.EncodeOptions`` (the encode settings and their defaults).
+``_read_spec.read_spec`` (a read's options as the one object the core's read takes),
+``_encode_options.EncodeOptions`` (the encode settings and their defaults, and
+``unset_settings``, through which the gulpio2 layer's quality rule reaches the writers) and
+``ingest.executors`` (where an ingest runs its chunks: ``ray`` registers its executor there).
+The ingest imports neither a gulpio2 facade nor a feature (tests/package/test_import_graph.py).
+The closed string options are ``Literal`` types in ``_choices``.
 """
 
 from __future__ import annotations
@@ -44,26 +49,9 @@ from ._native import JPEG_BACKEND, __version__
 from ._times import VideoTimes
 from .chunk import GulpChunk
 from .directory import GulpDirectory
-from .errors import (
-    BrokenChunkWarning,
-    CorruptDataError,
-    DecodeError,
-    DuplicateIdError,
-    EmptyDirectoryWarning,
-    FormatError,
-    GulpError,
-    GulpWarning,
-    NoTimestampsWarning,
-    RemoteConfigError,
-    RemoteError,
-    RemoteNotFoundError,
-    RemotePermissionError,
-    StaleIndexError,
-    UnsafeFileError,
-    UnsupportedJpegError,
-    WriteConflictError,
-)
-from .video import VideoDecodeError
+
+# The exceptions and warnings: errors.__all__ is the one list of them, exported here as it is.
+from .errors import *  # noqa: F403
 
 # Opening and reading a dataset needs neither the ingest (multiprocessing, filelock) nor the
 # gulpio2 facades (PIL): they are imported on first use, which keeps `import gulpio_rs` at
@@ -109,7 +97,7 @@ if (_because := _decoder_notes.zune_fallback_reason()) is not None and _decoder_
 ):
     import warnings
 
-    warnings.warn(_decoder_notes.decoder_note(_because), GulpWarning, stacklevel=1)
+    warnings.warn(_decoder_notes.decoder_note(_because), errors.GulpWarning, stacklevel=1)
 
 
 def write_index(data_file_path: str, meta_file_path: str) -> int:
@@ -126,32 +114,12 @@ __all__ = [
     "__version__",
     "JPEG_BACKEND",
     "errors",
-    "fileio",
     "GulpDirectory",
     "GulpChunk",
-    "ChunkWriter",
-    "GulpIngestor",
     "write_index",
-    "GulpError",
-    "FormatError",
-    "StaleIndexError",
-    "CorruptDataError",
-    "DecodeError",
-    "UnsupportedJpegError",
-    "DuplicateIdError",
-    "RemoteError",
-    "RemoteNotFoundError",
-    "RemotePermissionError",
-    "RemoteConfigError",
-    "UnsafeFileError",
-    "WriteConflictError",
-    "GulpWarning",
-    "BrokenChunkWarning",
-    "EmptyDirectoryWarning",
-    "NoTimestampsWarning",
     "VideoTimes",
-    "IngestError",
-    "IngestReport",
-    "IngestWarning",
-    "VideoDecodeError",
 ]
+# The exceptions and warnings, from their one list.
+__all__ += errors.__all__
+# Loaded on first use (``__getattr__``): the gulpio2 facade, and the ingest's classes and errors.
+__all__ += ["fileio", *_FROM_INGEST]  # noqa: F405  (defined by __getattr__)

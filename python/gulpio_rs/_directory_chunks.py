@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import IO, Any, Protocol
 
 from . import _native
+from ._choices import Colorspace
 from ._names import chunk_names, chunk_paths
 from ._native import Chunk as NativeChunk
 from ._native import NativeDirectory
@@ -23,7 +24,7 @@ class Owner(Protocol):
 
     jpeg_decoder: Decoder | None
     check_data: bool
-    colorspace: str | None
+    colorspace: Colorspace | None
     fallback_decoder: Decoder | None
 
     @property
@@ -50,7 +51,7 @@ class RemoteNewChunk(GulpChunk):
         self.url = f"{directory.path.rstrip('/')}/{chunk_names(number)[0]}"
 
     @contextmanager
-    def open(self, flag: str = "rb") -> Iterator[IO[bytes]]:
+    def open(self, flag: str = "rb") -> Iterator[None]:
         if flag == "ab":
             raise NotImplementedError(
                 f"{self.url}: published remote chunks cannot be appended to (objects cannot be "
@@ -103,7 +104,7 @@ class DirectoryChunk(GulpChunk):
         return None if self._directory.is_remote else super()._open_for_reading()
 
     @contextmanager
-    def open(self, flag: str = "rb") -> Iterator[IO[bytes]]:
+    def open(self, flag: str = "rb") -> Iterator[None]:
         if flag in ("wb", "ab") and self._directory.is_remote:
             raise NotImplementedError(
                 f"{self._directory.path}: chunk {self.data_file_path} of a remote dataset "

@@ -11,18 +11,20 @@ nowhere else.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import get_args
 
 from . import _native
+from ._choices import ColonSubsampling, Encoding, Subsampling
 
 #: Chroma subsampling of colour frames, as the command line lists them (gray frames have
 #: none). simplejpeg spells them without colons, which is accepted too.
-SUBSAMPLINGS = ("4:2:0", "4:2:2", "4:4:4", "4:4:0")
+SUBSAMPLINGS: tuple[ColonSubsampling, ...] = get_args(ColonSubsampling)
 
 #: How frames are stored in a chunk: one JPEG per frame (gulpio2's format), or each video as
 #: short AV1 segments that decode on their own (docs/FORMAT.md §6; gulpio2 cannot read these).
-ENCODINGS = ("jpeg", "video")
+ENCODINGS: tuple[Encoding, ...] = get_args(Encoding)
 
 #: ``encoding="video"``: SVT-AV1's constant rate factor (0-63, lower is better and larger).
 #: 32 keeps every measured video above 38 dB luma PSNR against the input frames at 16-19x fewer
@@ -41,7 +43,7 @@ RUST_ENCODER = _native.JPEG_BACKEND == "libjpeg-turbo"
 
 
 #: simplejpeg's name of each subsampling (what its encoder and ``_native.encode_frames`` take).
-_SIMPLEJPEG = {s: s.replace(":", "") for s in SUBSAMPLINGS}
+_SIMPLEJPEG: dict[str, str] = {s: s.replace(":", "") for s in SUBSAMPLINGS}
 
 
 @dataclass(frozen=True)
@@ -60,10 +62,10 @@ class EncodeOptions:
     """
 
     quality: int = 90
-    subsampling: str = "4:2:0"
+    subsampling: Subsampling = "4:2:0"
     threads: int = 1
     restart_rows: bool = False
-    encoding: Literal["jpeg", "video"] = "jpeg"
+    encoding: Encoding = "jpeg"
     crf: int = DEFAULT_CRF
     gop: int = DEFAULT_GOP
 
@@ -106,3 +108,15 @@ DEFAULT = EncodeOptions()
 
 #: What gulpio2's ``ChunkWriter`` stores (q90 4:4:4), kept by ours for its callers.
 GULPIO2 = EncodeOptions(subsampling="4:4:4")
+
+
+def _as_given(options: EncodeOptions) -> EncodeOptions:
+    return options
+
+
+#: How a writer completes settings its caller left unset (``GulpIngestor`` given neither
+#: ``quality`` nor ``subsampling``, ``ChunkWriter`` given no ``options``): this function of the
+#: writer's own defaults, called when the writer settles them. The ingest keeps them as they
+#: are; gulpio2's layer (``utils``, where its quality knob ``_JPEG_WRITE_QUALITY`` lives)
+#: installs its rule here when imported, so the ingest knows no gulpio2 rule.
+unset_settings: Callable[[EncodeOptions], EncodeOptions] = _as_given

@@ -2,10 +2,12 @@
 ``gulpio_rs`` package, which wraps it)."""
 
 from collections.abc import Sequence
-from typing import Any, Protocol, Self, final
+from typing import Any, Literal, Protocol, Self, final
 
 import numpy as np
 import numpy.typing as npt
+
+from gulpio_rs._choices import Colorspace, Subsampling
 
 #: A frame selection in gulpio2's forms, resolved by the core against the video's frame count.
 _Selection = int | slice | Sequence[int] | npt.NDArray[np.integer[Any]] | None
@@ -204,7 +206,7 @@ class NativeWriter:
         width: int,
         height: int,
         gop: int,
-        codec: str = "av1",
+        codec: Literal["av1"] = "av1",
         matrix: int = 6,
         full_range: bool = False,
     ) -> None:
@@ -247,7 +249,7 @@ def read_batch(
     out: npt.NDArray[np.uint8] | None = None,
 ) -> npt.NDArray[np.uint8] | list[npt.NDArray[np.uint8]]: ...
 def decode_jpeg(
-    data: bytes | bytearray | memoryview, colorspace: str | None = None
+    data: bytes | bytearray | memoryview, colorspace: Colorspace | None = None
 ) -> npt.NDArray[np.uint8]: ...
 def is_remote_url(path: str) -> bool: ...
 def redact_url(text: str) -> str:
@@ -296,7 +298,7 @@ def resize_frames(
 def encode_frames(
     frames: list[npt.NDArray[np.uint8]],
     quality: int | None = None,
-    subsampling: str | None = None,
+    subsampling: Subsampling | None = None,
     size: int | None = None,
     threads: int = 1,
     restart_rows: bool = False,

@@ -6,18 +6,17 @@ per-video lists, thread counts). The core takes the result as one object
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from ._choices import Colorspace
 from ._threads import decode_threads
 
 #: A crop box ``(top, left, height, width)`` in stored-frame pixels (fractions allowed).
 CropBox = tuple[float, float, float, float]
 #: An output size ``(height, width)``.
 Size = tuple[int, int]
-#: The closed set of colourspaces a read can ask for (``None``: as stored).
-Colorspace = Literal["RGB", "GRAY"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +27,7 @@ class ReadSpec:
     crops: list[CropBox | None] | None = None
     sizes: list[Size | None] | None = None
     flips: list[bool] | None = None
-    colorspace: str | None = None
+    colorspace: Colorspace | str | None = None
     threads: int = 0
     dct_scaling: bool = True
     fast: bool = False
@@ -49,7 +48,7 @@ def read_spec(
     crop: Any = None,
     size: Any = None,
     flip: Any = False,
-    colorspace: str | None = None,
+    colorspace: Colorspace | str | None = None,
     threads: int | None = None,
     dct_scaling: bool = True,
     fast_decode: bool = False,

@@ -14,16 +14,18 @@ import json
 import os
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _native
+from ._choices import Colorspace
 from ._files import open_for_reading, open_for_writing
 from ._metadict import LazyMetaDict, native_entry
 from ._reading import (
+    Decoder,
     ImgInfo,
     extract_input_for_getitem,
     first_meta,
@@ -32,7 +34,14 @@ from ._reading import (
 )
 from ._times import find_times
 from .errors import BrokenChunkWarning, PickleMetadataWarning
-from .serializers import JSONSerializer, PickleSerializer, json_serializer
+from .serializers import AbstractSerializer, JSONSerializer, PickleSerializer, json_serializer
+
+if TYPE_CHECKING:
+    from ._native import Chunk as NativeChunk
+    from ._times import VideoTimes
+
+#: gulpio2's meta dict: ``{id: {"frame_info": [...], "meta_data": [...]}}``.
+MetaDict = OrderedDict[str, Any]
 
 _BUILTIN_OPEN = builtins.open
 
@@ -58,12 +67,12 @@ encoder_lookup: Callable[[], Callable[[np.ndarray], bytes]] = _no_encoder
 _BYTES = (bytes, bytearray, memoryview)
 
 
-def _default_decode(jpeg) -> np.ndarray:
+def _default_decode(jpeg: bytes) -> np.ndarray:
     arr = _native.decode_jpeg(jpeg)
     return arr[:, :, 0] if arr.shape[2] == 1 else arr
 
 
-def _select(infos: list, selection) -> list:
+def _select(infos: list[Any], selection: Any) -> list[Any]:
     """gulpio2's frame selection over a list of ``ImgInfo`` (plus a single int index)."""
     if selection is None:
         return list(infos)
@@ -95,16 +104,16 @@ class GulpChunk:
 
     def __init__(
         self,
-        data_file_path,
-        meta_file_path,
-        serializer=json_serializer,
-        jpeg_decoder=None,
+        data_file_path: Any,
+        meta_file_path: Any,
+        serializer: AbstractSerializer = json_serializer,
+        jpeg_decoder: Decoder | None = None,
         *,
         check_data: bool = True,
-        colorspace: str | None = None,
-        fallback_decoder=None,
-        _native_chunk=None,
-    ):
+        colorspace: Colorspace | None = None,
+        fallback_decoder: Decoder | None = None,
+        _native_chunk: NativeChunk | None = None,
+    ) -> None:
         self.data_file_path = data_file_path
         self.meta_file_path = meta_file_path
         self.serializer = serializer
@@ -113,11 +122,11 @@ class GulpChunk:
         self.colorspace = colorspace
         self.fallback_decoder = fallback_decoder
         self.fp: IO[bytes] | None = None
-        self._img_info: dict = {}
+        self._img_info: dict[str, list[Any]] = {}
         self._reader = _native_chunk
         self._writer: _native.NativeWriter | None = None
-        self._pending: OrderedDict = OrderedDict()
-        self._meta = None
+        self._pending: OrderedDict[str, tuple[list[Any], list[bytes]]] = OrderedDict()
+        self._meta: MetaDict | None = None
         # A chunk from GulpDirectory.new_chunks: its first publication takes the first free
         # chunk number of its folder (another writer may have taken this one meanwhile).
         self._new = False
@@ -159,7 +168,7 @@ class GulpChunk:
         )
 
     # -- reading -----------------------------------------------------------------------------
-    def _native(self):
+    def _native(self) -> NativeChunk:
         if self._reader is None:
             reader, warning = _native.Chunk.open(self._data_path, self._meta_path)
             if warning:
@@ -167,13 +176,13 @@ class GulpChunk:
             self._reader = reader
         return self._reader
 
-    def _native_or_none(self):
+    def _native_or_none(self) -> NativeChunk | None:
         """The Rust reader, or ``None`` when there is no meta file yet (an empty chunk)."""
         if self._reader is None and not os.path.exists(self._meta_path):
             return None
         return self._native()
 
-    def _video(self, id_) -> int:
+    def _video(self, id_: object) -> int:
         video = self._native().lookup(id_str(id_))
         if video is None:
             raise KeyError(id_str(id_))
@@ -198,7 +207,7 @@ class GulpChunk:
         return None
 
     @property
-    def meta_dict(self) -> OrderedDict:
+    def meta_dict(self) -> MetaDict:
         """gulpio2's ``{id: {'frame_info': [...], 'meta_data': [...]}}`` of this chunk.
 
         With the built-in serializer, entries are built per video on first access (the
@@ -207,26 +216,28 @@ class GulpChunk:
         """
         if self._writer is not None:
             self._commit()
-            return json.loads(self._writer.meta_text(), object_pairs_hook=OrderedDict)
+            snapshot: MetaDict = json.loads(self._writer.meta_text(), object_pairs_hook=OrderedDict)
+            return snapshot
         if self._meta is None:
             self._meta = self._get_or_create_dict()
         return self._meta
 
     @meta_dict.setter
-    def meta_dict(self, value) -> None:
+    def meta_dict(self, value: MetaDict) -> None:
         self._meta = value
 
-    def _get_or_create_dict(self):
+    def _get_or_create_dict(self) -> MetaDict:
         """The chunk's metadata as stored (an empty ``OrderedDict`` if there is no file)."""
         if not self._native_meta:
             if os.path.exists(self._meta_path):
-                return self.serializer.load(self.meta_file_path)
+                loaded: MetaDict = self.serializer.load(self.meta_file_path)
+                return loaded
             return OrderedDict()
         reader = self._native_or_none()
         if reader is None:
             return OrderedDict()
 
-        def load(id_):
+        def load(id_: str) -> MetaDict:
             video = reader.lookup(id_)
             if video is None:
                 raise KeyError(id_)
@@ -234,32 +245,32 @@ class GulpChunk:
 
         ids = reader.ids()
 
-        def load_many():
+        def load_many() -> Iterator[tuple[str, MetaDict]]:
             for video, id_ in enumerate(ids):
                 yield id_, native_entry(reader, video)
 
         return LazyMetaDict.build(ids, load, load_many=load_many)
 
     @staticmethod
-    def _default_factory():
+    def _default_factory() -> MetaDict:
         return OrderedDict([("frame_info", []), ("meta_data", [])])
 
     @staticmethod
-    def _pad_image(number):
+    def _pad_image(number: int) -> int:
         return (4 - (number % 4)) % 4
 
-    def _get_frame_infos(self, id_):
+    def _get_frame_infos(self, id_: object) -> tuple[list[Any], dict[str, Any]] | None:
         """``([ImgInfo, ...], dict(meta_data[0]))`` for a known id, else ``None`` (gulpio2)."""
         id_ = str(id_)
         if id_ in self.meta_dict:
             return self._get_or_create_img_info(id_), self._copy_meta_data(id_)
         return None
 
-    def _copy_meta_data(self, id_):
+    def _copy_meta_data(self, id_: str) -> dict[str, Any]:
         meta_data = self.meta_dict[id_]["meta_data"]
         return dict(meta_data[0]) if meta_data else {}
 
-    def _get_or_create_img_info(self, id_):
+    def _get_or_create_img_info(self, id_: str) -> list[Any]:
         if id_ not in self._img_info:
             self._img_info[id_] = [ImgInfo(*info) for info in self.meta_dict[id_]["frame_info"]]
         return self._img_info[id_]
@@ -274,18 +285,18 @@ class GulpChunk:
     def __len__(self) -> int:
         return len(self.keys())
 
-    def __contains__(self, id_) -> bool:
+    def __contains__(self, id_: object) -> bool:
         if self._fast_reads() and self._writer is None:
             reader = self._native_or_none()
             return reader is not None and reader.lookup(id_str(id_)) is not None
         return id_str(id_) in self.meta_dict
 
-    def num_frames(self, id_) -> int:
+    def num_frames(self, id_: object) -> int:
         if self._fast_reads():
             return self._native().frame_count(self._video(id_))
         return len(self._infos(id_)[0])
 
-    def timestamps(self, id_):
+    def timestamps(self, id_: object) -> VideoTimes | None:
         """The video's frame times (a :class:`~gulpio_rs._times.VideoTimes`), or ``None``:
         as :meth:`gulpio_rs.GulpDirectory.timestamps`."""
         id_ = id_str(id_)
@@ -299,15 +310,18 @@ class GulpChunk:
                 raise KeyError(id_)
             entry = self.meta_dict[id_]
             meta_data, count = entry.get("meta_data", []), len(entry["frame_info"])
-        return find_times(meta_data, count, where=self._data_path, video_id=id_)
+        times: VideoTimes | None = find_times(meta_data, count, where=self._data_path, video_id=id_)
+        return times
 
-    def _infos(self, id_):
+    def _infos(self, id_: object) -> tuple[list[Any], dict[str, Any]]:
         found = self._get_frame_infos(id_str(id_))
         if found is None:
             raise KeyError(id_str(id_))
         return found
 
-    def read_frames(self, id_, slice_=None):
+    def read_frames(
+        self, id_: object, slice_: Any = None
+    ) -> tuple[list[np.ndarray], dict[str, Any]]:
         """``(frames, meta)`` for one video; ``slice_`` may be a slice, list, array or int."""
         if not self._fast_reads():
             infos, meta = self._infos(id_)
@@ -326,7 +340,7 @@ class GulpChunk:
         )
         return frames, first_meta(chunk.meta_data(video))
 
-    def _records(self, infos) -> list[bytes]:
+    def _records(self, infos: Iterable[Any]) -> list[bytes]:
         """The JPEG bytes of each ``ImgInfo``, read from ``fp`` when it is open for reading
         (gulpio2's way), else from a file opened for the call."""
         fp = self.fp
@@ -341,7 +355,7 @@ class GulpChunk:
                 out.append(record[: len(record) - info.pad])
             return out
 
-    def frame_bytes(self, id_, slice_=None) -> list:
+    def frame_bytes(self, id_: object, slice_: Any = None) -> list[memoryview]:
         """Read-only views of the stored JPEG bytes (zero-copy and CRC-checked when reading
         through the Rust core)."""
         if not self._fast_reads():
@@ -351,10 +365,12 @@ class GulpChunk:
         chunk = self._native()
         return chunk.frame_views(video, slice_, self.check_data)
 
-    def __getitem__(self, element):
+    def __getitem__(self, element: object) -> tuple[list[np.ndarray], dict[str, Any]]:
         return self.read_frames(*extract_input_for_getitem(element))
 
-    def iter_all(self, accepted_ids=None, shuffle=False):
+    def iter_all(
+        self, accepted_ids: Iterable[object] | None = None, shuffle: bool = False
+    ) -> Iterator[tuple[list[np.ndarray], dict[str, Any]]]:
         """Yield ``(frames, meta)`` for every video (optionally filtered / shuffled)."""
         ids = self.keys()
         if accepted_ids is not None:
@@ -366,7 +382,7 @@ class GulpChunk:
             for id_ in ids:
                 yield self.read_frames(id_)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[list[np.ndarray], dict[str, Any]]]:
         return self.iter_all()
 
     def write_index(self) -> int:
@@ -385,7 +401,7 @@ class GulpChunk:
         return open_for_reading(self._data_path)
 
     @contextmanager
-    def open(self, flag: str = "rb"):
+    def open(self, flag: str = "rb") -> Iterator[None]:
         """gulpio2's context manager (yields ``None``): ``'rb'`` opens ``fp`` for reading,
         ``'wb'`` starts the chunk afresh, ``'ab'`` adds to it; writes are published by
         :meth:`flush` and on a normal exit."""
@@ -418,7 +434,7 @@ class GulpChunk:
                 yield None
 
     @contextmanager
-    def _native_writing(self, flag: str):
+    def _native_writing(self, flag: str) -> Iterator[None]:
         writer = _native.NativeWriter(
             self._data_path, self._meta_path, append=flag == "ab", new=self._new
         )
@@ -449,7 +465,7 @@ class GulpChunk:
             self._invalidate()
 
     @contextmanager
-    def _serializer_writing(self, flag: str):
+    def _serializer_writing(self, flag: str) -> Iterator[None]:
         if flag == "wb":
             # gulpio2 kept the old entries, whose offsets no longer match the truncated file.
             self._meta = OrderedDict()
@@ -475,12 +491,12 @@ class GulpChunk:
         if meta != self._meta_path:
             self.meta_file_path = _path_like(self.meta_file_path, meta)
 
-    def _invalidate(self):
+    def _invalidate(self) -> None:
         self._reader = None
         self._meta = None
         self._img_info.clear()
 
-    def flush(self):
+    def flush(self) -> None:
         """Publish everything appended so far. Through the Rust core this is fsynced and
         atomically visible to readers; with another serializer it is gulpio2's
         ``fp.flush()`` plus ``serializer.dump(meta_dict, meta_file_path)``."""
@@ -496,7 +512,7 @@ class GulpChunk:
         self.fp.flush()
         self.serializer.dump(self.meta_dict, self.meta_file_path)
 
-    def _check_writable(self):
+    def _check_writable(self) -> None:
         if self._writer is None and (self.fp is None or not self.fp.writable()):
             raise ValueError(
                 f"{self.data_file_path} is not open for writing; use `with chunk.open('wb'):`"
@@ -548,7 +564,7 @@ class GulpChunk:
             full_range=video.full_range,
         )
 
-    def _append_meta(self, id_, meta_data):
+    def _append_meta(self, id_: object, meta_data: Any) -> None:
         id_ = id_str(id_)
         if self._writer is not None:
             self._pending_entry(id_)[0].append(meta_data)
@@ -558,11 +574,11 @@ class GulpChunk:
             meta[id_] = self._default_factory()
         meta[id_]["meta_data"].append(meta_data)
 
-    def _write_frames(self, id_, frames):
+    def _write_frames(self, id_: object, frames: Iterable[Any]) -> None:
         for frame in frames:
             self._write_frame(id_, frame)
 
-    def _write_frame(self, id_, image):
+    def _write_frame(self, id_: object, image: Any) -> None:
         id_ = id_str(id_)
         self._check_writable()
         jpeg = bytes(image) if isinstance(image, _BYTES) else encoder_lookup()(image)
@@ -582,13 +598,13 @@ class GulpChunk:
         meta[id_]["frame_info"].append(info)
         fp.write(record)
 
-    def _pending_entry(self, id_: str) -> tuple[list, list]:
+    def _pending_entry(self, id_: str) -> tuple[list[Any], list[bytes]]:
         entry = self._pending.get(id_)
         if entry is None:
             entry = self._pending[id_] = ([], [])
         return entry
 
-    def _commit(self):
+    def _commit(self) -> None:
         """Hand what ``_append_meta`` / ``_write_frame`` collected to the Rust writer, which
         takes a video's frames together with one metadata element."""
         if not self._pending or self._writer is None:
@@ -605,7 +621,7 @@ class GulpChunk:
                 self._writer.append(id_, json.dumps(meta), [])
 
     # -- pickling ----------------------------------------------------------------------------
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         if self._writer is not None or (self.fp is not None and not self.fp.closed):
             raise TypeError(f"{self.data_file_path} is open; a chunk pickles only when closed")
@@ -616,8 +632,8 @@ class GulpChunk:
             state["_meta"] = None  # rebuilt from the files on first access
         return state
 
-    def __repr__(self):
-        def shown(path):  # a URL with credentials is never printed (docs/REMOTE.md)
+    def __repr__(self) -> str:
+        def shown(path: Any) -> Any:  # a URL with credentials is never printed (docs/REMOTE.md)
             return _native.redact_url(path) if isinstance(path, str) else path
 
         return f"GulpChunk({shown(self.data_file_path)!r}, {shown(self.meta_file_path)!r})"
@@ -628,7 +644,7 @@ def _is_segment_video(frames: object) -> bool:
     return type(frames).__name__ == "SegmentVideo" and hasattr(frames, "segments")
 
 
-def _path_like(original, path: str):
+def _path_like(original: Any, path: str) -> Any:
     """``path`` in the form ``original`` was given in (``str``, ``bytes`` or a path class)."""
     if isinstance(original, str):
         return path
@@ -638,12 +654,12 @@ def _path_like(original, path: str):
     return kind(path) if isinstance(original, os.PathLike) else path
 
 
-def _records_end(meta_dict) -> int:
+def _records_end(meta_dict: MetaDict) -> int:
     """Where the last record ends according to ``frame_info`` (0 without frames)."""
     end = 0
     for entry in meta_dict.values():
         for info in entry["frame_info"]:
-            end = max(end, info[0] + info[2])
+            end = max(end, int(info[0]) + int(info[2]))
     return end
 
 
@@ -657,7 +673,9 @@ def _remove_index(data_path: str) -> None:
             pass
 
 
-def new_chunk(data_file_path: str, meta_file_path: str, jpeg_decoder=None) -> GulpChunk:
+def new_chunk(
+    data_file_path: str, meta_file_path: str, jpeg_decoder: Decoder | None = None
+) -> GulpChunk:
     """A chunk from ``GulpDirectory.new_chunks`` (``directory.py``): its first publication
     takes the first free chunk number of its folder, since another writer may have taken
     this one meanwhile."""

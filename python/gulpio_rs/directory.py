@@ -17,6 +17,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from . import _native
+from ._choices import Colorspace, Io
 from ._directory_chunks import DirectoryChunk, RemoteNewChunk
 from ._metadict import LazyMetaDict
 from ._names import chunk_paths
@@ -91,11 +92,11 @@ class GulpDirectory:
         jpeg_decoder=None,
         *,
         check_data: bool = True,
-        colorspace: str | None = None,
+        colorspace: Colorspace | None = None,
         fallback_decoder=None,
         strict: bool = False,
         storage_options: dict[str, str] | None = None,
-        io: str | None = None,
+        io: Io | None = None,
         cache_dir=None,
         cache_size: int | str | None = None,
     ):
@@ -295,7 +296,7 @@ class GulpDirectory:
         size=None,
         flip: bool = False,
         out: np.ndarray | None = None,
-        colorspace: str | None = None,
+        colorspace: Colorspace | None = None,
         threads: int | None = None,
         dct_scaling: bool = True,
         fast_decode: bool = False,
@@ -387,7 +388,7 @@ class GulpDirectory:
         size=None,
         flip=False,
         out: np.ndarray | None = None,
-        colorspace: str | None = None,
+        colorspace: Colorspace | None = None,
         threads: int | None = None,
         dct_scaling: bool = True,
         stack: bool | None = None,
@@ -641,7 +642,7 @@ class GulpDirectory:
         return self._storage_options
 
     @property
-    def io(self) -> str | None:
+    def io(self) -> Io | None:
         """The ``io=`` given: ``"mmap"``, ``"pread"`` (docs/REMOTE.md, "Network file
         systems") or ``None`` (the default: mmap for local files)."""
         return self._io

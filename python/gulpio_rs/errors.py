@@ -5,6 +5,9 @@ Every error about stored data derives from :class:`GulpError` and carries ``path
 builtin exception that gulpio2 code would have caught for the same situation, so existing
 ``except ValueError`` / ``except AssertionError`` handlers keep working.
 
+:data:`__all__` is the one list of these names: the package root exports exactly them (with
+the ingest's errors, defined in ``ingest.report``).
+
 Unknown ids raise :class:`KeyError`, out-of-range frames :class:`IndexError`, and operating
 system failures :class:`OSError` (``FileNotFoundError``, ``PermissionError``, ...). Whenever a
 message names a video or frame, the exception carries them as attributes too: also the
@@ -14,6 +17,8 @@ the ``ValueError`` of an argument that does not fit a stored video (``path``, ``
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class GulpError(Exception):
@@ -83,6 +88,34 @@ class WriteConflictError(GulpError, FileExistsError):
     ``GulpDirectory.new_chunks`` take the next free number instead of failing."""
 
 
+class VideoDecodeError(GulpError, ValueError):
+    """A video could not be decoded: not a video, no video stream, corrupt data, no frames.
+
+    ``path`` names the file; ``frame`` is the number of frames decoded before the failure
+    (``None`` when the file could not be opened at all). Raised by :mod:`gulpio_rs.video`.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, frame: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.frame = frame
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str | None, int | None]]:
+        # Keeps ``path``/``frame`` when the error crosses a process boundary (ingest workers).
+        return _rebuild_video_decode_error, (str(self), self.path, self.frame)
+
+
+def _rebuild_video_decode_error(
+    message: str, path: str | None, frame: int | None
+) -> VideoDecodeError:
+    return VideoDecodeError(message, path=path, frame=frame)
+
+
+class VideoEncodeError(GulpError, ValueError):
+    """The frames cannot be encoded as video segments (bad shapes, an encoder missing from
+    PyAV's FFmpeg, or a segment the built-in decoder does not read back as written)."""
+
+
 class GulpWarning(UserWarning):
     """Base class of gulpio-rs warnings."""
 
@@ -122,6 +155,8 @@ __all__ = [
     "RemoteConfigError",
     "UnsafeFileError",
     "WriteConflictError",
+    "VideoDecodeError",
+    "VideoEncodeError",
     "GulpWarning",
     "BrokenChunkWarning",
     "EmptyDirectoryWarning",

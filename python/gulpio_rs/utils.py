@@ -16,6 +16,7 @@ import uuid
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from glob import glob
 from typing import IO, TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ import numpy as np
 import simplejpeg
 from PIL import Image
 
-from . import _native
+from . import _encode_options, _native
 from ._encode_options import GULPIO2, EncodeOptions
 from ._pixels import pil_to_array, to_frame
 from ._threads import thread_count
@@ -49,6 +50,20 @@ def gulpio2_encoding(threads: int = 1) -> EncodeOptions:
 def gulpio2_quality_changed() -> bool:
     """Whether gulpio2's knob ``_JPEG_WRITE_QUALITY`` was set away from gulpio2's default."""
     return _JPEG_WRITE_QUALITY != _GULPIO2_QUALITY
+
+
+def gulpio2_settings(defaults: EncodeOptions) -> EncodeOptions:
+    """gulpio2's quality rule for a writer whose caller chose no JPEG settings
+    (``_encode_options.unset_settings``, installed below): with ``_JPEG_WRITE_QUALITY`` set
+    away from gulpio2's default (as gulpio2's tests do), what gulpio2 wrote with it, its
+    encoder's 4:4:4 at that quality; otherwise the writer's own ``defaults``. Read when a
+    writer settles its settings: ``GulpIngestor`` when made, ``ChunkWriter`` per chunk."""
+    if not gulpio2_quality_changed():
+        return defaults
+    return replace(defaults, quality=int(_JPEG_WRITE_QUALITY), subsampling=GULPIO2.subsampling)
+
+
+_encode_options.unset_settings = gulpio2_settings
 
 
 class FFMPEGNotFound(Exception):

@@ -163,7 +163,7 @@ N_VIDEOS = 3000  # ids and labels of about 60 characters: 180 KB of `ls`, far ov
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
-    from conftest import synthetic_frame
+    from helpers import synthetic_frame
 
     from gulpio_rs.utils import img_to_jpeg_bytes
 

@@ -11,29 +11,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from data_fixtures import ItemsAdapter
+from helpers import ListAdapter, image_folder
 
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor
-from gulpio_rs.adapters import AbstractDatasetAdapter, ImageFolderAdapter
+from gulpio_rs.adapters import ImageFolderAdapter
 from gulpio_rs.cli import main
 from gulpio_rs.ingest import (
     IngestWarning,
     NothingToIngestError,
     SettingsChangedError,
 )
-
-
-def _image_folder(root: Path, classes=("cat", "dog"), per_class=3) -> Path:
-    from PIL import Image
-
-    for label in classes:
-        (root / label).mkdir(parents=True)
-        for n in range(per_class):
-            rng = np.random.default_rng(hash((label, n)) % 2**32)
-            Image.fromarray(rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)).save(
-                root / label / f"{n}.png"
-            )
-    return root
 
 
 # -- ingest on an empty or wrongly laid out folder ------------------------------------------
@@ -67,21 +54,14 @@ def test_the_expected_layout_is_shown_without_a_double_slash(tmp_path, capsys):
 
 
 def test_ingestor_api_refuses_an_empty_adapter_before_creating_anything(tmp_path):
-    class Empty(AbstractDatasetAdapter):
-        def __len__(self):
-            return 0
-
-        def iter_data(self, slice_element=None):
-            return iter(())
-
-    with pytest.raises(NothingToIngestError, match="Empty has no items"):
-        GulpIngestor(Empty(), tmp_path / "out", 10, 1)()
+    with pytest.raises(NothingToIngestError, match="ListAdapter has no items"):
+        GulpIngestor(ListAdapter([]), tmp_path / "out", 10, 1)()
     assert not (tmp_path / "out").exists()
 
 
 # -- reruns with other settings; no empty chunks ---------------------------------------------
 def test_rerun_with_other_settings_is_caught_before_any_work(tmp_path, capsys):
-    src = _image_folder(tmp_path / "imgs")
+    src = image_folder(tmp_path / "imgs")
     out = tmp_path / "out"
     args = ["ingest", "image-folder", str(src), str(out), "--videos-per-chunk", "2"]
     assert main(args + ["--img-size", "16"]) == 0
@@ -103,13 +83,13 @@ def test_rerun_with_other_settings_is_caught_before_any_work(tmp_path, capsys):
     assert main(other + ["--img-size", "16"]) == 2
     assert "videos per chunk: 2 -> 4" in capsys.readouterr().err
     # A different input extends the dataset as before.
-    more = _image_folder(tmp_path / "more", classes=("owl",))
+    more = image_folder(tmp_path / "more", classes=("owl",))
     assert main(["ingest", "image-folder", str(more), str(out), "--img-size", "16"]) == 0
     assert len(GulpDirectory(str(out))) == 9
 
 
 def test_api_raises_settings_changed_error(tmp_path):
-    src = _image_folder(tmp_path / "imgs")
+    src = image_folder(tmp_path / "imgs")
     GulpIngestor(ImageFolderAdapter(src, tmp_path / "out", img_size=16), tmp_path / "out", 4, 1)()
     with pytest.raises(SettingsChangedError, match="image size: 16 -> 20"):
         GulpIngestor(
@@ -128,12 +108,12 @@ def test_a_chunk_whose_videos_are_all_skipped_is_not_published(tmp_path):
     # Chunks of 2: [a, b], [x, c] (all skipped), [d].
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IngestWarning)
-        report = GulpIngestor(ItemsAdapter(items), tmp_path, 2, 1, progress=False)()
+        report = GulpIngestor(ListAdapter(items), tmp_path, 2, 1, progress=False)()
         assert report.chunks_written == 2 and report.failed_ids == ["x", "c"]
         assert not (tmp_path / "data_1.gulp").exists() and not (tmp_path / "meta_1.gmeta").exists()
         assert sorted(GulpDirectory(str(tmp_path)).keys()) == ["a", "b", "d"]
         # A rerun knows the empty chunk is done (its failures are still reported).
-        again = GulpIngestor(ItemsAdapter(items), tmp_path, 2, 1, progress=False)()
+        again = GulpIngestor(ListAdapter(items), tmp_path, 2, 1, progress=False)()
     assert again.chunks_resumed == 2 and again.chunks_written == 0
     assert again.failed_ids == ["x", "c"]
 
@@ -254,7 +234,7 @@ def test_ingest_help_is_whole_plain_and_explains_the_options(capsys):
 def test_ls_lists_ids_usable_with_show_and_sizes_agree_across_commands(tmp_path, capsys):
     import json
 
-    src = _image_folder(tmp_path / "imgs")
+    src = image_folder(tmp_path / "imgs")
     out = tmp_path / "out"
     assert main(["ingest", "image-folder", str(src), str(out), "--videos-per-chunk", "4"]) == 0
     ingest_mb = capsys.readouterr().out.split(" MB in ")[0].rsplit(" ", 1)[-1]

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from data_fixtures import JPEG_CORPUS, NO_CORPUS
+from helpers import JPEG_CORPUS, NO_CORPUS
 from PIL import Image
 
 import gulpio_rs

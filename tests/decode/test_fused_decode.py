@@ -39,13 +39,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import synthetic_frame
-from data_fixtures import JPEG_CORPUS, NO_CORPUS, ItemsAdapter, bbb_frame_paths
+from helpers import JPEG_CORPUS, NO_CORPUS, ListAdapter, bbb_frame_paths, synthetic_frame
 from PIL import Image
 
 import gulpio_rs
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor, _native
-from gulpio_rs._frames import EncodeOptions
+from gulpio_rs._encode_options import EncodeOptions
 from gulpio_rs.errors import BrokenChunkWarning
 
 torch = pytest.importorskip("torch")
@@ -994,10 +993,10 @@ def test_ingestor_restart_rows_end_to_end(tmp_path, workers):
     if not RUST_ENCODER:
         # The zune-jpeg build cannot write markers, and says so rather than ignore the option.
         with pytest.raises(ValueError, match="restart_rows needs the libjpeg-turbo build"):
-            GulpIngestor(ItemsAdapter(_items()), out, 3, workers, restart_rows=True)
+            GulpIngestor(ListAdapter(_items()), out, 3, workers, restart_rows=True)
         return
     report = GulpIngestor(
-        ItemsAdapter(_items()), out, 3, workers, restart_rows=True, progress=False
+        ListAdapter(_items()), out, 3, workers, restart_rows=True, progress=False
     )()
     assert report.videos == 5 and not report.failures
     assert [index_version(out, n) for n in (0, 1)] == [2, 2]
@@ -1017,7 +1016,7 @@ def test_ingestor_restart_rows_end_to_end(tmp_path, workers):
 
 
 def test_ingestor_default_writes_no_markers(tmp_path):
-    GulpIngestor(ItemsAdapter(_items()[:2]), tmp_path, 3, 1, progress=False)()
+    GulpIngestor(ListAdapter(_items()[:2]), tmp_path, 3, 1, progress=False)()
     assert index_version(tmp_path) == 1
     gd = GulpDirectory(tmp_path)
     assert all(not scan_markers(bytes(v)) for v in gd.frame_bytes("v0"))

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import synthetic_frame
-from data_fixtures import JPEG_CORPUS, NO_CORPUS
+from helpers import JPEG_CORPUS, NO_CORPUS, synthetic_frame
 from PIL import Image
 
 from gulpio_rs import DecodeError, GulpChunk, GulpDirectory, UnsupportedJpegError, _native

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from data_fixtures import JPEG_CORPUS
+from helpers import JPEG_CORPUS
 from PIL import Image
 
 from gulpio_rs._native import JPEG_BACKEND

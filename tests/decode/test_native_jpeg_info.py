@@ -6,7 +6,7 @@ import io
 
 import numpy as np
 import pytest
-from data_fixtures import JPEG_CORPUS, NO_CORPUS
+from helpers import JPEG_CORPUS, NO_CORPUS
 from PIL import Image
 
 from gulpio_rs import _native

@@ -24,7 +24,7 @@ def address(a: np.ndarray) -> int:
 
 @pytest.fixture(scope="module")
 def gd(tmp_path_factory):
-    from conftest import synthetic_frame
+    from helpers import synthetic_frame
 
     root = tmp_path_factory.mktemp("pooled")
     frames = [img_to_jpeg_bytes(synthetic_frame(H, W, seed=k)) for k in range(8)]
@@ -120,7 +120,7 @@ def test_a_failed_decode_returns_nothing_and_keeps_the_pool_usable(tmp_path, gd)
 
 
 def test_a_list_of_videos_of_different_sizes_shares_one_reused_buffer(gd, tmp_path):
-    from conftest import synthetic_frame
+    from helpers import synthetic_frame
 
     # Two more videos of another frame size beside "a" and "b": read_batch gives a list.
     small = [img_to_jpeg_bytes(synthetic_frame(H // 2, W // 2, seed=k)) for k in range(8)]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from data_fixtures import NO_CORPUS, bbb_frame_paths, copy, corpus_jpegs
+from helpers import NO_CORPUS, bbb_frame_paths, copy, corpus_jpegs
 from PIL import Image
 
 import gulpio_rs

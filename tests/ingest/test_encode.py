@@ -9,12 +9,12 @@ import warnings
 import numpy as np
 import pytest
 import simplejpeg
-from conftest import synthetic_frame
-from data_fixtures import ItemsAdapter
+from helpers import ListAdapter, synthetic_frame
 
 from gulpio_rs import GulpDirectory, GulpIngestor, _native
-from gulpio_rs._frames import RUST_ENCODER, EncodeOptions, FrameEncoder
+from gulpio_rs._encode_options import RUST_ENCODER, EncodeOptions
 from gulpio_rs.ingest import IngestError, IngestWarning
+from gulpio_rs.ingest.encoder import FrameEncoder
 
 turbo_only = pytest.mark.skipif(
     not RUST_ENCODER, reason="zune-jpeg build: frames are encoded by simplejpeg, not in Rust"
@@ -95,7 +95,7 @@ def test_pipelined_writer_keeps_order_and_duplicate_rules(tmp_path):
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IngestWarning)
-        report = GulpIngestor(ItemsAdapter(items), tmp_path, 10, 1, progress=False)()
+        report = GulpIngestor(ListAdapter(items), tmp_path, 10, 1, progress=False)()
     assert [i for i, _ in report.failures] == ["a", "b", "c"]
     assert "frame 0" in report.failures[0][1]
     assert "duplicate" in report.failures[1][1]
@@ -107,5 +107,5 @@ def test_pipelined_writer_keeps_order_and_duplicate_rules(tmp_path):
 def test_pipelined_writer_strict_publishes_nothing(tmp_path):
     items = [video("a", 1), video("b", 2, bad=True), video("c", 3)]
     with pytest.raises(IngestError, match="'b'"):
-        GulpIngestor(ItemsAdapter(items), tmp_path, 10, 1, progress=False, strict=True)()
+        GulpIngestor(ListAdapter(items), tmp_path, 10, 1, progress=False, strict=True)()
     assert not list(tmp_path.glob("data_*.gulp"))

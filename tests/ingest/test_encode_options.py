@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
-from conftest import synthetic_frame
+from helpers import synthetic_frame
 
 from gulpio_rs import ChunkWriter, GulpIngestor, _encode_options, _native, utils
 from gulpio_rs._encode_options import DEFAULT, GULPIO2, RUST_ENCODER, SUBSAMPLINGS, EncodeOptions

@@ -1,4 +1,4 @@
-"""GulpIngestor / ChunkWriter (python/gulpio_rs/ingest/, _frames.py): frame kinds, stored
+"""GulpIngestor / ChunkWriter (python/gulpio_rs/ingest/, its encoder.py): frame kinds, stored
 JPEG options, determinism, the report, strict mode, progress, restarts of a finished run,
 extending a dataset, shards in concurrent processes and gulpio2-style use.
 
@@ -20,8 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import synthetic_frame
-from data_fixtures import JPEG_CORPUS
+from helpers import JPEG_CORPUS, ListAdapter, synthetic_frame
 from PIL import Image
 
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor, _native
@@ -64,19 +63,6 @@ class SynthAdapter(AbstractDatasetAdapter):
     def iter_data(self, slice_element=None):
         for i in range(self.start, self.start + self.n)[slice_element or slice(None)]:
             yield self.video(i)
-
-
-class ListAdapter(AbstractDatasetAdapter):
-    """Yields the given items as they are."""
-
-    def __init__(self, items):
-        self.items = items
-
-    def __len__(self):
-        return len(self.items)
-
-    def iter_data(self, slice_element=None):
-        yield from self.items[slice_element or slice(None)]
 
 
 class TransformAdapter(SynthAdapter):

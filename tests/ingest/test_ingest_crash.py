@@ -24,7 +24,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from conftest import synthetic_frame
+from helpers import synthetic_frame
 
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor
 from gulpio_rs.errors import BrokenChunkWarning

@@ -6,7 +6,7 @@ numbers it reserves)."""
 from __future__ import annotations
 
 import pytest
-from conftest import synthetic_frame
+from helpers import synthetic_frame
 
 from gulpio_rs import GulpDirectory, GulpIngestor
 from gulpio_rs.adapters import AbstractDatasetAdapter

@@ -7,13 +7,12 @@ import json
 import os
 
 import pytest
-from conftest import synthetic_frame
-from data_fixtures import ItemsAdapter
+from helpers import ListAdapter, synthetic_frame
 
 from gulpio_rs import GulpDirectory
 from gulpio_rs._encode_options import EncodeOptions
-from gulpio_rs._frames import FrameEncoder
 from gulpio_rs.ingest import IngestError
+from gulpio_rs.ingest.encoder import FrameEncoder
 from gulpio_rs.ingest.publish import (
     earlier_attempt,
     finished,
@@ -34,7 +33,7 @@ def _video(id_, n=2, seed=0):
 def _publish(folder, number, items, **kw):
     os.makedirs(os.path.join(folder, ".gulpio-ingest"), exist_ok=True)
     with FrameEncoder(EncodeOptions()) as encoder:
-        return publish_chunk(ItemsAdapter(items), str(folder), number, encoder=encoder, **kw)
+        return publish_chunk(ListAdapter(items), str(folder), number, encoder=encoder, **kw)
 
 
 def test_a_published_chunk_has_its_record_and_is_finished(tmp_path):

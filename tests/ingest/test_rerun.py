@@ -9,26 +9,13 @@ import os
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
+from helpers import image_folder
 
 from gulpio_rs import GulpDirectory, GulpIngestor, _native
 from gulpio_rs.adapters import ImageFolderAdapter, VideoFolderAdapter
 from gulpio_rs.cli import main
 from gulpio_rs.ingest import SettingsChangedError
-
-
-def _images(root: Path, classes=("cat", "dog"), per_class=3) -> Path:
-    from PIL import Image
-
-    for label in classes:
-        (root / label).mkdir(parents=True, exist_ok=True)
-        for n in range(per_class):
-            rng = np.random.default_rng(abs(hash((label, n))) % 2**32)
-            Image.fromarray(rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)).save(
-                root / label / f"{n}.png"
-            )
-    return root
 
 
 @pytest.fixture
@@ -70,7 +57,7 @@ def test_a_rerun_is_the_same_run_however_the_paths_are_spelled(
     tmp_path, monkeypatch, capsys, decoded, src1, out1, src2, out2
 ):
     monkeypatch.chdir(tmp_path)
-    _images(tmp_path / "imgs")
+    image_folder(tmp_path / "imgs")
     assert main(_ingest(src1, out1)) == 0
     before = _chunks(tmp_path / "out")
     decoded.clear()
@@ -84,7 +71,7 @@ def test_a_rerun_is_the_same_run_however_the_paths_are_spelled(
 
 @pytest.mark.parametrize("how", ["copied", "moved"])
 def test_a_copied_or_moved_output_folder_resumes_where_it_was(tmp_path, capsys, decoded, how):
-    src = _images(tmp_path / "imgs")
+    src = image_folder(tmp_path / "imgs")
     assert main(_ingest(src, tmp_path / "out")) == 0
     (shutil.copytree if how == "copied" else shutil.move)(tmp_path / "out", tmp_path / "elsewhere")
     decoded.clear()
@@ -95,7 +82,7 @@ def test_a_copied_or_moved_output_folder_resumes_where_it_was(tmp_path, capsys, 
 
 
 def test_a_moved_input_folder_is_the_same_data(tmp_path, decoded):
-    src = _images(tmp_path / "imgs")
+    src = image_folder(tmp_path / "imgs")
     out = tmp_path / "out"
     GulpIngestor(ImageFolderAdapter(src, out, img_size=16), out, 2, 1)()
     moved = shutil.move(src, tmp_path / "renamed")
@@ -105,10 +92,10 @@ def test_a_moved_input_folder_is_the_same_data(tmp_path, decoded):
 
 
 def test_an_extension_decodes_only_the_new_videos_and_exits_0(tmp_path, capsys, decoded):
-    src = _images(tmp_path / "imgs", classes=("cat", "dog"))
+    src = image_folder(tmp_path / "imgs", classes=("cat", "dog"))
     out = tmp_path / "out"
     assert main(_ingest(src, out)) == 0
-    _images(src, classes=("emu",))  # three new videos: a superset of the first input
+    image_folder(src, classes=("emu",))  # three new videos: a superset of the first input
     decoded.clear()
     capsys.readouterr()
     assert main(_ingest(src, out)) == 0
@@ -124,10 +111,10 @@ def test_an_extension_decodes_only_the_new_videos_and_exits_0(tmp_path, capsys, 
 
 
 def test_api_extension_counts_already_stored_and_is_not_a_failure(tmp_path, decoded):
-    src = _images(tmp_path / "imgs", classes=("cat",))
+    src = image_folder(tmp_path / "imgs", classes=("cat",))
     out = tmp_path / "out"
     GulpIngestor(ImageFolderAdapter(src, out, img_size=16), out, 2, 1)()
-    _images(src, classes=("dog",))
+    image_folder(src, classes=("dog",))
     decoded.clear()
     report = GulpIngestor(ImageFolderAdapter(src, out, img_size=16), out, 2, 1, strict=True)()
     assert report.already_stored == 3 and report.failures == [] and report.videos == 3
@@ -135,7 +122,7 @@ def test_api_extension_counts_already_stored_and_is_not_a_failure(tmp_path, deco
 
 
 def test_a_video_repair_dropped_comes_back_on_rerun(tmp_path, capsys):
-    src = _images(tmp_path / "imgs")
+    src = image_folder(tmp_path / "imgs")
     out = tmp_path / "out"
     assert main(_ingest(src, out)) == 0
     gd = GulpDirectory(str(out))
@@ -164,7 +151,7 @@ def test_a_video_repair_dropped_comes_back_on_rerun(tmp_path, capsys):
 
 
 def test_other_settings_are_named_in_words(tmp_path, capsys):
-    src = _images(tmp_path / "imgs")
+    src = image_folder(tmp_path / "imgs")
     out = tmp_path / "out"
     assert main(_ingest(src, out)) == 0
     capsys.readouterr()
@@ -177,7 +164,7 @@ def test_other_settings_are_named_in_words(tmp_path, capsys):
 
 
 def test_frame_size_zero_is_refused(tmp_path, capsys):
-    src = _images(tmp_path / "imgs")
+    src = image_folder(tmp_path / "imgs")
     out = tmp_path / "out"
     with pytest.raises(SystemExit) as exit_:
         main(["ingest", "video-folder", str(src), str(out), "--frame-size", "0"])

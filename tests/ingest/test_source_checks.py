@@ -11,7 +11,7 @@ import warnings
 from fractions import Fraction
 
 import pytest
-from data_fixtures import (
+from helpers import (
     write_index_video,
     write_truncated_video,
     write_vfr_video,

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from data_fixtures import VFR_PTS, ItemsAdapter, write_vfr_video
+from helpers import VFR_PTS, ListAdapter, write_vfr_video
 
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor
 from gulpio_rs._times import RESERVED_KEY, find_times, time_element
@@ -137,7 +137,7 @@ def test_timestamps_that_no_longer_fit_the_frames_are_not_used(tmp_path):
     frames than it has, so it has none (the datasets fall back, with a warning)."""
     frames = [np.full((16, 16, 3), 40 * k, np.uint8) for k in range(3)]
     item = {"id": "v", "meta": {"k": 1}, "frames": frames, "timestamps": [0, 0.5, 1.0]}
-    GulpIngestor(ItemsAdapter([item]), tmp_path, 10, 1)()
+    GulpIngestor(ListAdapter([item]), tmp_path, 10, 1)()
     gd = GulpDirectory(tmp_path)
     assert gd.timestamps("v").timestamps.tolist() == [0, 0.5, 1.0]
     chunk = next(gd.chunks())
@@ -155,7 +155,7 @@ def test_an_item_with_the_wrong_number_of_timestamps_is_reported(tmp_path):
         {"id": "good", "meta": {}, "frames": frames, "timestamps": [0, 1, 2], "fps": 1},
     ]
     with pytest.warns(UserWarning):
-        report = GulpIngestor(ItemsAdapter(items), tmp_path, 10, 1)()
+        report = GulpIngestor(ListAdapter(items), tmp_path, 10, 1)()
     assert [id_ for id_, reason in report.failures if "2 timestamps for 3 frames" in reason] == [
         "bad"
     ]
@@ -164,7 +164,7 @@ def test_an_item_with_the_wrong_number_of_timestamps_is_reported(tmp_path):
 
 def test_videos_without_timestamps_have_none(tmp_path):
     frames = [np.zeros((16, 16, 3), np.uint8)] * 2
-    GulpIngestor(ItemsAdapter([{"id": "v", "meta": {}, "frames": frames}]), tmp_path, 10, 1)()
+    GulpIngestor(ListAdapter([{"id": "v", "meta": {}, "frames": frames}]), tmp_path, 10, 1)()
     gd = GulpDirectory(tmp_path)
     assert gd.timestamps("v") is None
     assert gd.merged_meta_dict["v"]["meta_data"] == [{}]

@@ -17,7 +17,7 @@ from gulpio_rs.utils import resize_frames
 
 av = pytest.importorskip("av", reason="PyAV decodes the videos (pip install av)")
 
-from data_fixtures import ZOO, write_index_video, write_rotated_video  # noqa: E402
+from helpers import ZOO, write_index_video, write_rotated_video  # noqa: E402
 
 from gulpio_rs.video import VIDEO_EXTENSIONS, VideoDecodeError, read_video  # noqa: E402
 

@@ -149,3 +149,14 @@ def test_gulpio_rs_has_no_circle_even_through_type_only_imports():
     # A circle that only type checking sees still ties two modules together: each needs the
     # other to be read, and the next runtime import along it closes a real one.
     assert find_cycle(graph(type_only=True)) is None
+
+
+def test_the_ingest_engine_imports_no_facade_or_feature():
+    # The ingest is the engine: gulpio2's facades (their rules reach it as EncodeOptions, see
+    # _encode_options.unset_settings) and the features (whose executors register themselves
+    # in ingest.executors) import it, never the other way round, not even for types.
+    engine = {n: t for n, t in graph(type_only=True).items() if n.startswith("gulpio_rs.ingest")}
+    outside = ("gulpio_rs.fileio", "gulpio_rs.utils", "gulpio_rs.adapters", "gulpio_rs.ray")
+    outside += ("gulpio_rs.torch", "gulpio_rs.cli", "gulpio_rs.sanity_utils")
+    reached = {(n, t) for n, targets in engine.items() for t in targets if t.startswith(outside)}
+    assert reached == set()

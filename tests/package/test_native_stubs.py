@@ -1,8 +1,12 @@
 """``_native.pyi`` must describe the built extension: the same public names, the same classes
 with the same methods and properties, and the same parameters and defaults.
 
-A small AST-against-``inspect`` comparison rather than ``mypy.stubtest``, which would add mypy
-(and its compiled dependencies) to the test environment for this one check.
+CI checks the stub twice, for different things. ``python -m mypy.stubtest gulpio_rs._native
+--allowlist .ci/stubtest-allowlist.txt`` (.ci/run, right after the build is installed) reads
+the stub as a type checker does and compares it with the extension: names, signatures,
+runtime values of constants, with the differences allowlisted there. This test is a small
+AST-against-``inspect`` comparison without mypy, so it runs wherever the tests run (the
+release wheel in its bare venv too): names, members, parameters and defaults, not types.
 """
 
 from __future__ import annotations

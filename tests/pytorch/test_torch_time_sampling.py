@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from data_fixtures import ItemsAdapter  # noqa: E402
+from helpers import ListAdapter  # noqa: E402
 from test_torch_dataset import frame_numbers, write_videos  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
@@ -164,7 +164,7 @@ def test_datasets_without_timestamps_fall_back_with_one_warning(tmp_path):
 def test_the_fallback_rate_comes_from_stored_fps_or_the_meta(tmp_path):
     frames = [np.full((16, 16, 3), 8 * k, np.uint8) for k in range(24)]
     items = [{"id": "v", "meta": {"fps": 12}, "frames": frames}]
-    GulpIngestor(ItemsAdapter(items), tmp_path / "m", 10, 1)()
+    GulpIngestor(ListAdapter(items), tmp_path / "m", 10, 1)()
     with pytest.warns(NoTimestampsWarning, match=r"12 fps \(its metadata's 'fps'"):
         ds = GulpVideoDataset(tmp_path / "m", fps=4, clip_seconds=1, offset="start", target=None)
     assert [round(float(f.float().mean()) / 8) for f in ds[0]] == [0, 3, 6, 9]
@@ -181,7 +181,7 @@ def test_one_warning_across_dataloader_workers(tmp_path, bikes, capfd):
     and the dataset warns once."""
     shutil.copytree(bikes["native"], tmp_path / "ds")
     frames = [np.full((24, 56, 3), 8 * k, np.uint8) for k in range(30)]
-    plain = ItemsAdapter([{"id": "plain", "meta": {}, "frames": frames}])
+    plain = ListAdapter([{"id": "plain", "meta": {}, "frames": frames}])
     GulpIngestor(plain, tmp_path / "ds", 10, 1)()
     ids = ["a-bikes.mp4", "plain", "plain", "a-bikes.mp4"]
     with warnings.catch_warnings():

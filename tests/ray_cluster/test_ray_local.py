@@ -10,8 +10,8 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
 import pytest
+from helpers import image_folder
 
 from gulpio_rs import GulpDirectory
 
@@ -20,16 +20,7 @@ pytest.importorskip("ray", reason=_WHY)
 
 
 def test_ray_without_an_address_and_without_a_cluster_starts_a_local_one(tmp_path):
-    from PIL import Image
-
-    src = tmp_path / "imgs"
-    for label in ("cat", "dog"):
-        (src / label).mkdir(parents=True)
-        for n in range(2):
-            rng = np.random.default_rng(n)
-            Image.fromarray(rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)).save(
-                src / label / f"{n}.png"
-            )
+    src = image_folder(tmp_path / "imgs", per_class=2)
     out = tmp_path / "out"
     # A Ray temp folder of its own (short: Ray's socket paths must fit 107 bytes), so that no
     # running cluster of this machine is found, and no RAY_ADDRESS.

@@ -39,7 +39,7 @@ print(json.dumps(outcome))
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    from conftest import synthetic_frame
+    from helpers import synthetic_frame
 
     root = tmp_path_factory.mktemp("bounds")
     with warnings.catch_warnings():

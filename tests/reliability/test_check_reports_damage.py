@@ -43,7 +43,7 @@ def _id(k: int, v: int) -> str:
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
     """The directory and, per chunk, `{video id: frame_info}` from its .gmeta."""
-    from conftest import synthetic_frame
+    from helpers import synthetic_frame
 
     root = tmp_path_factory.mktemp("pristine")
     layout = {}
@@ -250,7 +250,7 @@ def test_check_names_exactly_the_damaged_places(pristine, tmp_path, capsys, dama
 
 def _padded_last_record_dir(root: Path) -> tuple[Path, int, int]:
     """A one-chunk directory whose last record has padding: (data file, jpeg end, pad)."""
-    from conftest import synthetic_frame
+    from helpers import synthetic_frame
 
     seed = 0
     while len(jpeg := img_to_jpeg_bytes(synthetic_frame(16, 24, seed=seed))) % 4 == 0:

@@ -19,7 +19,7 @@ EXPECTED = (GulpError, KeyError, IndexError, OSError)
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
-    from conftest import synthetic_frame
+    from helpers import synthetic_frame
 
     root = tmp_path_factory.mktemp("pristine")
     for k in range(2):

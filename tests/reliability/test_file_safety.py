@@ -12,6 +12,7 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
+from helpers import arrays_dataset
 
 from gulpio_rs import GulpChunk, GulpDirectory, UnsafeFileError
 from gulpio_rs.cli import main
@@ -140,17 +141,6 @@ def test_repair_still_repairs_what_is_safe(linked, capsys):
     assert os.path.getsize(root / "data_1.gulp") == gd.native_chunk(1).published_len
 
 
-class _Tiny:
-    """A two-video adapter (gulpio2's adapter interface)."""
-
-    def __len__(self):
-        return 2
-
-    def iter_data(self, slice_element=None):
-        for i in range(2)[slice_element or slice(None)]:
-            yield {"id": f"v{i}", "meta": {}, "frames": [np.full((8, 8, 3), 50, np.uint8)]}
-
-
 def test_ingest_refuses_a_state_folder_that_leads_outside(tmp_path):
     from gulpio_rs import GulpIngestor
 
@@ -159,5 +149,5 @@ def test_ingest_refuses_a_state_folder_that_leads_outside(tmp_path):
     elsewhere.mkdir()
     os.symlink(elsewhere, out / ".gulpio-ingest")
     with pytest.raises(UnsafeFileError, match="symbolic link"):
-        GulpIngestor(_Tiny(), str(out), videos_per_chunk=2, num_workers=1)()
+        GulpIngestor(arrays_dataset(2, fill=50), str(out), videos_per_chunk=2, num_workers=1)()
     assert os.listdir(elsewhere) == []

@@ -11,10 +11,10 @@ import subprocess
 import sys
 
 import pytest
+from helpers import arrays_dataset
 
 import gulpio_rs
 from gulpio_rs import GulpDirectory
-from gulpio_rs.adapters import AbstractDatasetAdapter
 from gulpio_rs.errors import GulpError, RemoteConfigError
 
 # Every key object_store 0.14 accepts for each cloud (its `FromStr` of the config keys), and
@@ -262,20 +262,15 @@ def test_cli_never_prints_credentials_from_urls(command, capsys):
     assert SECRET not in out + err, out + err
 
 
-class _OneVideo(AbstractDatasetAdapter):
-    def __len__(self):
-        return 1
-
-    def iter_data(self, slice_element=None):
-        import numpy as np
-
-        yield {"id": "v", "meta": {}, "frames": [np.zeros((8, 8, 3), np.uint8)]}
-
-
 def test_ingest_refuses_credentials_in_urls_without_printing_them(tmp_path, capsys):
     e = _no_panic(
         gulpio_rs.GulpIngestor(
-            _OneVideo(), URLS[0], 1, 1, staging_dir=str(tmp_path / "stage"), progress=False
+            arrays_dataset(1, fill=0),
+            URLS[0],
+            1,
+            1,
+            staging_dir=str(tmp_path / "stage"),
+            progress=False,
         )
     )
     out, err = capsys.readouterr()

@@ -9,31 +9,18 @@ import http.server
 import threading
 import warnings
 
-import numpy as np
 import pytest
+from helpers import image_folder
 
 from gulpio_rs import GulpDirectory, GulpIngestor
 from gulpio_rs.cli import main
 from gulpio_rs.errors import GulpWarning, RemoteNotFoundError, RemotePermissionError
 
 
-def _images(root, classes=("cat", "dog"), per_class=3):
-    from PIL import Image
-
-    for label in classes:
-        (root / label).mkdir(parents=True, exist_ok=True)
-        for n in range(per_class):
-            rng = np.random.default_rng(abs(hash((label, n))) % 2**32)
-            Image.fromarray(rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)).save(
-                root / label / f"{n}.png"
-            )
-    return root
-
-
 def test_staging_is_said_removed_after_upload_and_a_rerun_needs_it_not(
     tmp_path, s3_env, capsys, monkeypatch
 ):
-    src = _images(tmp_path / "imgs")
+    src = image_folder(tmp_path / "imgs")
     url = f"s3://{s3_env.make_bucket()}/imgs"
     args = ["ingest", "image-folder", str(src), url, "--img-size", "16",
             "--videos-per-chunk", "2", "--num-workers", "1"]  # fmt: skip
@@ -50,7 +37,7 @@ def test_staging_is_said_removed_after_upload_and_a_rerun_needs_it_not(
     decoded = []
     real = items._image_frame
     monkeypatch.setattr(items, "_image_frame", lambda p, s: decoded.append(p) or real(p, s))
-    _images(src, classes=("emu",))
+    image_folder(src, classes=("emu",))
     assert main(args) == 0
     assert "6 videos were already in the dataset" in capsys.readouterr().out
     assert len(decoded) == 3
@@ -66,7 +53,7 @@ def test_staging_is_said_removed_after_upload_and_a_rerun_needs_it_not(
 def test_a_given_staging_dir_keeps_what_was_there(tmp_path, s3_server):
     from gulpio_rs.adapters import ImageFolderAdapter
 
-    src = _images(tmp_path / "imgs")
+    src = image_folder(tmp_path / "imgs")
     stage = tmp_path / "mine"
     stage.mkdir()
     (stage / "notes.txt").write_text("keep me")
@@ -92,7 +79,7 @@ def test_ingest_into_a_missing_bucket_stops_before_decoding(s3_env, tmp_path, ca
 
     decoded = []
     monkeypatch.setattr(items, "_image_frame", lambda p, s: decoded.append(p))
-    src = _images(tmp_path / "imgs")
+    src = image_folder(tmp_path / "imgs")
     args = ["ingest", "image-folder", str(src), "s3://no-such-bucket-here/imgs"]
     assert main(args + ["--num-workers", "1"]) == 1
     assert "bucket not found: no-such-bucket-here" in capsys.readouterr().err
@@ -143,7 +130,7 @@ def test_missing_credentials_say_what_to_set(s3_server, monkeypatch, tmp_path):
 def test_a_mistyped_url_warns_before_writing_a_local_folder(tmp_path, monkeypatch, capsys):
     from gulpio_rs.adapters import ImageFolderAdapter
 
-    src = _images(tmp_path / "imgs", classes=("cat",), per_class=1)
+    src = image_folder(tmp_path / "imgs", classes=("cat",), per_class=1)
     monkeypatch.chdir(tmp_path)
     assert main(["ingest", "image-folder", str(src), "s3//bucket/x", "--num-workers", "1"]) == 0
     err = capsys.readouterr().err

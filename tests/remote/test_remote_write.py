@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+from helpers import image_folder
 
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor
 from gulpio_rs.errors import CorruptDataError
@@ -182,16 +183,7 @@ def test_cli_ingest_to_a_url(tmp_path, s3_server, monkeypatch, capsys):
     chunks (the adapter wrote it into the staging folder)."""
     from gulpio_rs.cli import main
 
-    images = tmp_path / "images"
-    for label in ("cat", "dog"):
-        (images / label).mkdir(parents=True)
-        for n in range(3):
-            from PIL import Image
-
-            rng = np.random.default_rng(n)
-            Image.fromarray(rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)).save(
-                images / label / f"{n}.png"
-            )
+    images = image_folder(tmp_path / "images")
     for key, value in s3_server.env().items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("GULPIO_STAGING_DIR", str(tmp_path / "staging"))

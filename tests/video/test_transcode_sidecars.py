@@ -9,7 +9,7 @@ import json
 import warnings
 
 import pytest
-from data_fixtures import copy
+from helpers import copy
 
 from gulpio_rs import GulpDirectory, GulpIngestor
 from gulpio_rs.adapters import VideoFolderAdapter

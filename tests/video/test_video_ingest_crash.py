@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import synthetic_frame
+from helpers import synthetic_frame
 
 from gulpio_rs import GulpDirectory, GulpIngestor
 from gulpio_rs.cli import main

@@ -35,7 +35,7 @@ Per-adapter differences are listed in each class's docstring.
 
 from __future__ import annotations
 
-from ..video import VIDEO_EXTENSIONS
+from ..source_video import VIDEO_EXTENSIONS
 from .base import AbstractDatasetAdapter
 from .clips import JpegFolderClipsAdapter
 from .files import FRAME_EXTENSIONS

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from .._plural import plural
-from ..video import VIDEO_EXTENSIONS, read_video
+from ..source_video import VIDEO_EXTENSIONS, read_video
 from .base import _BuiltinAdapter, _check_size, _check_unique_ids, _frame_rate, _shuffled, _slice
 from .files import (
     FRAME_EXTENSIONS,

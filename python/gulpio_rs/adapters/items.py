@@ -9,9 +9,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from .._frames import is_plain_jpeg
 from .._pixels import pil_to_array
-from ..video import read_video_info
+from ..ingest.encoder import is_plain_jpeg
+from ..source_video import read_video_info
 from .base import _error_item, _reason
 from .files import _frame_files
 

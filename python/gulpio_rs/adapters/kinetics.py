@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..video import VIDEO_EXTENSIONS, read_video
+from ..source_video import VIDEO_EXTENSIONS, read_video
 from .base import _BuiltinAdapter, _check_size, _check_unique_ids, _frame_rate, _shuffled, _slice
 from .files import _files_under, _has_extension, _visible
 from .items import _video_item

@@ -7,7 +7,7 @@ import gzip
 import json
 import os
 
-from ..video import VIDEO_EXTENSIONS
+from ..source_video import VIDEO_EXTENSIONS
 from .base import (
     _BuiltinAdapter,
     _check_size,

@@ -10,16 +10,18 @@ import warnings
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from typing import Literal
 
-from .. import _native
+from .. import _encode_options, _native
+from .._choices import Encoding, Subsampling
 from .._encode_options import DEFAULT, EncodeOptions
 from .._fingerprint import digest
-from .._frames import FrameEncoder
 from .._names import chunk_paths
 from .._plural import plural
 from .._threads import thread_count, usable_cores
 from ..chunk import GulpChunk
 from ..errors import GulpError, GulpWarning
-from ..utils import gulpio2_encoding, gulpio2_quality_changed
+from . import executors
+from .encoder import FrameEncoder
+from .executors import ChunkJob
 from .locks import RunLock, pid_alive
 from .plan import (
     as_slices,
@@ -234,7 +236,7 @@ def _kill_me_with_parent() -> bool:
         return False
 
 
-def _run_in_worker(number: int, input_slice: slice) -> ChunkResult:
+def _run_in_worker(number: int, input_slice: slice | list[slice]) -> ChunkResult:
     assert _WORKER is not None
     return _WORKER.run(number, input_slice)
 
@@ -305,9 +307,9 @@ class GulpIngestor:
         num_workers,
         *,
         quality: int | None = None,
-        subsampling: str | None = None,
+        subsampling: Subsampling | None = None,
         restart_rows: bool = DEFAULT.restart_rows,
-        encoding: str = DEFAULT.encoding,
+        encoding: Encoding = DEFAULT.encoding,
         crf: int = DEFAULT.crf,
         gop: int = DEFAULT.gop,
         strict: bool = False,
@@ -323,9 +325,8 @@ class GulpIngestor:
     ):
         # Processes, bounded like threads (gulpio2 asserted > 0; a ValueError says more).
         num_workers = thread_count(int(num_workers), "num_workers", zero_means_all=False)
-        if executor not in ("process", "ray"):
-            raise ValueError(f"executor must be 'process' or 'ray', not {executor!r}")
         self.executor = executor
+        self._runs_chunks = executors.executor(executor, ray_address)  # ValueError if unknown
         self.ray_address = ray_address
         self.adapter = adapter
         self.output_folder = output_folder  # as given, as gulpio2 keeps it
@@ -339,22 +340,19 @@ class GulpIngestor:
         self.strict = bool(strict)
         self.skip_truncated = bool(skip_truncated)
         if threads is None:
-            # A Ray task asks for one CPU per encode thread; one thread keeps tasks small.
-            cores = 1 if executor == "ray" else usable_cores() // self.num_workers
-            threads = max(1, cores)
-        if quality is None and subsampling is None and gulpio2_quality_changed():
-            # gulpio2's quality knob was set (as its tests do): write what gulpio2's ingestor
-            # wrote with it, its encoder's 4:4:4 at that quality.
-            quality, subsampling = gulpio2_encoding().quality, "4:4:4"
+            threads = self._runs_chunks.threads_per_worker(self.num_workers)
         self.options = EncodeOptions(
             DEFAULT.quality if quality is None else int(quality),
             subsampling or DEFAULT.subsampling,
             int(threads),
             bool(restart_rows),
-            encoding,  # type: ignore[arg-type]  # checked by EncodeOptions
+            encoding,
             int(crf),
             int(gop),
         )
+        if quality is None and subsampling is None:
+            # Neither chosen: the installed rule may change them (gulpio2's quality knob).
+            self.options = _encode_options.unset_settings(self.options)
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
         self.storage_options = storage_options
         self.staging_dir = staging_dir
@@ -489,22 +487,8 @@ class GulpIngestor:
                     outside,
                     self.skip_truncated,
                 )
-                executor_cls, writer_cls = executor_lookup(), writer_lookup()
-                if self.executor == "ray":
-                    from ..ray._ingest import run_chunks
-
-                    run_chunks(_Worker, args, plan["run"], todo, report, bar, self.ray_address)
-                elif executor_cls is not ProcessPoolExecutor or writer_cls is not ChunkWriter:
-                    self._run_as_gulpio2(executor_cls, writer_cls, folder, todo, report, bar)
-                elif self.num_workers == 1:
-                    worker = _Worker(*args, _Callback(bar.update))
-                    try:
-                        for number, parts in todo:
-                            report.add(worker.run(number, parts))
-                    finally:
-                        worker.encoder.close()
-                else:
-                    self._run_pool(args, todo, report, bar)
+                job = ChunkJob(_Worker, args, plan["run"], todo, self.num_workers, report, bar)
+                self._runs_chunks.run(job)
         except KeyboardInterrupt:
             # The workers are stopped (see _run_pool) and no chunk is half published: a rerun
             # of the same ingest resumes. The report says how far this one got.
@@ -516,78 +500,113 @@ class GulpIngestor:
             warnings.warn(_problems(report), IngestWarning, stacklevel=3)
         return report
 
-    def _run_as_gulpio2(self, executor_cls, writer_cls, folder, todo, report, bar) -> None:
-        """gulpio2's way, for an executor class or chunk writer put in place of ours
-        (``fileio.ProcessPoolExecutor`` / ``fileio.ChunkWriter``): ``writer_cls(adapter)``'s
-        ``write_chunk`` mapped over the chunks and their slices in
-        ``executor_cls(max_workers=num_workers)``, whatever ``num_workers``. The plan still
-        numbers the chunks, and chunks an earlier run finished are not written again."""
-        writer = writer_cls(self.adapter)
-        chunks = [GulpChunk(*chunk_paths(folder, number)) for number, _ in todo]
-        with executor_cls(max_workers=self.num_workers) as ex:
-            # A chunk's items as gulpio2 gave them: one slice (a list only when ids already
-            # stored were left out of it).
-            parts = [p[0] if len(p) == 1 else p for _, p in todo]
-            results = ex.map(writer.write_chunk, chunks, parts)
-            skipped: dict[str, None] = {}
-            # (A stand-in executor, such as a test's mock, may return fewer results.)
-            for (number, _), result in zip(todo, results, strict=False):
-                # Our ChunkWriter returns the ids it skipped so far (each warned about).
-                if isinstance(result, (list, tuple)):
-                    skipped.update(dict.fromkeys(str(i) for i in result))
-                done = finished(folder, number)
-                if done is not None:
-                    done.resumed = False
-                    report.add(done)
-                    bar.update(done.videos, done.frames)
-        report.failures.extend((id_, "skipped by the chunk writer") for id_ in skipped)
 
-    def _run_pool(self, args, todo, report: IngestReport, bar) -> None:
-        import multiprocessing
+class _ProcessExecutor:
+    """The ingest's own executor (``executor="process"``, the default): ``num_workers``
+    processes of this machine, each encoding with ``cores // num_workers`` threads; the
+    chunks in this process when ``num_workers`` is 1; gulpio2's way (:func:`_run_as_gulpio2`)
+    when ``fileio.ProcessPoolExecutor`` or ``fileio.ChunkWriter`` was replaced."""
 
-        ctx = multiprocessing.get_context()
-        # Progress events cost a pipe write per video (docs/INGEST.md, part a): only when a
-        # bar shows them.
-        events = ctx.Queue() if bar.bar is not None else None
-        ex = ProcessPoolExecutor(
-            max_workers=self.num_workers,
-            mp_context=ctx,
-            initializer=_init_worker,
-            initargs=(os.getpid(), *args, events),
-        )
-        pending: set = set()
-        interrupted = False
-        try:
-            pending = {ex.submit(_run_in_worker, n, s) for n, s in todo}
-            while pending:
-                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                _drain(events, bar)
-                for fut in done:
-                    report.add(fut.result())
+    def __init__(self, address: str | None = None) -> None:
+        del address  # this machine's processes: nothing to connect to
+
+    def threads_per_worker(self, num_workers: int) -> int:
+        return max(1, usable_cores() // num_workers)
+
+    def run(self, job: ChunkJob) -> None:
+        executor_cls, writer_cls = executor_lookup(), writer_lookup()
+        if executor_cls is not ProcessPoolExecutor or writer_cls is not ChunkWriter:
+            _run_as_gulpio2(executor_cls, writer_cls, job)
+        elif job.num_workers == 1:
+            worker = job.new_worker(*job.worker_args, _Callback(job.bar.update))
+            try:
+                for number, parts in job.todo:
+                    job.report.add(worker.run(number, parts))
+            finally:
+                worker.encoder.close()
+        else:
+            _run_pool(job)
+
+
+executors.register_executor("process", _ProcessExecutor)
+
+
+def _run_as_gulpio2(executor_cls, writer_cls, job: ChunkJob) -> None:
+    """gulpio2's way, for an executor class or chunk writer put in place of ours
+    (``fileio.ProcessPoolExecutor`` / ``fileio.ChunkWriter``): ``writer_cls(adapter)``'s
+    ``write_chunk`` mapped over the chunks and their slices in
+    ``executor_cls(max_workers=num_workers)``, whatever ``num_workers``. The plan still
+    numbers the chunks, and chunks an earlier run finished are not written again."""
+    folder, todo, report, bar = job.folder, job.todo, job.report, job.bar
+    writer = writer_cls(job.adapter)
+    chunks = [GulpChunk(*chunk_paths(folder, number)) for number, _ in todo]
+    with executor_cls(max_workers=job.num_workers) as ex:
+        # A chunk's items as gulpio2 gave them: one slice (a list only when ids already
+        # stored were left out of it).
+        parts = [p[0] if len(p) == 1 else p for _, p in todo]
+        results = ex.map(writer.write_chunk, chunks, parts)
+        skipped: dict[str, None] = {}
+        # (A stand-in executor, such as a test's mock, may return fewer results.)
+        for (number, _), result in zip(todo, results, strict=False):
+            # Our ChunkWriter returns the ids it skipped so far (each warned about).
+            if isinstance(result, (list, tuple)):
+                skipped.update(dict.fromkeys(str(i) for i in result))
+            done = finished(folder, number)
+            if done is not None:
+                done.resumed = False
+                report.add(done)
+                bar.update(done.videos, done.frames)
+    report.failures.extend((id_, "skipped by the chunk writer") for id_ in skipped)
+
+
+def _run_pool(job: ChunkJob) -> None:
+    import multiprocessing
+
+    args, todo, report, bar = job.worker_args, job.todo, job.report, job.bar
+
+    ctx = multiprocessing.get_context()
+    # Progress events cost a pipe write per video (docs/INGEST.md, part a): only when a
+    # bar shows them.
+    events = ctx.Queue() if bar.bar is not None else None
+    ex = ProcessPoolExecutor(
+        max_workers=job.num_workers,
+        mp_context=ctx,
+        initializer=_init_worker,
+        initargs=(os.getpid(), *args, events),
+    )
+    pending: set = set()
+    interrupted = False
+    try:
+        pending = {ex.submit(_run_in_worker, n, s) for n, s in todo}
+        while pending:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             _drain(events, bar)
-        except KeyboardInterrupt:
-            # Ctrl-C: a worker must not go on writing once this call has given up, so they
-            # are stopped now, not after their chunk. What a chunk in progress left are
-            # temporaries of dead processes, which no reader trusts: removed here (a rerun
-            # would). A finished chunk is published whole (the writer's renames), so
-            # nothing half-written is ever visible. (The pending futures are not cancelled:
-            # the pool fails them itself once its workers are gone, and Python 3.11's pool
-            # breaks on a future cancelled before that.)
-            interrupted = True
-            _stop_workers(ex)
-            remove_dead_temporaries(args[1], {n for n, _ in todo})
-            raise
-        except BaseException:
-            # Another chunk failed (strict, an adapter's exception): the chunks in progress
-            # end as they would (published, or aborted without a trace), the rest never start.
-            for fut in pending:
-                fut.cancel()
-            raise
-        finally:
-            ex.shutdown(wait=True, cancel_futures=not interrupted)
-            if events is not None:
-                events.close()
-                events.cancel_join_thread()
+            for fut in done:
+                report.add(fut.result())
+        _drain(events, bar)
+    except KeyboardInterrupt:
+        # Ctrl-C: a worker must not go on writing once this call has given up, so they
+        # are stopped now, not after their chunk. What a chunk in progress left are
+        # temporaries of dead processes, which no reader trusts: removed here (a rerun
+        # would). A finished chunk is published whole (the writer's renames), so
+        # nothing half-written is ever visible. (The pending futures are not cancelled:
+        # the pool fails them itself once its workers are gone, and Python 3.11's pool
+        # breaks on a future cancelled before that.)
+        interrupted = True
+        _stop_workers(ex)
+        remove_dead_temporaries(job.folder, {n for n, _ in todo})
+        raise
+    except BaseException:
+        # Another chunk failed (strict, an adapter's exception): the chunks in progress
+        # end as they would (published, or aborted without a trace), the rest never start.
+        for fut in pending:
+            fut.cancel()
+        raise
+    finally:
+        ex.shutdown(wait=True, cancel_futures=not interrupted)
+        if events is not None:
+            events.close()
+            events.cancel_join_thread()
 
 
 def _problems(report: IngestReport) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .._choices import Encoding
 from ..errors import GulpError
 from .report import IngestReport
 from .sidecars import check_destination, copy_sidecars, find_sidecars
@@ -87,7 +88,7 @@ def transcode(
     source: str,
     destination: str,
     *,
-    encoding: str,
+    encoding: Encoding,
     videos_per_chunk: int = 100,
     num_workers: int = 1,
     storage_options: dict[str, str] | None = None,

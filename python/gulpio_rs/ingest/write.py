@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
-from .._encode_options import EncodeOptions
-from .._frames import FrameEncoder
+from .. import _encode_options
+from .._encode_options import GULPIO2, EncodeOptions
 from .._reading import id_str
 from .._times import time_element
 from ..chunk import GulpChunk
 from ..errors import GulpError
-from ..utils import gulpio2_encoding
+from .encoder import FrameEncoder
 from .report import ChunkResult, IngestError
 
 
@@ -224,9 +224,10 @@ def _videos(adapter: Adapter, input_slice: slice | list[slice]) -> Iterator[dict
 class ChunkWriter:
     """Writes the videos of one adapter slice into one chunk (gulpio2's ``ChunkWriter``).
 
-    Frames are stored as gulpio2 stores them (arrays at 4:4:4 and gulpio2's quality knob
-    ``utils._JPEG_WRITE_QUALITY``, read when a chunk is written: 90 unless changed) unless
-    ``options`` says otherwise. Returns the ids that were skipped.
+    Frames are stored as gulpio2 stores them (arrays at q90 4:4:4, ``GULPIO2``; with gulpio2's
+    quality knob ``utils._JPEG_WRITE_QUALITY`` changed, at that quality: the rule gulpio2's
+    layer installs as ``_encode_options.unset_settings``, applied when a chunk is written)
+    unless ``options`` says otherwise. Returns the ids that were skipped.
     """
 
     def __init__(self, adapter: Adapter, options: EncodeOptions | None = None) -> None:
@@ -235,7 +236,8 @@ class ChunkWriter:
         self.skipped: list[str] = []
 
     def write_chunk(self, output_chunk: GulpChunk, input_slice: slice | list[slice]) -> list[str]:
-        with FrameEncoder(self.options or gulpio2_encoding()) as encoder:
+        options = self.options or _encode_options.unset_settings(GULPIO2)
+        with FrameEncoder(options) as encoder:
             r = write_chunk(self.adapter, output_chunk, input_slice, encoder=encoder)
         for id_, reason in r.failures:
             warnings.warn(f"Failed to write video with id: {id_}; {reason}", stacklevel=2)

@@ -1,46 +1,55 @@
-"""``GulpIngestor(..., executor="ray")``: the plan's chunks as Ray tasks.
+"""``GulpIngestor(..., executor="ray")``: the plan's chunks as Ray tasks, the ``"ray"``
+executor of ``ingest.executors`` (registered by this package's ``__init__``).
 
-Each task runs the process pool's per-chunk worker (``ingest.runner._Worker``, handed in by
-the runner, which keeps this module out of an import cycle), so a chunk's bytes do not depend
-on where or how often it ran. Chunk numbers come from the run's plan, fixed before any task
-starts; a task first asks whether its chunk is already published (a retry after the worker
-died between publication and reply: ``ingest.publish.earlier_attempt``) and returns that
-chunk's record instead of writing it again.
+Each task runs the process pool's per-chunk worker (the job's ``new_worker``), so a chunk's
+bytes do not depend on where or how often it ran. Chunk numbers come from the run's plan, fixed
+before any task starts; a task first asks whether its chunk is already published (a retry after
+the worker died between publication and reply: ``ingest.publish.earlier_attempt``) and returns
+that chunk's record instead of writing it again.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from .._frames import FrameEncoder
+from ..ingest.executors import ChunkJob, ChunkWorker
 from ..ingest.publish import earlier_attempt
-from ..ingest.report import ChunkResult, IngestReport
 from ._common import connect, remove_temporaries, task_error
 
 if TYPE_CHECKING:
     from ..ingest.progress import Progress
+    from ..ingest.report import ChunkResult, IngestReport
 
 
-class _ChunkWorker(Protocol):
-    """What a task needs of ``ingest.runner._Worker``."""
+class RayExecutor:
+    """Chunks as Ray tasks on the cluster at ``address`` (``None``: the one ``ray.init()``
+    finds or starts), one CPU per encode thread."""
 
-    encoder: FrameEncoder
+    def __init__(self, address: str | None = None) -> None:
+        self.address = address
 
-    def run(self, number: int, input_slice: slice | list[slice]) -> ChunkResult: ...
+    def threads_per_worker(self, num_workers: int) -> int:
+        # A task asks for one CPU per encode thread; one thread keeps tasks small.
+        return 1
+
+    def run(self, job: ChunkJob) -> None:
+        run_chunks(
+            job.new_worker, job.worker_args, job.run, job.todo, job.report, job.bar, self.address
+        )
 
 
 #: Per worker process: the ``_Worker`` of the latest run it served, by that run's token (its
 #: caches of ids survive across the run's tasks).
-_WORKERS: dict[str, _ChunkWorker] = {}
+_WORKERS: dict[str, ChunkWorker] = {}
 
 #: Tasks a worker death may cost before the run stops.
 MAX_RETRIES = 3
 
 
 def _write_one(
-    worker_cls: Callable[..., _ChunkWorker],
+    worker_cls: Callable[..., ChunkWorker],
     args: tuple[Any, ...],
     token: str,
     number: int,
@@ -59,7 +68,7 @@ def _write_one(
 
 
 def run_chunks(
-    worker_cls: Callable[..., _ChunkWorker],
+    worker_cls: Callable[..., ChunkWorker],
     args: tuple[Any, ...],
     run: str,
     todo: list[tuple[int, list[slice]]],

@@ -30,11 +30,12 @@ from typing import Any
 import numpy as np
 
 from .. import _native
+from .._choices import Encoding, Subsampling
 from .._encode_options import DEFAULT, EncodeOptions
-from .._frames import FrameEncoder
 from .._plural import plural
 from .._storage_options import storage_options_list
 from ..errors import BrokenChunkWarning, GulpError
+from ..ingest.encoder import FrameEncoder
 from ..ingest.plan import calculate_chunk_slices, ids_by_chunk, load_or_create_plan
 from ..ingest.publish import counted, earlier_attempt, finished, publish_chunk
 from ..ingest.report import (
@@ -208,7 +209,7 @@ def _stream_json(video) -> str:
 
 
 def _segment_video(segments: list[bytes], stream: str):
-    from ..segments import Segment, SegmentVideo
+    from ..ingest.av1 import Segment, SegmentVideo
 
     s = json.loads(stream)
     parts = [Segment(d, n, True) for d, n in zip(segments, s.pop("frames"), strict=True)]
@@ -343,9 +344,9 @@ def write_gulp(
     *,
     videos_per_chunk: int = 100,
     quality: int = DEFAULT.quality,
-    subsampling: str = DEFAULT.subsampling,
+    subsampling: Subsampling = DEFAULT.subsampling,
     restart_rows: bool = DEFAULT.restart_rows,
-    encoding: str = DEFAULT.encoding,
+    encoding: Encoding = DEFAULT.encoding,
     crf: int = DEFAULT.crf,
     gop: int = DEFAULT.gop,
     frame_size: int | None = None,
@@ -403,7 +404,7 @@ def write_gulp(
         subsampling,
         int(threads),
         bool(restart_rows),
-        encoding,  # type: ignore[arg-type]  # checked by EncodeOptions
+        encoding,
         int(crf),
         int(gop),
     )

@@ -7,11 +7,12 @@ import json
 import math
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 from torch.utils.data import Sampler
 
+from .._choices import BucketKey
 from ._sampler import (
     MASK64,
     GulpDistributedSampler,
@@ -23,13 +24,13 @@ from ._sampler import (
 _STATE_KEY = "gulpio_rs.GulpBucketBatchSampler"
 _STATE_VERSION = 1
 _BUCKET_KEY = 0x6275636B65747301  # domain separation from the batch order's key
-_BY = ("size", "frames", "aspect")
+_BY: tuple[BucketKey, ...] = get_args(BucketKey)
 
 
 def bucket_keys(
     frame_counts: np.ndarray,
     shapes: np.ndarray,
-    by: str | Callable[[int, int, int], Any] = "size",
+    by: BucketKey | Callable[[int, int, int], Any] = "size",
     buckets: Sequence | None = None,
 ) -> list:
     """The bucket key of each video from its frame count and first frame's ``(height, width,
@@ -131,7 +132,7 @@ class GulpBucketBatchSampler(Sampler[list[int]]):
         dataset,
         batch_size: int | Mapping | Callable[[Any], int],
         *,
-        by: str | Callable[[int, int, int], Any] = "size",
+        by: BucketKey | Callable[[int, int, int], Any] = "size",
         buckets: Sequence | None = None,
         num_replicas: int | None = None,
         rank: int | None = None,

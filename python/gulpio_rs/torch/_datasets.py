@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, default_collate, get_worker_info
 
+from .._choices import Colorspace, Io
 from .._read_spec import out_size
 from .._storage_options import storage_options_list
 from .._threads import thread_count
@@ -169,11 +170,11 @@ class _GulpDataset(Dataset):
         ids: Sequence[str] | None,
         offset: str,
         seed: int | None,
-        colorspace: str | None,
+        colorspace: Colorspace | None,
         check_data: bool,
         threads: int | None,
         storage_options: dict | None = None,
-        io: str | None = None,
+        io: Io | None = None,
         size=None,
         crop: str | None = None,
         scale=(0.08, 1.0),
@@ -834,11 +835,11 @@ class GulpVideoDataset(_GulpDataset):
         transform: Callable | None = None,
         target: str | Callable[[dict], Any] | None = "label",
         ids: Sequence[str] | None = None,
-        colorspace: str | None = None,
+        colorspace: Colorspace | None = None,
         check_data: bool = True,
         threads: int | None = None,
         storage_options: dict | None = None,
-        io: str | None = None,
+        io: Io | None = None,
         ragged: bool = False,
         exclude=None,
         on_error: str = "raise",
@@ -994,11 +995,11 @@ class GulpImageDataset(_GulpDataset):
         transform: Callable | None = None,
         target: str | Callable[[dict], Any] | None = "label",
         ids: Sequence[str] | None = None,
-        colorspace: str | None = None,
+        colorspace: Colorspace | None = None,
         check_data: bool = True,
         threads: int | None = None,
         storage_options: dict | None = None,
-        io: str | None = None,
+        io: Io | None = None,
         ragged: bool = False,
         exclude=None,
         on_error: str = "raise",

@@ -1,4 +1,6 @@
-"""Turning an adapter's frames into the JPEG bytes a chunk stores.
+"""The ingest's frame encoder: turning an adapter's frames into what a chunk stores, JPEG
+bytes per frame (here) or, with ``encoding="video"``, AV1 segments (prepared here, encoded by
+``ingest.av1``).
 
 Frames arrive as uint8 arrays, PIL images, JPEG bytes or image file paths. Already-encoded
 JPEGs are stored as they are (a second lossy encode only loses quality) once a strict decode
@@ -26,10 +28,11 @@ import numpy as np
 import simplejpeg
 from PIL import Image
 
-from . import _native
-from ._encode_options import RUST_ENCODER, EncodeOptions
-from ._pixels import to_frame
-from .errors import DecodeError, UnsupportedJpegError
+from .. import _native
+from .._encode_options import RUST_ENCODER, EncodeOptions
+from .._pixels import to_frame
+from ..errors import DecodeError, UnsupportedJpegError
+from .av1 import SegmentVideo, encode_video
 
 if TYPE_CHECKING:
     from _typeshed import StrPath
@@ -172,7 +175,9 @@ class FrameEncoder:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def encode_stored(self, frames: Sequence[Any], size: int | None = None) -> list[bytes] | Any:
+    def encode_stored(
+        self, frames: Sequence[Any], size: int | None = None
+    ) -> list[bytes] | SegmentVideo:
         """What the chunk stores for one video's frames, as :attr:`opts` says: JPEG bytes for
         every frame (:meth:`encode`), or, with ``encoding="video"``, a
         :class:`~gulpio_rs.segments.SegmentVideo` (:meth:`encode_video`)."""
@@ -180,14 +185,12 @@ class FrameEncoder:
             return self.encode_video(frames, size)
         return self.encode(frames, size)
 
-    def encode_video(self, frames: Sequence[Any], size: int | None = None) -> Any:
+    def encode_video(self, frames: Sequence[Any], size: int | None = None) -> SegmentVideo:
         """The frames (arrays, images, JPEG bytes or image files; gray ones become RGB),
         resized to ``size`` if given, encoded as AV1 segments: a
         :class:`~gulpio_rs.segments.SegmentVideo`. Raises :class:`DecodeError` naming the
         frame for a damaged input and ``VideoEncodeError`` (a ``ValueError``) for frames that
         cannot be stored as video (mixed sizes, under 16 px)."""
-        from .segments import encode_video
-
         arrays: list[np.ndarray] = []
         for i, f in enumerate(frames):
             try:
@@ -196,7 +199,7 @@ class FrameEncoder:
                 if isinstance(f, (bytes, bytearray, memoryview)):
                     if not _is_jpeg(f):
                         raise DecodeError("bytes are not a JPEG (no SOI marker)")
-                    f = _native.decode_jpeg(bytes(f), "rgb")
+                    f = _native.decode_jpeg(bytes(f), "RGB")
                 a = to_frame(f)
             except (DecodeError, ValueError) as e:
                 raise type(e)(f"frame {i}: {e}") from e

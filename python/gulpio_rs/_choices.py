@@ -1,0 +1,33 @@
+"""The closed string options of the API, as ``Literal`` types: what a type checker holds a
+caller to. The values are still checked when the call runs (each where it is used), and the
+lists those checks use are read from these types where they live in Python.
+
+The read path's ``colorspace=`` and ``io=`` (``GulpDirectory``, the PyTorch datasets) take
+:data:`Colorspace` and :data:`Io`; ``_native.pyi`` uses them for the functions that take
+them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+#: How decoded frames come out: RGB (3 channels), gray (1), or, with ``None``, as stored.
+#: The Rust core also accepts other cases and ``"GREY"``/``"L"``.
+Colorspace = Literal["RGB", "GRAY"]
+
+#: How local ``.gulp`` files are read: positional reads (the default) or memory-mapped.
+Io = Literal["pread", "mmap"]
+
+#: How frames are stored: a JPEG per frame, or each video as AV1 segments.
+Encoding = Literal["jpeg", "video"]
+
+#: JPEG chroma subsampling of colour frames, as the command line lists them.
+ColonSubsampling = Literal["4:2:0", "4:2:2", "4:4:4", "4:4:0"]
+#: The same, or in simplejpeg's spelling without colons.
+Subsampling = ColonSubsampling | Literal["420", "422", "444", "440"]
+
+#: The RGB <-> YUV matrix of video segments.
+Matrix = Literal["bt601", "bt709"]
+
+#: What ``GulpBucketBatchSampler(by=)`` groups videos by, unless given a callable.
+BucketKey = Literal["size", "frames", "aspect"]
