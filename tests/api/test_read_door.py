@@ -10,7 +10,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import synthetic_frame
+from helpers import synthetic_frame
 
 from gulpio_rs import GulpChunk, GulpDirectory
 
