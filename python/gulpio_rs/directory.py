@@ -21,7 +21,7 @@ from ._choices import Colorspace, Io
 from ._directory_chunks import DirectoryChunk, RemoteNewChunk
 from ._metadict import LazyMetaDict
 from ._names import chunk_paths
-from ._read_spec import ReadSpec, per_video_frames, read_spec
+from ._read_spec import ReadSpec, crop_box, out_size, per_video_frames, read_spec
 from ._reading import (
     extract_input_for_getitem,
     first_meta,
@@ -325,8 +325,9 @@ class GulpDirectory:
         chunk, video = self._resolve(id_str(id_))
         spec = read_spec(
             1,
-            crop=crop,
-            size=size,
+            # One video: one box and one size, never a list of them.
+            crop=None if crop is None else [crop_box(crop)],
+            size=None if size is None else [out_size(size)],
             flip=bool(flip),
             colorspace=colorspace or self.colorspace,
             threads=threads,
