@@ -19,7 +19,7 @@ pub struct Index {
 
 impl Index {
     /// Checks the front (see [`check_front`]) over the whole file. The frame table and meta
-    /// blob are checked by [`verify_full`].
+    /// blob are checked by [`Index::verify_full`].
     pub fn parse(bytes: Storage) -> Result<Index, String> {
         let header = check_front(&bytes, bytes.len() as u64)?;
         let layout = Layout::of(&header)?;
