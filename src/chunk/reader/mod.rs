@@ -118,3 +118,6 @@ impl ChunkReader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -178,7 +178,7 @@ fn frame_infos(index: &Index, v: usize) -> Vec<(u64, u64, u64)> {
 
 /// True when metadata list `newer` (JSON text `[a, b, ...]`) is `older` with zero or more
 /// elements appended, as gulpio2 does when appending to a video.
-fn extends_meta(older: &[u8], newer: &[u8]) -> bool {
+pub(super) fn extends_meta(older: &[u8], newer: &[u8]) -> bool {
     if older == newer {
         return true;
     }
