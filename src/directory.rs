@@ -620,3 +620,6 @@ fn find_chunks(
     }
     Ok(pairs)
 }
+
+#[cfg(test)]
+mod tests;

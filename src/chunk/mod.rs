@@ -4,3 +4,6 @@ pub mod probe;
 pub mod reader;
 pub mod rebuild;
 pub mod writer;
+
+#[cfg(test)]
+pub(crate) mod testing;

@@ -936,3 +936,6 @@ pub fn write_index(paths: &ChunkPaths) -> Result<usize> {
     sync_dir(&paths.index)?;
     Ok(entries.len())
 }
+
+#[cfg(test)]
+mod tests;

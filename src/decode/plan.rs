@@ -195,3 +195,179 @@ pub(super) fn context(chunk: &ChunkReader, video: usize, frame: usize, e: Decode
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunk::testing::{fake_jpeg, gray_jpeg};
+    use crate::chunk::writer::{ChunkWriter, WriteMode};
+    use crate::format::paths::ChunkPaths;
+    use crate::pixels::CropBox;
+
+    /// Video "rgb" (two 20x10 colour frames) and video "gray" (two 6x5 frames, then one 8x4
+    /// in colour), without index when `legacy`.
+    fn chunk(dir: &std::path::Path, legacy: bool) -> ChunkReader {
+        let paths = ChunkPaths::numbered(dir, 0);
+        let mut w = ChunkWriter::open(&paths, WriteMode::Create).unwrap();
+        w.append(
+            "rgb",
+            b"{}",
+            &[&fake_jpeg(20, 10, 0), &fake_jpeg(20, 10, 1)],
+        )
+        .unwrap();
+        let (g, c) = (gray_jpeg(6, 5), fake_jpeg(8, 4, 0));
+        w.append("gray", b"{}", &[&g, &g, &c]).unwrap();
+        w.close().unwrap();
+        if legacy {
+            std::fs::remove_file(&paths.index).unwrap();
+        }
+        ChunkReader::open(&paths).unwrap().0
+    }
+
+    fn shapes(jobs: &[FrameJob]) -> Vec<(usize, usize, usize)> {
+        jobs.iter().map(|j| j.shape).collect()
+    }
+
+    #[test]
+    fn frames_resolve_to_their_shapes_from_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = chunk(dir.path(), false);
+        let jobs = plan(&r, 0, &[1, -2, 0], Colorspace::Auto, false, None).unwrap();
+        let frames: Vec<usize> = jobs.iter().map(|j| j.frame).collect();
+        assert_eq!(frames, [1, 0, 0]);
+        assert_eq!(uniform(&jobs), Some((10, 20, 3)));
+        assert!(jobs.iter().all(|j| j.recorded == Some((20, 10, 3))));
+        assert_eq!((jobs[0].len(), jobs[0].is_empty()), (600, false));
+        let jobs = plan(&r, 1, &[0, 2], Colorspace::Auto, false, None).unwrap();
+        assert_eq!(shapes(&jobs), [(5, 6, 1), (4, 8, 3)]);
+        assert_eq!(uniform(&jobs), None);
+        assert!(uniform(&[]).is_none());
+        match plan(&r, 1, &[3], Colorspace::Auto, false, None) {
+            Err(Error::FrameOutOfRange { id, frame, .. }) => {
+                assert_eq!((id.as_str(), frame), ("gray", 3))
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("planned"),
+        }
+    }
+
+    #[test]
+    fn a_chunk_without_index_is_shaped_from_the_jpeg_headers() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = chunk(dir.path(), true);
+        let jobs = plan(&r, 1, &[-1, 0], Colorspace::Auto, false, None).unwrap();
+        assert_eq!(shapes(&jobs), [(4, 8, 3), (5, 6, 1)]);
+        assert!(jobs.iter().all(|j| j.recorded.is_none()));
+    }
+
+    #[test]
+    fn the_colorspace_sets_the_channels() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = chunk(dir.path(), false);
+        let channels = |frames: &[i64], cs, uniform_channels| {
+            plan(&r, 1, frames, cs, uniform_channels, None)
+                .unwrap()
+                .iter()
+                .map(|j| (j.shape.2, j.colorspace))
+                .collect::<Vec<_>>()
+        };
+        use Colorspace::{Auto, Gray, Rgb};
+        assert_eq!(channels(&[0, 2], Gray, false), [(1, Gray), (1, Gray)]);
+        assert_eq!(channels(&[0, 2], Rgb, true), [(3, Rgb), (3, Rgb)]);
+        assert_eq!(channels(&[0, 2], Auto, false), [(1, Auto), (3, Auto)]);
+        // Stacked: one count for the video, colour if any frame is.
+        assert_eq!(channels(&[0, 2], Auto, true), [(3, Rgb), (3, Rgb)]);
+        assert_eq!(channels(&[0, 1], Auto, true), [(1, Gray), (1, Gray)]);
+    }
+
+    #[test]
+    fn a_reframe_gives_the_output_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = chunk(dir.path(), false);
+        let crop = CropBox {
+            top: 2.0,
+            left: 4.0,
+            height: 6.0,
+            width: 12.4,
+        };
+        let spec = |crop, size| Reframe {
+            crop,
+            size,
+            flip: false,
+            dct_scaling: true,
+        };
+        let out =
+            |s: &Reframe| shapes(&plan(&r, 0, &[0], Colorspace::Rgb, false, Some(s)).unwrap());
+        assert_eq!(out(&spec(Some(crop), None)), [(6, 12, 3)]);
+        assert_eq!(out(&spec(Some(crop), Some((3, 5)))), [(3, 5, 3)]);
+        assert_eq!(out(&spec(None, Some((7, 9)))), [(7, 9, 3)]);
+        assert_eq!(out(&spec(None, None)), [(10, 20, 3)]);
+        let outside = CropBox { top: 5.0, ..crop };
+        match plan(
+            &r,
+            0,
+            &[1],
+            Colorspace::Rgb,
+            false,
+            Some(&spec(Some(outside), None)),
+        ) {
+            Err(Error::InvalidFor { at, msg, .. }) => {
+                assert_eq!(at, At::frame("rgb", 1));
+                assert!(msg.contains("not inside the 20x10 frame"), "{msg}");
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("planned"),
+        }
+    }
+
+    #[test]
+    fn a_read_over_the_limit_is_refused_before_it_is_planned() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = chunk(dir.path(), false);
+        // 8192 x 8192 x 3 bytes a frame: the limit is passed at frame 171.
+        let big = Reframe {
+            crop: None,
+            size: Some((8192, 8192)),
+            flip: false,
+            dct_scaling: true,
+        };
+        let per_frame = 8192 * 8192 * 3;
+        let fits = (MAX_READ_BYTES / per_frame) as usize;
+        let frames = vec![0i64; fits];
+        assert_eq!(
+            plan(&r, 0, &frames, Colorspace::Rgb, false, Some(&big))
+                .unwrap()
+                .len(),
+            fits
+        );
+        let frames = vec![0i64; fits + 1];
+        match plan(&r, 0, &frames, Colorspace::Rgb, false, Some(&big)) {
+            Err(Error::InvalidArgument(msg)) => {
+                let need = (fits as u64 + 1) * per_frame;
+                assert!(msg.contains(&format!("at least {need} bytes")), "{msg}");
+                assert!(msg.contains(ASK_LESS), "{msg}");
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("planned"),
+        }
+    }
+
+    #[test]
+    fn output_bytes_are_checked_against_the_limit() {
+        assert_eq!(output_bytes(&[2, 3, 4, 5]).unwrap(), 120);
+        assert_eq!(output_bytes(&[]).unwrap(), 1);
+        let limit = MAX_READ_BYTES as usize;
+        assert_eq!(output_bytes(&[limit]).unwrap(), limit);
+        match output_bytes(&[limit + 1]) {
+            Err(Error::InvalidArgument(msg)) => {
+                assert!(msg.contains(&format!("need {} bytes", limit + 1)), "{msg}");
+                assert!(msg.contains(&format!("an array of {}", limit + 1)), "{msg}");
+            }
+            other => panic!("{other:?}"),
+        }
+        match output_bytes(&[1 << 40, 1 << 40]) {
+            Err(Error::InvalidArgument(msg)) => assert!(msg.contains("more than 2^64"), "{msg}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! Unit tests of a directory: pairing and ordering chunks, global positions, problems of
+//! damaged chunks, shapes from the indexes (or the JPEG headers) and resolving ids.
+
+use std::fs;
+
+use super::*;
+use crate::chunk::testing::{fake_jpeg, flip, gray_jpeg, write_chunk};
+use crate::chunk::writer::{ChunkWriter, WriteMode};
+
+#[test]
+fn chunks_are_ordered_by_number_and_ids_by_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    // Numbered so that name order (data_10 before data_2) and number order differ.
+    write_chunk(dir.path(), 10, &[("d", 1)]);
+    write_chunk(dir.path(), 2, &[("c", 3)]);
+    write_chunk(dir.path(), 0, &[("a", 1), ("b", 2)]);
+    let d = Directory::open(dir.path()).unwrap();
+    assert!(d.problems().is_empty(), "{:?}", d.problems());
+    let numbers: Vec<u64> = d.chunks().iter().map(|c| c.number).collect();
+    assert_eq!(numbers, [0, 2, 10]);
+    let firsts: Vec<(usize, usize)> = d
+        .chunks()
+        .iter()
+        .map(|c| (c.first, c.video_count))
+        .collect();
+    assert_eq!(firsts, [(0, 2), (2, 1), (3, 1)]);
+    assert_eq!(d.ids().iter().collect::<Vec<_>>(), ["a", "b", "c", "d"]);
+    assert_eq!((d.len(), d.is_empty()), (4, false));
+    assert_eq!(d.lookup("c"), Some(2));
+    assert_eq!(d.lookup("e"), None);
+    assert_eq!(d.location(1), Some((0, 1)));
+    assert_eq!(d.location(2), Some((1, 0)));
+    assert_eq!(d.location(3), Some((2, 0)));
+    assert_eq!(d.location(4), None);
+    // Indexed chunks are opened on first use only.
+    assert!(!d.chunks()[1].is_loaded());
+    let r = d.reader(1).unwrap();
+    assert!(d.chunks()[1].is_loaded());
+    assert_eq!((r.id(0), r.frame_count(0)), ("c", 3));
+    assert!(matches!(d.reader(3), Err(Error::InvalidArgument(_))));
+}
+
+#[test]
+fn ids_resolve_to_their_chunk_and_unknown_ones_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    write_chunk(dir.path(), 0, &[("a", 1)]);
+    write_chunk(dir.path(), 1, &[("b", 2), ("c", 1)]);
+    let d = Directory::open(dir.path()).unwrap();
+    let (r, v) = d.resolve("c").unwrap();
+    assert_eq!((r.paths(), v), (&ChunkPaths::numbered(dir.path(), 1), 1));
+    assert_eq!(r.id(v), "c");
+    match d.resolve("zz") {
+        Err(Error::UnknownId(id)) => assert_eq!(id, "zz"),
+        other => panic!("{:?}", other.map(|(_, v)| v)),
+    }
+}
+
+#[test]
+fn damaged_chunks_are_reported_and_readable_ones_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    write_chunk(dir.path(), 0, &[("a", 1)]);
+    // An index whose header is damaged: read through the `.gmeta`, with a warning.
+    let bad_index = write_chunk(dir.path(), 1, &[("b", 1)]);
+    flip(&bad_index.index, 20, 0x01);
+    // A data file without its `.gmeta`, and an unparsable `.gmeta` without an index.
+    let orphan = write_chunk(dir.path(), 2, &[("c", 1)]);
+    fs::remove_file(&orphan.meta).unwrap();
+    let broken = write_chunk(dir.path(), 3, &[("d", 1)]);
+    fs::remove_file(&broken.index).unwrap();
+    fs::write(&broken.meta, b"{\"d\": {\"frame_info\": [[0, 0").unwrap();
+    let d = Directory::open(dir.path()).unwrap();
+    assert_eq!(d.ids().iter().collect::<Vec<_>>(), ["a", "b"]);
+    let problems: Vec<(&Path, bool)> = d
+        .problems()
+        .iter()
+        .map(|p| (p.path.as_path(), p.chunk_skipped))
+        .collect();
+    assert_eq!(
+        problems,
+        [
+            (orphan.data.as_path(), true),
+            (bad_index.index.as_path(), false),
+            (broken.meta.as_path(), true),
+        ]
+    );
+    assert!(d.problems()[0].message.contains("no meta file"));
+    assert!(d.problems()[1]
+        .message
+        .contains("through its .gmeta instead"));
+    assert!(d.problems()[2].message.contains("videos are unavailable"));
+    let (r, _) = d.resolve("b").unwrap();
+    assert_eq!(r.kind(), crate::chunk::reader::IndexKind::Legacy);
+}
+
+#[test]
+fn a_duplicate_id_names_both_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = write_chunk(dir.path(), 0, &[("a", 1), ("x", 1)]);
+    let second = write_chunk(dir.path(), 1, &[("x", 1)]);
+    match Directory::open(dir.path()) {
+        Err(Error::DuplicateId {
+            id,
+            first: f,
+            second: s,
+        }) => assert_eq!((id.as_str(), f, s), ("x", first.meta, second.meta)),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("opened"),
+    }
+}
+
+#[test]
+fn video_shapes_come_from_the_index_or_with_headers_from_the_jpegs() {
+    let dir = tempfile::tempdir().unwrap();
+    write_chunk(dir.path(), 0, &[("a", 2), ("empty", 0)]);
+    // A chunk without index (as gulpio writes them), one colour and one gray video.
+    let legacy = ChunkPaths::numbered(dir.path(), 1);
+    let mut w = ChunkWriter::open(&legacy, WriteMode::Create).unwrap();
+    w.append("rgb", b"{}", &[&fake_jpeg(20, 10, 0)]).unwrap();
+    w.append("gray", b"{}", &[&gray_jpeg(6, 5), &gray_jpeg(6, 5)])
+        .unwrap();
+    w.close().unwrap();
+    fs::remove_file(&legacy.index).unwrap();
+    let d = Directory::open(dir.path()).unwrap();
+    let (counts, shapes) = d.video_shapes(None, false).unwrap();
+    assert_eq!(counts, [2, 0, 1, 2]);
+    assert_eq!(shapes, [[4, 8, 3], [0, 0, 0], [0, 0, 0], [0, 0, 0]]);
+    let (counts, shapes) = d.video_shapes(None, true).unwrap();
+    assert_eq!(counts, [2, 0, 1, 2]);
+    assert_eq!(shapes, [[4, 8, 3], [0, 0, 0], [10, 20, 3], [5, 6, 1]]);
+    let (counts, shapes) = d.video_shapes(Some(&[3, 0]), true).unwrap();
+    assert_eq!((counts, shapes), (vec![2, 2], vec![[5, 6, 1], [4, 8, 3]]));
+    match d.video_shapes(Some(&[4]), false) {
+        Err(Error::InvalidArgument(msg)) => assert!(msg.contains("position 4"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_id_table_keeps_order_and_refuses_repeats() {
+    let mut t = IdTable::default();
+    assert!(t.is_empty());
+    assert_eq!(t.insert("b"), Ok(0));
+    assert_eq!(t.insert("a"), Ok(1));
+    assert_eq!(t.insert("é/x"), Ok(2));
+    assert_eq!(t.insert("a"), Err(1));
+    assert_eq!(t.len(), 3);
+    assert_eq!((t.get(0), t.get(2)), ("b", "é/x"));
+    assert_eq!(t.lookup("é/x"), Some(2));
+    assert_eq!(t.lookup("x"), None);
+    assert_eq!(t.iter().collect::<Vec<_>>(), ["b", "a", "é/x"]);
+}
+
+#[test]
+fn only_plain_file_names_are_read_from_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    write_chunk(dir.path(), 0, &[("a", 1)]);
+    fs::write(dir.path().join("labels.json"), b"{}").unwrap();
+    let d = Directory::open(dir.path()).unwrap();
+    assert_eq!(
+        d.read_file("labels.json").unwrap().as_deref(),
+        Some(&b"{}"[..])
+    );
+    assert_eq!(d.read_file("missing.json").unwrap(), None);
+    for bad in ["", ".", "..", "../x", "a/b", "a\\b"] {
+        assert!(
+            matches!(d.read_file(bad), Err(Error::InvalidArgument(_))),
+            "{bad:?}"
+        );
+    }
+}
