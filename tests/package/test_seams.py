@@ -178,7 +178,7 @@ def test_the_directorys_seams(tmp_path):
 def private_imports_across_packages(root: Path = PACKAGE) -> set[tuple[str, int, str]]:
     """``(file, line, name)`` of every ``from m import _name`` where ``m`` is a module of the
     package outside the importing module's own subpackage (``gulpio_rs.adapters.items``
-    may use ``adapters.base``'s helpers; ``torch._datasets`` may not use ``directory``'s).
+    may use ``adapters.base``'s helpers; ``torch._base`` may not use ``directory``'s).
     Modules are seams whatever their names (``from . import _decoder_notes``), and so is
     ``_native`` (the extension)."""
     found = set()
