@@ -31,3 +31,18 @@ Matrix = Literal["bt601", "bt709"]
 
 #: What ``GulpBucketBatchSampler(by=)`` groups videos by, unless given a callable.
 BucketKey = Literal["size", "frames", "aspect"]
+
+#: Where the datasets' clips sit in a video (``offset=``): centred, at the start, or drawn.
+OffsetName = Literal["center", "random", "start"]
+
+#: The box the datasets resize to ``size=`` (``crop=``), unless ``None`` (the whole frame).
+CropMode = Literal["random-resized", "center", "random"]
+
+#: What the datasets do with a sample that fails to read (``on_error=``).
+OnError = Literal["raise", "skip"]
+
+#: The order of a video dataset's clip dimensions (``layout=``).
+VideoLayout = Literal["THWC", "TCHW", "CTHW"]
+
+#: The order of an image dataset's image dimensions (``layout=``).
+ImageLayout = Literal["HWC", "CHW"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -87,7 +87,9 @@ def time_element(timestamps: Sequence, *, fps=None, end=None) -> dict:
     return {RESERVED_KEY: {"time": time}}
 
 
-def find_times(meta_data: list, frame_count: int, *, where: str, video_id: str):
+def find_times(
+    meta_data: list[Any], frame_count: int, *, where: str, video_id: str
+) -> VideoTimes | None:
     """The :class:`VideoTimes` stored in a video's ``meta_data`` list, or ``None`` when it has
     none or they do not describe its ``frame_count`` frames (frames appended after ingest).
 

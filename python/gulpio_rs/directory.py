@@ -9,12 +9,13 @@ import json
 import os
 import warnings
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from glob import glob
 from itertools import repeat
-from typing import Any, TypedDict
+from typing import Any, Literal, Self, TypedDict, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _native
 from ._choices import Colorspace, Io
@@ -23,6 +24,7 @@ from ._metadict import LazyMetaDict
 from ._names import chunk_paths
 from ._read_spec import ReadSpec, crop_box, out_size, per_video_frames, read_spec
 from ._reading import (
+    Decoder,
     extract_input_for_getitem,
     first_meta,
     id_str,
@@ -88,18 +90,18 @@ class GulpDirectory:
 
     def __init__(
         self,
-        output_dir,
-        jpeg_decoder=None,
+        output_dir: str | os.PathLike[str],
+        jpeg_decoder: Decoder | None = None,
         *,
         check_data: bool = True,
         colorspace: Colorspace | None = None,
-        fallback_decoder=None,
+        fallback_decoder: Decoder | None = None,
         strict: bool = False,
-        storage_options: dict[str, str] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
         io: Io | None = None,
-        cache_dir=None,
+        cache_dir: str | os.PathLike[str] | None = None,
         cache_size: int | str | None = None,
-    ):
+    ) -> None:
         self.output_dir = output_dir  # as given (gulpio2 code compares it with its own Path)
         self._path = os.fsdecode(output_dir)
         self.jpeg_decoder = jpeg_decoder
@@ -162,16 +164,16 @@ class GulpDirectory:
             )
 
     # -- lookups -----------------------------------------------------------------------------
-    def _handle(self):
+    def _handle(self) -> _native.NativeDirectory:
         if self._dir is None:
             raise ValueError(f"GulpDirectory {self._path!r} is closed")
         return self._dir
 
-    def _resolve(self, id_: str):
+    def _resolve(self, id_: str) -> tuple[_native.Chunk, int]:
         # KeyError for unknown ids; warns once if the chunk's index had to be ignored.
         return self._handle().resolve(id_)
 
-    def _chunk(self, pos: int):
+    def _chunk(self, pos: int) -> _native.Chunk:
         return self._handle().chunk(pos)
 
     # -- low-level access for tools (the gulpio command line, ingest, gulpio_rs.ray) ----------
@@ -181,7 +183,7 @@ class GulpDirectory:
         return self._path
 
     @property
-    def native(self):
+    def native(self) -> _native.NativeDirectory:
         """The Rust directory this one reads through (``_native.NativeDirectory``: listing,
         ids, chunk readers, and for a dataset URL ``upload_chunk`` / ``upload_file``). For
         gulpio_rs's own packages (ingest uploads chunks through it); like :meth:`native_chunk`,
@@ -199,7 +201,7 @@ class GulpDirectory:
         remote datasets)."""
         return self._handle().chunk_sizes()
 
-    def native_chunk(self, pos: int):
+    def native_chunk(self, pos: int) -> _native.Chunk:
         """The Rust reader (``_native.Chunk``) of the ``pos``-th row of :meth:`chunk_table`:
         frame shapes, raw metadata, verification."""
         return self._chunk(pos)
@@ -207,7 +209,7 @@ class GulpDirectory:
     def __len__(self) -> int:
         return len(self._handle())
 
-    def __contains__(self, id_) -> bool:
+    def __contains__(self, id_: object) -> bool:
         return self._handle().lookup(id_str(id_)) is not None
 
     def keys(self) -> list[str]:
@@ -216,23 +218,25 @@ class GulpDirectory:
 
     ids = property(keys, doc="All video ids (a list).")
 
-    def num_frames(self, id_) -> int:
+    def num_frames(self, id_: object) -> int:
         """Number of frames of a video."""
         chunk, video = self._resolve(id_str(id_))
         return chunk.frame_count(video)
 
-    def frame_shape(self, id_, frame: int = 0) -> tuple[int, int, int]:
+    def frame_shape(self, id_: object, frame: int = 0) -> tuple[int, int, int]:
         """``(height, width, channels)`` of one frame as a read decodes it (channels 1 for a
         gray frame, else 3): from the index, or the frame's JPEG header for chunks without
         one. ``IndexError`` for a frame out of range."""
         return self._handle().frame_shape(id_str(id_), frame)
 
-    def frame_shapes(self, id_) -> list[tuple[int, int, int]]:
+    def frame_shapes(self, id_: object) -> list[tuple[int, int, int]]:
         """``(height, width, channels)`` per frame from the index (zeros for legacy chunks)."""
         chunk, video = self._resolve(id_str(id_))
         return chunk.frame_shapes(video)
 
-    def video_shapes(self, ids=None, *, headers: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def video_shapes(
+        self, ids: Iterable[object] | None = None, *, headers: bool = False
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint16]]:
         """``(frame_counts, shapes)`` of many videos at once, from the binary indexes alone (no
         frame read, no ``.gmeta`` parsed): per video of ``ids`` (in that order; default every
         video, in :meth:`keys` order) its frame count (``(N,)`` uint32) and its first frame's
@@ -245,12 +249,12 @@ class GulpDirectory:
         listed = None if ids is None else [id_str(i) for i in ids]
         return self._handle().video_shapes(listed, headers)
 
-    def meta(self, id_) -> dict:
+    def meta(self, id_: object) -> dict[str, Any]:
         """A video's metadata (``meta_data[0]``), without reading frames."""
         chunk, video = self._resolve(id_str(id_))
         return first_meta(chunk.meta_data(video))
 
-    def timestamps(self, id_) -> VideoTimes | None:
+    def timestamps(self, id_: object) -> VideoTimes | None:
         """A video's frame times, without reading frames: a :class:`VideoTimes`
         ``(timestamps, fps, end)`` with ``timestamps`` a float64 array of seconds, one per
         frame (the source's presentation times, variable frame rates as they were; at a rate
@@ -273,7 +277,7 @@ class GulpDirectory:
             video_id=id_,
         )
 
-    def __getitem__(self, element):
+    def __getitem__(self, element: object) -> tuple[list[np.ndarray], dict[str, Any]]:
         id_, selection = extract_input_for_getitem(element)
         chunk, video = self._resolve(id_)
         frames = read_frames_of(
@@ -289,11 +293,11 @@ class GulpDirectory:
 
     def read(
         self,
-        id_,
-        frames=None,
+        id_: object,
+        frames: Any = None,
         *,
-        crop=None,
-        size=None,
+        crop: Sequence[float] | None = None,
+        size: int | Sequence[int] | None = None,
         flip: bool = False,
         out: np.ndarray | None = None,
         colorspace: Colorspace | None = None,
@@ -352,15 +356,17 @@ class GulpDirectory:
             return out
         return stacked
 
-    def _decode_slowly(self, chunk, video: int, selection, spec: ReadSpec) -> list:
+    def _decode_slowly(
+        self, chunk: _native.Chunk, video: int, selection: list[int] | None, spec: ReadSpec
+    ) -> list[np.ndarray]:
         """The frame-by-frame path: a user ``jpeg_decoder``, or the fallback decoder."""
         if self.jpeg_decoder is not None:
             return user_decoded(chunk, video, selection, self.check_data, self.jpeg_decoder)
-        return with_fallback(
-            chunk, video, selection, self.check_data, spec.colorspace, self.fallback_decoder
-        )
+        fallback = self.fallback_decoder
+        assert fallback is not None  # the reads re-raise without one instead of coming here
+        return with_fallback(chunk, video, selection, self.check_data, spec.colorspace, fallback)
 
-    def prefetch(self, ids, frames=None) -> None:
+    def prefetch(self, ids: Iterable[object], frames: Any = None) -> None:
         """Start fetching the bytes of a coming :meth:`read_batch` (same arguments) and return
         at once: when the read comes, its bytes are there or on their way, so the round trip
         to the object store overlaps whatever runs in between (decoding the batch before).
@@ -371,30 +377,78 @@ class GulpDirectory:
         taken from a read-ahead are CRC-checked like any others. The PyTorch datasets call
         this for the next batch when the sampler's order is known (docs/REMOTE.md).
         """
-        ids = [id_str(i) for i in ids]
-        frames = per_video_frames(frames, len(ids))
+        names = [id_str(i) for i in ids]
+        selections = per_video_frames(frames, len(names))
         if self.is_remote:
-            self._handle().prefetch(ids, frames)
+            self._handle().prefetch(names, selections)
         else:
             # Nothing to fetch (the page cache serves local reads); unknown ids and frames out
             # of range are errors all the same, as in the read.
-            self._handle().select(ids, frames)
+            self._handle().select(names, selections)
 
+    @overload
     def read_batch(
         self,
-        ids,
-        frames=None,
+        ids: Iterable[object],
+        frames: Any = None,
         *,
-        crop=None,
-        size=None,
-        flip=False,
+        crop: Sequence[float] | Sequence[Sequence[float] | None] | None = None,
+        size: int | Sequence[int] | Sequence[Sequence[int] | None] | None = None,
+        flip: bool | Sequence[bool] = False,
+        out: np.ndarray | None = None,
+        colorspace: Colorspace | None = None,
+        threads: int | None = None,
+        dct_scaling: bool = True,
+        stack: Literal[True],
+        fast_decode: bool = False,
+    ) -> np.ndarray: ...
+    @overload
+    def read_batch(
+        self,
+        ids: Iterable[object],
+        frames: Any = None,
+        *,
+        crop: Sequence[float] | Sequence[Sequence[float] | None] | None = None,
+        size: int | Sequence[int] | Sequence[Sequence[int] | None] | None = None,
+        flip: bool | Sequence[bool] = False,
+        out: np.ndarray | None = None,
+        colorspace: Colorspace | None = None,
+        threads: int | None = None,
+        dct_scaling: bool = True,
+        stack: Literal[False],
+        fast_decode: bool = False,
+    ) -> list[np.ndarray]: ...
+    @overload
+    def read_batch(
+        self,
+        ids: Iterable[object],
+        frames: Any = None,
+        *,
+        crop: Sequence[float] | Sequence[Sequence[float] | None] | None = None,
+        size: int | Sequence[int] | Sequence[Sequence[int] | None] | None = None,
+        flip: bool | Sequence[bool] = False,
         out: np.ndarray | None = None,
         colorspace: Colorspace | None = None,
         threads: int | None = None,
         dct_scaling: bool = True,
         stack: bool | None = None,
         fast_decode: bool = False,
-    ):
+    ) -> np.ndarray | list[np.ndarray]: ...
+    def read_batch(
+        self,
+        ids: Iterable[object],
+        frames: Any = None,
+        *,
+        crop: Sequence[float] | Sequence[Sequence[float] | None] | None = None,
+        size: int | Sequence[int] | Sequence[Sequence[int] | None] | None = None,
+        flip: bool | Sequence[bool] = False,
+        out: np.ndarray | None = None,
+        colorspace: Colorspace | None = None,
+        threads: int | None = None,
+        dct_scaling: bool = True,
+        stack: bool | None = None,
+        fast_decode: bool = False,
+    ) -> np.ndarray | list[np.ndarray]:
         """Decode several videos in one parallel pass (the training-loop path).
 
         ``frames`` applies to every video, or is a list with one selection per video.
@@ -419,10 +473,10 @@ class GulpDirectory:
         if stack not in (None, True, False):
             raise ValueError(f"stack must be None, True or False, not {stack!r}")
         stack = None if stack is None else bool(stack)
-        ids = [id_str(i) for i in ids]
+        names = [id_str(i) for i in ids]
         got = self._read_batch(
-            ids, frames, out, read_spec(
-                len(ids),
+            names, frames, out, read_spec(
+                len(names),
                 crop=crop,
                 size=size,
                 flip=flip,
@@ -438,7 +492,7 @@ class GulpDirectory:
             return list(got)
         if stack and isinstance(got, list):
             shapes: dict[tuple[int, ...], str] = {}
-            for id_, array in zip(ids, got, strict=True):
+            for id_, array in zip(names, got, strict=True):
                 shapes.setdefault(array.shape, id_)
             listed = ", ".join(f"{i!r} {shape}" for shape, i in list(shapes.items())[:4])
             raise ValueError(
@@ -448,7 +502,9 @@ class GulpDirectory:
             )
         return got
 
-    def _read_batch(self, ids: list[str], frames, out, spec: ReadSpec):
+    def _read_batch(
+        self, ids: list[str], frames: Any, out: npt.NDArray[np.uint8] | None, spec: ReadSpec
+    ) -> np.ndarray | list[np.ndarray]:
         """One crossing into the core for the whole batch (ids, selections and the decode),
         unless a user's decoder takes part."""
         frames = per_video_frames(frames, len(ids))
@@ -469,7 +525,7 @@ class GulpDirectory:
             raise ValueError("out= needs every video to give the same number of frames")
         return videos
 
-    def frame_bytes(self, id_, selection=None) -> list:
+    def frame_bytes(self, id_: object, selection: Any = None) -> list[memoryview]:
         """Zero-copy read-only views (``memoryview``) of stored JPEG bytes, CRC-checked."""
         chunk, video = self._resolve(id_str(id_))
         return chunk.frame_views(video, selection, self.check_data)
@@ -480,7 +536,7 @@ class GulpDirectory:
         return len(self._table)
 
     @property
-    def merged_meta_dict(self) -> dict:
+    def merged_meta_dict(self) -> LazyMetaDict:
         """``{id: {'frame_info': [[loc, pad, length], ...], 'meta_data': [...]}}``.
 
         A real dict of every id, whose entries are built on first access (the same objects
@@ -491,13 +547,13 @@ class GulpDirectory:
             handle = self._handle()
             chunks = list(self.chunk_objs_lookup.values())
 
-            def load(id_):
+            def load(id_: str) -> Any:
                 g = handle.lookup(id_)
                 if g is None:
                     raise KeyError(id_)
                 return chunks[handle.location(g)[0]].meta_dict[id_]
 
-            def load_many():
+            def load_many() -> Iterator[tuple[str, Any]]:
                 for chunk in chunks:
                     yield from chunk.meta_dict.items()
 
@@ -505,14 +561,14 @@ class GulpDirectory:
         return self._merged
 
     @property
-    def all_meta_dicts(self) -> list[dict]:
+    def all_meta_dicts(self) -> list[dict[str, Any]]:
         """Each chunk's ``meta_dict`` (lazy ``OrderedDict`` objects), in chunk order."""
         if self._all_meta is None:
             self._all_meta = [chunk.meta_dict for chunk in self.chunk_objs_lookup.values()]
         return self._all_meta
 
     @property
-    def chunk_lookup(self) -> dict:
+    def chunk_lookup(self) -> dict[str, int]:
         """``{id: chunk number}`` (a dict, built on first access)."""
         if self._chunk_lookup is None:
             ids = self.keys()
@@ -523,7 +579,7 @@ class GulpDirectory:
         return self._chunk_lookup
 
     @property
-    def chunk_objs_lookup(self) -> OrderedDict:
+    def chunk_objs_lookup(self) -> OrderedDict[int, GulpChunk]:
         """``OrderedDict(chunk number -> GulpChunk)`` in chunk order."""
         if self._chunk_objs is None:
             objs: OrderedDict[int, GulpChunk] = OrderedDict()
@@ -554,10 +610,10 @@ class GulpDirectory:
         numbers = self._existing_numbers()
         return max(numbers) + 1 if numbers else 0
 
-    def _initialize_filenames(self, chunk_id):
+    def _initialize_filenames(self, chunk_id: int) -> tuple[str, str]:
         return chunk_paths(self._path, chunk_id)
 
-    def _allocate_new_file_paths(self, total_new_chunks):
+    def _allocate_new_file_paths(self, total_new_chunks: int) -> list[tuple[str, str]]:
         first = self._next_chunk_id()
         return [self._initialize_filenames(i) for i in range(first, first + total_new_chunks)]
 
@@ -582,13 +638,14 @@ class GulpDirectory:
         for data, meta in self._allocate_new_file_paths(total_new_chunks):
             yield new_chunk(data, meta, jpeg_decoder=self.jpeg_decoder)
 
-    def _load_label_dict(self):
+    def _load_label_dict(self) -> dict[str, Any]:
         raw = self.read_file("label2idx.json")  # local or remote, by the core's file rules
         if raw is None:
             raise FileNotFoundError(
                 errno.ENOENT, os.strerror(errno.ENOENT), f"{self._path.rstrip('/')}/label2idx.json"
             )
-        return json.loads(raw)
+        labels: dict[str, Any] = json.loads(raw)
+        return labels
 
     def write_indexes(self) -> int:
         """Write the checksummed index of every chunk that lacks a valid one (legacy data).
@@ -609,7 +666,7 @@ class GulpDirectory:
         return written
 
     # -- lifetime ----------------------------------------------------------------------------
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         # Pickles as its path and options (small, e.g. for DataLoader workers under spawn);
         # the unpickled copy reopens the directory and maps the files itself.
         return {
@@ -622,7 +679,7 @@ class GulpDirectory:
             "io": self._io,
         }
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         with warnings.catch_warnings():
             # Problems were reported when the original was opened.
             warnings.simplefilter("ignore", BrokenChunkWarning)
@@ -669,17 +726,19 @@ class GulpDirectory:
         self._chunk_objs = None
         self._merged = self._all_meta = self._chunk_lookup = None
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"GulpDirectory({_native.redact_url(self._path)!r})"
 
 
-def _reframed(stacked: np.ndarray, spec: ReadSpec, n: int, chunk, video: int) -> np.ndarray:
+def _reframed(
+    stacked: np.ndarray, spec: ReadSpec, n: int, chunk: _native.Chunk, video: int
+) -> np.ndarray:
     """The fused read's crop, resize and flip (of the ``n``-th video of ``spec``) applied to
     frames decoded by another decoder; a crop that does not fit is a ValueError naming the
     file, video and frame, as from the built-in decoder."""

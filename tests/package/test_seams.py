@@ -20,11 +20,15 @@ def private_reach_ins(root: Path = PACKAGE) -> set[tuple[str, int, str]]:
     """``(file, line, attribute)`` of every ``x._name`` in the package whose ``_name`` the
     file does not define itself (as a function, a class, a module or class attribute, or a
     ``self._name =``), where ``x`` is not a module the file imported (``os._exit``,
-    ``_threads.decode_threads``: modules' functions) nor ``super()``."""
+    ``_threads.decode_threads``: modules' functions) nor ``super()``, and is not ``self`` (or
+    ``cls``) using what the module of one of its package base classes defines (a subclass's
+    own inherited members: ``torch/_video.py``'s dataset calls ``_base``'s
+    ``self._directory()``)."""
     found = set()
     for path in sorted(root.rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
         own, imported = _defined(tree)
+        inherited = _inherited(root, path, tree)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Attribute):
                 continue
@@ -34,10 +38,38 @@ def private_reach_ins(root: Path = PACKAGE) -> set[tuple[str, int, str]]:
             owner = node.value
             if isinstance(owner, ast.Name) and owner.id in imported:
                 continue
+            if isinstance(owner, ast.Name) and owner.id in ("self", "cls") and name in inherited:
+                continue
             if isinstance(owner, ast.Call) and getattr(owner.func, "id", None) == "super":
                 continue
             found.add((path.relative_to(root).as_posix(), node.lineno, name))
     return found
+
+
+def _inherited(root: Path, path: Path, tree: ast.AST) -> set[str]:
+    """What the package modules that the file's classes inherit from define (and so on, for
+    those modules' own package base classes)."""
+    bases = {
+        b.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        for b in node.bases
+        if isinstance(b, ast.Name)
+    }
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or not node.level or not node.module:
+            continue
+        if not any((a.asname or a.name) in bases for a in node.names):
+            continue
+        folder = path.parent
+        for _ in range(node.level - 1):
+            folder = folder.parent
+        module = folder.joinpath(*node.module.split(".")).with_suffix(".py")
+        if module.exists() and module.resolve().is_relative_to(root.resolve()):
+            base_tree = ast.parse(module.read_text(), str(module))
+            names |= _defined(base_tree)[0] | _inherited(root, module, base_tree)
+    return names
 
 
 def _defined(tree: ast.AST) -> tuple[set[str], set[str]]:
@@ -104,6 +136,18 @@ def test_the_check_finds_a_reach_in(tmp_path):
     assert private_reach_ins(tmp_path) == {("a.py", 7, "_handle"), ("a.py", 8, "_tmp")}
 
 
+def test_a_subclass_may_use_what_its_base_class_defines(tmp_path):
+    (tmp_path / "base.py").write_text("class Base:\n    def _helper(self):\n        return 1\n")
+    (tmp_path / "sub.py").write_text(
+        "from .base import Base\n"
+        "class Sub(Base):\n"
+        "    def run(self, other):\n"
+        "        self._helper()\n"  # inherited: its own member
+        "        return other._helper()\n"  # another object's: a reach-in
+    )
+    assert private_reach_ins(tmp_path) == {("sub.py", 5, "_helper")}
+
+
 def _gulp(folder: Path) -> None:
     chunk = next(GulpDirectory(folder).new_chunks(1))
     with chunk.open("wb"):
@@ -134,7 +178,7 @@ def test_the_directorys_seams(tmp_path):
 def private_imports_across_packages(root: Path = PACKAGE) -> set[tuple[str, int, str]]:
     """``(file, line, name)`` of every ``from m import _name`` where ``m`` is a module of the
     package outside the importing module's own subpackage (``gulpio_rs.adapters.items``
-    may use ``adapters.base``'s helpers; ``torch._datasets`` may not use ``directory``'s).
+    may use ``adapters.base``'s helpers; ``torch._base`` may not use ``directory``'s).
     Modules are seams whatever their names (``from . import _decoder_notes``), and so is
     ``_native`` (the extension)."""
     found = set()

@@ -312,6 +312,28 @@ def test_pickles_as_path_and_options(gulp_dir, tmp_path):
     assert len(pickle.loads(pickle.dumps(subset))) == 2
 
 
+def test_pickles_name_the_public_module(gulp_dir):
+    # Whichever file of gulpio_rs/torch defines them, pickles (spawned DataLoader workers,
+    # saved datasets) refer to the public names.
+    data = pickle.dumps((GulpVideoDataset(gulp_dir, frames=2), GulpImageDataset(gulp_dir)))
+    assert b"gulpio_rs.torch\x94" in data
+    assert b"gulpio_rs.torch._video" not in data and b"gulpio_rs.torch._image" not in data
+    assert pickle.loads(pickle.dumps(gulp_collate)) is gulp_collate
+
+
+def test_the_closed_options_are_the_choices_literals():
+    from typing import get_args
+
+    from gulpio_rs import _choices
+    from gulpio_rs.torch import _geometry, _image, _sampling, _video
+
+    assert _sampling.OFFSETS == get_args(_choices.OffsetName)
+    assert _geometry.CROP_MODES == (*get_args(_choices.CropMode), None)
+    # Every layout has its permutation (mypy checks that there are no others).
+    assert set(_video._VIDEO_LAYOUTS) == set(get_args(_choices.VideoLayout))
+    assert set(_image._IMAGE_LAYOUTS) == set(get_args(_choices.ImageLayout))
+
+
 def test_invalid_options(gulp_dir, tmp_path):
     with pytest.raises(ValueError, match="layout"):
         GulpVideoDataset(gulp_dir, layout="NCHW")

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
     gd.read_batch(gd.keys()[:1])  # start the decode threads outside the timing
     t0 = time.perf_counter()
-    batch = gd.read_batch(gd.keys())
+    batch = gd.read_batch(gd.keys(), stack=True)
     t_read = time.perf_counter() - t0
     h, w = batch.shape[2:4]
     say(

@@ -41,7 +41,7 @@ def entries(
     """``{id, frames, bytes, label?, chunk}`` per video, in the dataset's order (``{id}``
     only without ``details``)."""
     gd = open_directory(directory)
-    out = []
+    out: list[dict[str, Any]] = []
     for pos, (_number, data, _meta, _index, _first, _count) in enumerate(gd.chunk_table()):
         chunk = gd.native_chunk(pos)
         name = os.path.basename(data)

@@ -16,11 +16,13 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
     ) from exc
 
 from ._buckets import GulpBucketBatchSampler, bucket_keys
-from ._datasets import GulpImageDataset, GulpVideoDataset, MixedShapesError, gulp_collate
+from ._collate import MixedShapesError, gulp_collate
 from ._geometry import sample_crop
+from ._image import GulpImageDataset
 from ._mixture import GulpMixture
 from ._sampler import GulpDistributedSampler, shuffled_positions
 from ._sampling import sample_frame_indices, sample_time_indices
+from ._video import GulpVideoDataset
 
 __all__ = [
     "GulpVideoDataset",
@@ -36,3 +38,10 @@ __all__ = [
     "sample_crop",
     "shuffled_positions",
 ]
+
+# Defined in submodules, public here: their module is this one (as in gulpio_rs.adapters), so
+# pickles (DataLoader workers started with spawn, saved datasets and samplers) and reprs name
+# ``gulpio_rs.torch.<name>`` whichever file defines it.
+for _name in __all__:
+    globals()[_name].__module__ = __name__
+del _name

@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
+from .._choices import CropMode
 from ._sampling import positive_int
 
 Box = tuple[float, float, float, float]
 
-CROP_MODES = ("random-resized", "center", "random", None)
+#: ``crop=``'s values: the modes and ``None`` (the whole frame).
+CROP_MODES: tuple[CropMode | None, ...] = (*get_args(CropMode), None)
 
 # The random-resized crop's attempts before its centre-crop fallback (torchvision's constant).
 _RRC_ATTEMPTS = 10

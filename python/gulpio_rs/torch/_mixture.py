@@ -10,13 +10,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, get_worker_info
 
-from ._datasets import (
-    MixtureSource,
-    _Batch,
-    _check_one_shape,
-    _GulpDataset,
-    _Owner,
-)
+from ._base import MixtureSource, _GulpDataset
+from ._collate import _Batch, _check_one_shape, _Owner
 from ._readahead import ReadAhead
 from ._sampler import MASK64, mix64, mix64_array, shuffled_positions
 from ._shared import handover, shared_batch

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
+from .._choices import OffsetName
 from .._times import TOLERANCE
 
 #: Where named offsets put a clip: ``"start"`` at the video's start (each segment's first
@@ -17,7 +18,7 @@ from .._times import TOLERANCE
 NAMED_OFFSETS: dict[str, float] = {"start": 0.0, "center": 0.5}
 #: The offset names the datasets and the sampling functions take: the named positions and
 #: ``"random"`` (a uniform draw in ``[0, 1)``; for segments, one per segment).
-OFFSETS = ("center", "random", "start")
+OFFSETS: tuple[OffsetName, ...] = get_args(OffsetName)
 
 #: An offset: a number in ``[0, 1]`` (for segments also one per segment) or a name in
 #: :data:`OFFSETS`.

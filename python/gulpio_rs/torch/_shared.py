@@ -175,3 +175,9 @@ def handover(batch: torch.Tensor) -> torch.Tensor:
     if _POOL.owns(batch):
         return batch.as_subclass(_Handover)
     return batch
+
+
+def shared_zeros(size: int, dtype: torch.dtype) -> torch.Tensor:
+    """A tensor of ``size`` zeros in shared memory: a counter that the DataLoader's workers
+    and the main process all see (torch's ``share_memory_`` is untyped, hence here)."""
+    return torch.zeros(size, dtype=dtype).share_memory_()
