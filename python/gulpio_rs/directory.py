@@ -33,7 +33,7 @@ from ._reading import (
     user_decoded,
     with_fallback,
 )
-from ._storage_options import StorageOptions, storage_options_list
+from ._storage import StorageOptions, storage_options_list
 from ._times import VideoTimes, find_times
 from .chunk import GulpChunk, new_chunk
 from .errors import BrokenChunkWarning, EmptyDirectoryWarning, UnsupportedJpegError

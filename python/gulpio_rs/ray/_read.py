@@ -16,7 +16,7 @@ from ._common import connect, open_remote
 if TYPE_CHECKING:
     from ray.data import Dataset
 
-    from .._storage_options import StorageOptions
+    from .._storage import StorageOptions
 
 
 def _read_chunk(
@@ -86,7 +86,7 @@ def read_gulp(
     CRC-checked). The options travel to the workers inside the task arguments; their secret
     values never appear in a repr or message.
     """
-    from .._storage_options import storage_options_list
+    from .._storage import storage_options_list
     from ..directory import GulpDirectory
 
     ray = connect(ray_address)

@@ -33,7 +33,7 @@ from .. import _native
 from .._choices import Encoding, Subsampling
 from .._encode_options import DEFAULT, EncodeOptions
 from .._plural import plural
-from .._storage_options import storage_options_list
+from .._storage import storage_options_list
 from ..errors import BrokenChunkWarning, GulpError
 from ..ingest.encoder import FrameEncoder
 from ..ingest.plan import calculate_chunk_slices, ids_by_chunk, load_or_create_plan

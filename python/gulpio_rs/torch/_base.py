@@ -17,7 +17,7 @@ from torch.utils.data import Dataset, get_worker_info
 
 from .._choices import OffsetName, OnError
 from .._read_spec import Size, out_size
-from .._storage_options import storage_options_list
+from .._storage import storage_options_list
 from .._threads import thread_count
 from ..directory import GulpDirectory
 from ..errors import BrokenChunkWarning, GulpError
