@@ -53,8 +53,8 @@ start=$(date +%s)
 echo "== fuzz: format and build (decoder: $([ -n "$FUZZ_FEATURES" ] && echo "features $FUZZ_FEATURES" || echo zune-jpeg))"
 cargo fmt --check
 # 16 codegen units: the build is most of this script's time; the fuzzers lose a few % speed.
-# -O: debug assertions and overflow checks come from fuzz/Cargo.toml's profile (on for every
-# crate but rav1d, see there), so one build serves every target.
+# -O: debug assertions, overflow checks and each crate's optimisation come from
+# fuzz/Cargo.toml's profile (see there), so one build serves every target.
 if ! cargo fuzz build "${features[@]}" -O --codegen-units 16 >"$work/build.log" 2>&1; then
     cat "$work/build.log"
     exit 1

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pytest
 
-from gulpio_rs import GulpDirectory
+from gulpio_rs import EmptyDirectoryWarning, GulpDirectory
 from gulpio_rs.cli.check import verify
 
 WRITER = textwrap.dedent(
@@ -68,6 +68,12 @@ def test_sigkill_at_a_random_moment_leaves_a_consistent_directory(tmp_path, mode
     # videos were never visible. Every other chunk must read.
     last = max((int(n[5:-5]) for n in os.listdir(tmp_path) if n.startswith("data_")), default=0)
     unfinished = f"chunk {last} has a data file but no meta file"
+    # Killed before it renamed anything into place (on a busy machine the writer can take longer
+    # than the sleep to get there): an empty directory, which says so, and nothing to check.
+    if not any(n.startswith(("data_", "meta_")) for n in os.listdir(tmp_path)):
+        assert len(gd) == 0
+        assert all(isinstance(w.message, EmptyDirectoryWarning) for w in caught), caught
+        return
     for w in caught:
         text = str(w.message)
         assert "index does not match its chunk" in text or unfinished in text, text
