@@ -27,9 +27,10 @@ SUBSAMPLINGS: tuple[ColonSubsampling, ...] = get_args(ColonSubsampling)
 ENCODINGS: tuple[Encoding, ...] = get_args(Encoding)
 
 #: ``encoding="video"``: SVT-AV1's constant rate factor (0-63, lower is better and larger).
-#: 32 keeps every measured video above 38 dB luma PSNR against the input frames at 16-19x fewer
-#: bytes than JPEG q90 4:2:0 (docs/DECISIONS.md, "Video segments", has the table).
-DEFAULT_CRF = 32
+#: 29 gives 38 dB RGB PSNR against the input frames (the mean over the reference videos; what
+#: users see) at 1.13x the bytes of CRF 32, 14-17x fewer than JPEG q90 4:2:0
+#: (docs/DECISIONS.md, "Video segments", has the table).
+DEFAULT_CRF = 29
 #: ``encoding="video"``: frames per segment. A read decodes from its segment's key frame, so
 #: one frame costs up to ``gop`` decodes; 8 costs 1.5-2x the bytes of 16, 32 saves 10-20% more.
 DEFAULT_GOP = 16

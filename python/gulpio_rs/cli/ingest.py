@@ -253,7 +253,7 @@ def build_parser(cls: type, spec: str) -> argparse.ArgumentParser:
                    "cropped reads decode only the rows they need (+0.1%% bytes)")  # fmt: skip
     g.add_argument("--encoding", default=DEFAULT.encoding, choices=ENCODINGS,
                    help="jpeg: a JPEG per frame (gulpio2's format); video: each video as AV1 "
-                   "segments, 16-19x smaller and read the same way, but slower: ingest at "
+                   "segments, 14-17x smaller and read the same way, but slower: ingest at "
                    "0.21-0.25x the JPEG rate, reads of 256-px clips at 0.50-0.85x JPEG's "
                    "frames/s (2026-11-27, docs/DECISIONS.md 'Video segments'; being made "
                    "faster); gulpio2 cannot read them (default: %(default)s)")  # fmt: skip

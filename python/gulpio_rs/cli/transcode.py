@@ -33,7 +33,7 @@ def add_parser(sub: Subparsers) -> None:
     p.add_argument("source", help="the gulp directory (or dataset URL) to read")
     p.add_argument("destination", help="where to write the transcoded dataset")
     p.add_argument("--encoding", required=True, choices=ENCODINGS,
-                   help="video: AV1 segments (16-19x smaller; slower to write and, at "
+                   help="video: AV1 segments (14-17x smaller; slower to write and, at "
                    "256 px, to read: README, 'Video as video'); jpeg: a JPEG per "
                    "frame")  # fmt: skip
     p.add_argument("--crf", type=int, default=DEFAULT.crf,

@@ -256,8 +256,8 @@ class GulpIngestor:
       given and gulpio2's knob ``utils._JPEG_WRITE_QUALITY`` changed, frames are written as
       gulpio2 wrote them with it (4:4:4 at that quality).
     - ``encoding="video"``: each video stored as AV1 segments of ``gop`` frames (default
-      16) at quality ``crf`` (default 32: >= 38 dB against the input frames), 16-19x fewer
-      bytes than JPEG q90; read exactly as JPEG datasets are (docs/FORMAT.md §6), but
+      16) at quality ``crf`` (default 29: 38 dB RGB PSNR against the input frames), 14-17x
+      fewer bytes than JPEG q90; read exactly as JPEG datasets are (docs/FORMAT.md §6), but
       slower: ingest at 0.21-0.25x the JPEG rate, reads of 256-px clips at 0.50-0.85x
       (2026-11-27, docs/DECISIONS.md, "Video segments"). gulpio2 cannot read such chunks.
       Needs PyAV with SVT-AV1 (its wheels have it).
