@@ -35,6 +35,10 @@ BucketKey = Literal["size", "frames", "aspect"]
 #: Where the datasets' clips sit in a video (``offset=``): centred, at the start, or drawn.
 OffsetName = Literal["center", "random", "start"]
 
+#: Where a video dataset's clips may start (``clip_align=``): at any frame, or only where one of
+#: the video's AV1 segments starts (datasets written with ``encoding="video"``).
+ClipAlign = Literal["frame", "segment"]
+
 #: The box the datasets resize to ``size=`` (``crop=``), unless ``None`` (the whole frame).
 CropMode = Literal["random-resized", "center", "random"]
 

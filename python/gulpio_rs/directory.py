@@ -229,6 +229,16 @@ class GulpDirectory:
         one. ``IndexError`` for a frame out of range."""
         return self._handle().frame_shape(id_str(id_), frame)
 
+    def segment_starts(self, id_: object) -> list[int] | None:
+        """The first frame of each AV1 segment of a video stored as segments (``encoding=
+        "video"``; ascending, from 0): a read decodes from the start of the segment holding
+        its first frame, so a clip starting at one of these decodes no frame it does not
+        return. ``None`` for a video of JPEG frames (each decodes on its own). From the index,
+        without reading frames."""
+        chunk, video = self._resolve(id_str(id_))
+        layout = chunk.segments(video)
+        return None if layout is None else [first for first, _count, _bytes in layout[2]]
+
     def frame_shapes(self, id_: object) -> list[tuple[int, int, int]]:
         """``(height, width, channels)`` per frame from the index (zeros for legacy chunks)."""
         chunk, video = self._resolve(id_str(id_))

@@ -86,6 +86,25 @@ def sample_frame_indices(
     return list(range(start, start + span, stride))
 
 
+def segment_aligned_clip(
+    num_frames: int, segment_starts: Sequence[int], frames: int, stride: int, offset: float
+) -> list[int]:
+    """Frame indices of a clip of ``frames`` frames ``stride`` apart that starts where a
+    segment starts: among the ``segment_starts`` where the whole window fits, the one
+    ``offset`` (in ``[0, 1]``) picks as :func:`sample_frame_indices` picks a start among all
+    frames (``0`` the first, ``0.5`` the middle one, a uniform draw each with equal
+    probability). A video shorter than the window loops from frame 0, as there."""
+    n = _non_negative_int(num_frames, "num_frames")
+    t = positive_int(frames, "frames")
+    stride = positive_int(stride, "stride")
+    span = (t - 1) * stride + 1
+    fits = [s for s in segment_starts if s + span <= n]
+    if not fits:
+        return sample_frame_indices(n, t, stride=stride, offset=0.0)
+    start = fits[min(len(fits) - 1, int(offset * len(fits)))]
+    return list(range(start, start + span, stride))
+
+
 def sample_time_indices(
     timestamps,
     end: float,

@@ -9,7 +9,7 @@ from typing import Any, get_args
 import numpy as np
 import torch
 
-from .._choices import Colorspace, CropMode, Io, OffsetName, OnError, VideoLayout
+from .._choices import ClipAlign, Colorspace, CropMode, Io, OffsetName, OnError, VideoLayout
 from .._times import DEFAULT_FPS, VideoTimes
 from ..errors import FormatError, NoTimestampsWarning
 from ._base import _GulpDataset
@@ -26,6 +26,7 @@ from ._sampling import (
     positive_number,
     sample_frame_indices,
     sample_time_indices,
+    segment_aligned_clip,
 )
 from ._shared import shared_zeros
 
@@ -71,6 +72,33 @@ def _check_time_args(
         clip_frame_count(float(fps), float(clip_seconds))
 
 
+def _check_clip_align(
+    clip_align: object,
+    frames: int | None,
+    num_segments: int | None,
+    fps: float | None,
+    clip_seconds: float | None,
+) -> None:
+    if clip_align not in get_args(ClipAlign):
+        raise ValueError(f"clip_align must be one of {get_args(ClipAlign)}, not {clip_align!r}")
+    if clip_align != "segment":
+        return
+    if fps is not None or clip_seconds is not None:
+        raise ValueError(
+            "clip_align='segment' places clips by frame, not by time (fps=/clip_seconds=)"
+        )
+    if num_segments is not None:
+        raise ValueError(
+            "clip_align='segment' places a clip of frames=T; num_segments= takes one frame "
+            "per part of the video"
+        )
+    if frames is None:
+        raise ValueError(
+            "clip_align='segment' places a clip of frames=T; frames=None reads the whole "
+            "video from its first frame"
+        )
+
+
 class GulpVideoDataset(_GulpDataset):
     """A map-style dataset of clips from a gulp directory: item ``i`` is ``(clip, target)``.
 
@@ -96,7 +124,17 @@ class GulpVideoDataset(_GulpDataset):
 
     ``offset="center"`` (default, for evaluation) centres the window (or takes each segment's
     centre); ``offset="start"`` puts it at the video's start (each segment's first frame);
-    ``offset="random"`` draws it for every sample (training). With ``seed=None`` the
+    ``offset="random"`` draws it for every sample (training).
+
+    ``clip_align="segment"`` (with ``frames=T``; default ``"frame"``): in a dataset written
+    with ``encoding="video"``, clips start only where one of the video's AV1 segments starts
+    (:meth:`GulpDirectory.segment_starts`), among those where the window fits; the offset
+    picks among them (``"start"`` the first, ``"center"`` the middle one, ``"random"`` each
+    with equal probability). A read then decodes no frame it does not return, and a clip of
+    at most one segment's frames decodes one segment. What it changes: a video of ``n``
+    frames has about ``n / gop`` possible clips instead of ``n - window + 1`` (docs/TORCH.md,
+    "Clips aligned to segments"). Videos of JPEG frames, and videos shorter than the window
+    from every segment start, are sampled as with ``"frame"``. With ``seed=None`` the
     draws come from a generator seeded by ``torch.initial_seed()`` in each process (different
     per DataLoader worker and epoch, reproducible after ``torch.manual_seed``); with an
     integer ``seed`` they are a pure function of ``(seed, epoch, index)`` (see
@@ -171,6 +209,7 @@ class GulpVideoDataset(_GulpDataset):
         stride: int = 1,
         num_segments: int | None = None,
         offset: OffsetName = "center",
+        clip_align: ClipAlign = "frame",
         seed: int | None = None,
         size: SizeArg = None,
         crop: CropMode | None = None,
@@ -199,6 +238,8 @@ class GulpVideoDataset(_GulpDataset):
         # Validates frames/stride/num_segments once, here rather than in a worker.
         sample_frame_indices(1, frames, stride=stride, num_segments=num_segments)
         _check_time_args(fps, clip_seconds, stored_fps, frames, stride, num_segments)
+        _check_clip_align(clip_align, frames, num_segments, fps, clip_seconds)
+        self.clip_align = clip_align
         self.frames = frames
         self.stride = stride
         self.num_segments = num_segments
@@ -263,6 +304,11 @@ class GulpVideoDataset(_GulpDataset):
             count = self.num_segments
         elif self.frames is None:
             return list(range(0, n, self.stride))
+        if self.clip_align == "segment" and self.frames is not None:
+            starts = self._directory().segment_starts(id_)
+            if starts is not None:
+                u = self._uniform(index, None, draw)
+                return segment_aligned_clip(n, starts, self.frames, self.stride, u)
         offset = self._uniform(index, count, draw)
         return sample_frame_indices(
             n, self.frames, stride=self.stride, num_segments=self.num_segments, offset=offset
