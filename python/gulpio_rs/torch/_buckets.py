@@ -13,6 +13,8 @@ import numpy as np
 from torch.utils.data import Sampler
 
 from .._choices import BucketKey
+from ._base import _GulpDataset
+from ._readahead import BatchOrder
 from ._sampler import (
     MASK64,
     GulpDistributedSampler,
@@ -26,13 +28,17 @@ _STATE_VERSION = 1
 _BUCKET_KEY = 0x6275636B65747301  # domain separation from the batch order's key
 _BY: tuple[BucketKey, ...] = get_args(BucketKey)
 
+#: A batch size for every bucket, per bucket key, or a function of the key (keys are typed
+#: ``Any`` here: their type depends on ``by=``, and a mapping's key type is invariant).
+BatchSize = int | Mapping[Any, int] | Callable[[Any], int]
+
 
 def bucket_keys(
     frame_counts: np.ndarray,
     shapes: np.ndarray,
-    by: BucketKey | Callable[[int, int, int], Any] = "size",
-    buckets: Sequence | None = None,
-) -> list:
+    by: BucketKey | Callable[[int, int, int], object] = "size",
+    buckets: Sequence[Any] | None = None,
+) -> list[object]:
     """The bucket key of each video from its frame count and first frame's ``(height, width,
     channels)`` (what :meth:`GulpDirectory.video_shapes` gives), or None for a video left out.
 
@@ -50,13 +56,15 @@ def bucket_keys(
     h = shapes[:, 0].astype(np.int64)
     w = shapes[:, 1].astype(np.int64)
     keep = None if buckets is None else list(buckets)
+    keys: list[object]
     if callable(by):
         keys = [by(int(n), int(a), int(b)) for n, a, b in zip(counts, h, w, strict=True)]
     elif by == "size":
         keys = list(zip(h.tolist(), w.tolist(), strict=True))
     elif by == "frames":
         if keep is None:
-            keys = counts.astype(np.int64).tolist()
+            # list(): to mypy, the list[int] that tolist() gives is not a list[object].
+            keys = list(counts.astype(np.int64).tolist())
         else:
             edges = np.asarray(sorted({int(b) for b in keep}), dtype=np.int64)
             if edges.size == 0 or edges[0] < 1:
@@ -89,7 +97,7 @@ def bucket_keys(
     return keys
 
 
-def _hashable(key):
+def _hashable(key: object) -> object:
     return tuple(key) if isinstance(key, list) else key
 
 
@@ -129,17 +137,20 @@ class GulpBucketBatchSampler(Sampler[list[int]]):
 
     def __init__(
         self,
-        dataset,
-        batch_size: int | Mapping | Callable[[Any], int],
+        dataset: _GulpDataset,
+        batch_size: BatchSize,
         *,
-        by: BucketKey | Callable[[int, int, int], Any] = "size",
-        buckets: Sequence | None = None,
+        by: BucketKey | Callable[[int, int, int], object] = "size",
+        buckets: Sequence[Any] | None = None,
         num_replicas: int | None = None,
         rank: int | None = None,
         shuffle: bool = True,
         seed: int = 0,
         drop_last: bool = False,
-    ):
+    ) -> None:
+        # Looked up by name: the datasets' private members are no seam (tests/package/
+        # test_seams.py), and anything else passed fails with a TypeError that names it.
+        index_shapes: Callable[[], tuple[np.ndarray, np.ndarray]] | None
         index_shapes = getattr(dataset, "_index_shapes", None)
         if not callable(index_shapes):
             raise TypeError(
@@ -155,11 +166,11 @@ class GulpBucketBatchSampler(Sampler[list[int]]):
             self.num_batches, num_replicas, rank, shuffle=shuffle, seed=seed, drop_last=drop_last
         )
         self.num_replicas, self.rank = self._order.num_replicas, self._order.rank
-        follow = getattr(dataset, "_follow_sampler", None)
+        follow: Callable[[BatchOrder], None] | None = getattr(dataset, "_follow_sampler", None)
         if callable(follow):
             follow(self)
 
-    def _setup(self, keys: list, batch_size, drop_last: bool) -> None:
+    def _setup(self, keys: list[object], batch_size: BatchSize, drop_last: bool) -> None:
         """Buckets from the keys: members (dataset indices, ascending), batch sizes, and the
         numbering of every batch of an epoch."""
         n = len(keys)
@@ -196,7 +207,7 @@ class GulpBucketBatchSampler(Sampler[list[int]]):
         self._fingerprint = zlib.crc32(self._bucket_of.tobytes(), crc)
 
     @staticmethod
-    def _batch_size(batch_size, key) -> int:
+    def _batch_size(batch_size: BatchSize, key: object) -> int:
         if isinstance(batch_size, Mapping):
             if key not in batch_size:
                 raise ValueError(f"batch_size has no entry for bucket {key!r}")
@@ -238,7 +249,8 @@ class GulpBucketBatchSampler(Sampler[list[int]]):
         if self.shuffle:
             positions = shuffled_positions(positions, members.size, self._bucket_seed(b), epoch)
             positions = positions.astype(np.int64)
-        return members[positions].tolist()
+        indices: list[int] = members[positions].tolist()
+        return indices
 
     def __iter__(self) -> Iterator[list[int]]:
         epoch = self.epoch
@@ -260,7 +272,14 @@ class GulpBucketBatchSampler(Sampler[list[int]]):
             return None  # a short last batch that drop_last dropped
         return number if self.batch(number, epoch) == list(indices) else None
 
-    def read_ahead_batch(self, indices, epochs, workers: int, worker_id: int, batch_size: int):
+    def read_ahead_batch(
+        self,
+        indices: list[int],
+        epochs: list[int],
+        workers: int,
+        worker_id: int,
+        batch_size: int,
+    ) -> tuple[int, list[int]] | None:
         """``(epoch, indices)`` of the batch the DataLoader process that got the batch
         ``indices`` gets next (the read-ahead's question): batches are dealt to the workers in
         turn, so its next is this rank's batch ``k + workers``, or its first of the next
@@ -305,6 +324,6 @@ class GulpBucketBatchSampler(Sampler[list[int]]):
         self._order.load_state_dict(state["sampler"])
 
 
-def _sort_key(key):
+def _sort_key(key: object) -> tuple[str, int | float | tuple[object, ...] | str]:
     """Buckets in a stable order whatever the key types: by type name, then value."""
     return (type(key).__name__, key if isinstance(key, (int, float, tuple)) else repr(key))

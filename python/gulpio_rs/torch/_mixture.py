@@ -5,20 +5,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any, SupportsInt
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch.utils.data import Dataset, get_worker_info
 
 from ._base import MixtureSource, _GulpDataset
 from ._collate import _Batch, _check_one_shape, _Owner
-from ._readahead import ReadAhead
+from ._readahead import BatchOrder, ReadAhead
 from ._sampler import MASK64, mix64, mix64_array, shuffled_positions
 from ._shared import handover, shared_batch
 
 # Domain separation of the mixture's keys from the samplers' (any fixed constants would do).
 _PASS_KEY = 0x6D69787475726501
 _DRAW_KEY = 0x6D69787475726502
+
+# One source's part of a batch: its number, the positions in the batch of its samples that were
+# read, and its batch.
+_Part = tuple[int, np.ndarray, _Batch]
 
 
 def apportion(total: int, weights: Sequence[float]) -> list[int]:
@@ -37,7 +43,7 @@ def apportion(total: int, weights: Sequence[float]) -> list[int]:
     return counts
 
 
-class GulpMixture(Dataset):
+class GulpMixture(Dataset[Any]):
     """One map-style dataset over several :class:`GulpVideoDataset` / :class:`GulpImageDataset`
     (local or remote, any sizes), drawing from each in proportion to its weight.
 
@@ -132,7 +138,7 @@ class GulpMixture(Dataset):
             self.offsets.append(self.offsets[-1] + c)
         self._offsets = np.asarray(self.offsets, dtype=np.int64)
         self.epoch = 0
-        self._order = None
+        self._order: BatchOrder | None = None
         self._ahead = ReadAhead()
 
     def __len__(self) -> int:
@@ -146,13 +152,13 @@ class GulpMixture(Dataset):
         for ds in self.datasets:
             ds.set_epoch(self.epoch)
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_ahead"] = ReadAhead()
         return state
 
     # -- which sample an index is ------------------------------------------------------------
-    def locate(self, indices) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def locate(self, indices: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(sources, samples, draws)`` of mixture indices in the current epoch: the source's
         number, the index into that source, and the draw number that keys the sample's random
         offsets and crops (without replacement the round through the source, with it ``k +
@@ -192,25 +198,25 @@ class GulpMixture(Dataset):
         return out, t // n
 
     # -- items -------------------------------------------------------------------------------
-    def _normalize(self, index) -> int:
+    def _normalize(self, index: SupportsInt) -> int:
         index = int(index)
         if not -self.length <= index < self.length:
             raise IndexError(f"index {index} out of range for a mixture of {self.length} samples")
         return index % self.length
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: SupportsInt) -> tuple[Any, ...]:
         (s,), (j,), (d,) = self.locate([self._normalize(index)])
         item = self._sources[s].item(int(j), draw=int(d))
         return (*item, int(s)) if isinstance(item, tuple) else (item, int(s))
 
-    def __getitems__(self, indices: Sequence[int]) -> list:
+    def __getitems__(self, indices: Sequence[SupportsInt]) -> _Batch:
         """A whole batch: one batched read per source present in it, in the batch's order."""
-        indices = [self._normalize(i) for i in indices]
-        if not indices:
+        normalized = [self._normalize(i) for i in indices]
+        if not normalized:
             return _Batch()
-        sources, samples, draws = self.locate(indices)
-        self._read_ahead(indices)
-        parts = []  # (source, positions in the batch, its _Batch)
+        sources, samples, draws = self.locate(normalized)
+        self._read_ahead(normalized)
+        parts: list[_Part] = []
         present = list(dict.fromkeys(sources.tolist()))
         for s in present:
             at = np.flatnonzero(sources == s)
@@ -230,7 +236,7 @@ class GulpMixture(Dataset):
         for n in order.tolist():
             s, sample = flat[n]
             batch.append((*sample, s) if isinstance(sample, tuple) else (sample, s))
-        if len(indices) != len(batch):
+        if len(normalized) != len(batch):
             batch.kept = np.sort(np.concatenate([kept for _, kept, _ in parts])).tolist()
         batch.stacked = self._gather(parts, len(batch))
         if batch.stacked is None and not self.ragged:
@@ -240,12 +246,13 @@ class GulpMixture(Dataset):
             _check_one_shape(self._describe(), ids, batch)
         return batch
 
-    def _gather(self, parts, count: int) -> torch.Tensor | None:
+    def _gather(self, parts: list[_Part], count: int) -> torch.Tensor | None:
         """The sources' decoded batches as one batch tensor in the batch's order, or None when
         they cannot be one (shapes, layouts or transforms differ)."""
-        if not parts or any(got.decoded is None for _, _, got in parts):
+        decoded = [got.decoded for _, _, got in parts if got.decoded is not None]
+        if not parts or len(decoded) != len(parts):
             return None
-        shapes = {tuple(got.decoded.shape[1:]) for _, _, got in parts}
+        shapes = {tuple(d.shape[1:]) for d in decoded}
         kinds = {(type(self.datasets[s]), self.datasets[s].layout) for s, _, _ in parts}
         if len(shapes) != 1 or len(kinds) != 1:
             return None
@@ -268,12 +275,12 @@ class GulpMixture(Dataset):
         # take the cores from the next decode (docs/TORCH.md, Performance).
         target = raw.numpy()
         start = 0
-        for _, kept, got in parts:
-            target[rank[start : start + kept.size]] = got.decoded.numpy()
+        for (_, kept, _), d in zip(parts, decoded, strict=True):
+            target[rank[start : start + kept.size]] = d.numpy()
             start += kept.size
         return handover(owner.shape_batch(raw))
 
-    def _describe(self):
+    def _describe(self) -> _Owner:
         """What :func:`_check_one_shape` names: the mixture and its first source's layout."""
         first = self.datasets[0]
         return _Owner(
@@ -283,7 +290,7 @@ class GulpMixture(Dataset):
         )
 
     # -- read-ahead --------------------------------------------------------------------------
-    def _follow_sampler(self, sampler) -> None:
+    def _follow_sampler(self, sampler: BatchOrder) -> None:
         """Called by :class:`GulpDistributedSampler` when it is made for this mixture."""
         self._order = sampler
 

@@ -13,14 +13,12 @@ from torch.utils.data import get_worker_info
 
 class BatchOrder(Protocol):
     """What the read-ahead needs of an order of batches (what
-    :class:`~gulpio_rs.torch.GulpDistributedSampler` offers): described here rather than
-    imported, so that the sampler, which uses this module, is not needed to read it."""
+    :class:`~gulpio_rs.torch.GulpDistributedSampler` and
+    :class:`~gulpio_rs.torch.GulpBucketBatchSampler` offer): described here rather than
+    imported, so that the samplers, which use this module, are not needed to read it."""
 
-    epoch: int
-
-    def epoch_indices(self, epoch: int, start: int, stop: int | None) -> np.ndarray: ...
-
-    def locate(self, batch: npt.ArrayLike, epochs: Iterable[int]) -> tuple[int, int] | None: ...
+    @property
+    def epoch(self) -> int: ...
 
     def read_ahead_batch(
         self,
@@ -32,8 +30,17 @@ class BatchOrder(Protocol):
     ) -> tuple[int, list[int]] | None: ...
 
 
+class SampleOrder(Protocol):
+    """What :func:`coming_batch` needs of an order of samples (what
+    :class:`~gulpio_rs.torch.GulpDistributedSampler` offers)."""
+
+    def epoch_indices(self, epoch: int, start: int, stop: int | None) -> np.ndarray: ...
+
+    def locate(self, batch: npt.ArrayLike, epochs: Iterable[int]) -> tuple[int, int] | None: ...
+
+
 def coming_batch(
-    sampler: BatchOrder,
+    sampler: SampleOrder,
     indices: list[int],
     epochs: list[int],
     workers: int,

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, get_args
 
 import numpy as np
+import numpy.typing as npt
 
 from .._choices import OffsetName
 from .._times import TOLERANCE
@@ -22,7 +23,7 @@ OFFSETS: tuple[OffsetName, ...] = get_args(OffsetName)
 
 #: An offset: a number in ``[0, 1]`` (for segments also one per segment) or a name in
 #: :data:`OFFSETS`.
-Offset = float | str | Sequence[float]
+Offset = float | OffsetName | Sequence[float]
 
 
 def sample_frame_indices(
@@ -106,12 +107,12 @@ def segment_aligned_clip(
 
 
 def sample_time_indices(
-    timestamps,
+    timestamps: npt.ArrayLike,
     end: float,
     *,
     fps: float | None = None,
     clip_seconds: float | None = None,
-    offset: float | str = 0.5,
+    offset: float | OffsetName = 0.5,
     rng: np.random.Generator | int | None = None,
 ) -> tuple[list[int], np.ndarray]:
     """Frames of one clip picked by time: ``(frame indices, clip times)`` for a video whose
@@ -186,10 +187,11 @@ def clip_frame_count(fps: float, clip_seconds: float) -> int:
 
 def _at_or_before(ts: np.ndarray, times: np.ndarray) -> list[int]:
     picked = np.searchsorted(ts, times + TOLERANCE, side="right") - 1
-    return np.maximum(picked, 0).tolist()
+    indices: list[int] = np.maximum(picked, 0).tolist()
+    return indices
 
 
-def positive_number(value, name: str) -> float:
+def positive_number(value: object, name: str) -> float:
     """``value`` as a float if it is a finite positive number, else a ValueError naming
     ``name`` and the value."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
@@ -201,7 +203,7 @@ def positive_number(value, name: str) -> float:
 
 
 def _offsets(
-    offset: float | str | Iterable[float], count: int, rng: np.random.Generator | int | None
+    offset: float | OffsetName | Iterable[float], count: int, rng: np.random.Generator | int | None
 ) -> list[float]:
     """``count`` offsets in ``[0, 1]`` from a number, a name in :data:`OFFSETS` or one number
     per segment; ValueError naming what is wrong."""

@@ -19,6 +19,8 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+from collections.abc import Callable
+from typing import SupportsIndex, cast
 
 import torch
 
@@ -31,6 +33,27 @@ KEEP = 4
 
 _readable: bool | None = None
 _lock = threading.Lock()
+
+#: A tensor's place in its storage, as pickled: ``(storage offset, shape, stride)``.
+_Layout = tuple[int | torch.SymInt, tuple[int, ...], tuple[int, ...]]
+
+
+# torch leaves these unannotated (Python shims over C++), so strict mypy refuses to call them;
+# the casts give each the signature that torch implements (torch/storage.py, torch/_tensor.py,
+# torch/multiprocessing/reductions.py).
+def _incref(storage: torch.UntypedStorage) -> None:
+    cast("Callable[[], None]", storage._shared_incref)()
+
+
+def _share_filename(storage: torch.UntypedStorage) -> tuple[bytes, bytes, int]:
+    """``(manager socket, segment name, bytes)``: the handle another process maps."""
+    share = cast("Callable[[], tuple[bytes, bytes, int]]", storage._share_filename_cpu_)
+    return share()
+
+
+def _share_memory(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` moved to shared memory (in place; returns it)."""
+    return cast("Callable[[], torch.Tensor]", tensor.share_memory_)()
 
 
 def _mapping_start(address: int) -> int | None:
@@ -59,7 +82,7 @@ def _refcounts_readable() -> bool:
             ok = _mapping_start(s.data_ptr()) == s.data_ptr() - _HEADER
             if ok:
                 before = _refcount(s)
-                s._shared_incref()
+                _incref(s)
                 during = _refcount(s)
                 s._shared_decref()
                 ok = (before, during, _refcount(s)) == (1, 2, 1)
@@ -77,20 +100,26 @@ class _Handover(torch.Tensor):
     # function less precisely than Tensor's classmethod.
     __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
-    def __reduce_ex__(self, protocol):
+    def __reduce_ex__(
+        self, protocol: SupportsIndex
+    ) -> tuple[Callable[..., torch.Tensor], tuple[bytes, bytes, int, _Layout]]:
         storage = self.untyped_storage()
-        manager, handle, nbytes = storage._share_filename_cpu_()
+        manager, handle, nbytes = _share_filename(storage)
         # The copy in flight holds a reference until the receiver has mapped the segment
         # (what torch's own file_system reducer does; the receiver drops it).
-        storage._shared_incref()
+        _incref(storage)
         meta = (self.storage_offset(), tuple(self.shape), tuple(self.stride()))
         return (_rebuild, (manager, handle, nbytes, meta))
 
 
-def _rebuild(manager, handle, nbytes, meta) -> torch.Tensor:
+def _rebuild(manager: bytes, handle: bytes, nbytes: int, meta: _Layout) -> torch.Tensor:
     from torch.multiprocessing.reductions import rebuild_storage_filename
 
-    storage = rebuild_storage_filename(torch.UntypedStorage, manager, handle, nbytes)
+    rebuild = cast(
+        "Callable[[type[torch.UntypedStorage], bytes, bytes, int], torch.UntypedStorage]",
+        rebuild_storage_filename,
+    )
+    storage = rebuild(torch.UntypedStorage, manager, handle, nbytes)
     offset, shape, stride = meta
     return torch.empty(0, dtype=torch.uint8).set_(storage, offset, shape, stride)
 
@@ -156,7 +185,7 @@ def _fresh(shape: tuple[int, ...]) -> torch.Tensor:
         numel *= int(d)
     new_shared = getattr(torch.UntypedStorage, "_new_shared", None)
     if new_shared is None:  # a private torch API; without it, copy zeros into shared memory
-        return torch.empty(shape, dtype=torch.uint8).share_memory_()
+        return _share_memory(torch.empty(shape, dtype=torch.uint8))
     return torch.empty(0, dtype=torch.uint8).set_(new_shared(numel)).view(shape)
 
 
@@ -179,5 +208,5 @@ def handover(batch: torch.Tensor) -> torch.Tensor:
 
 def shared_zeros(size: int, dtype: torch.dtype) -> torch.Tensor:
     """A tensor of ``size`` zeros in shared memory: a counter that the DataLoader's workers
-    and the main process all see (torch's ``share_memory_`` is untyped, hence here)."""
-    return torch.zeros(size, dtype=dtype).share_memory_()
+    and the main process all see."""
+    return _share_memory(torch.zeros(size, dtype=dtype))
