@@ -126,6 +126,26 @@ def test_items_say_their_source_and_match_the_sources(dirs):
     assert which.tolist() == [0, 2] and clips.shape == (2, 2, 3, 16, 24)
 
 
+def test_a_clip_that_the_transform_makes_a_tuple_stays_the_first_field(dirs):
+    # Without targets, a transform returning two views once made the item (view, view,
+    # source), and a ragged batch's sources the second views.
+    def two_views(clip):
+        return clip, clip.flip(0)
+
+    mix = GulpMixture(_sources(dirs, target=None, transform=two_views), length=6)
+    (first, second), s = mix[5]
+    assert s == 2 and torch.equal(second, first.flip(0))
+    ragged = GulpMixture(_sources(dirs, target=None, transform=two_views), length=6, ragged=True)
+    clips, which = gulp_collate(ragged.__getitems__([0, 5]))
+    assert which.tolist() == [0, 2]
+    assert all(isinstance(c, tuple) and torch.equal(c[1], c[0].flip(0)) for c in clips)
+    (firsts, seconds), which = gulp_collate(mix.__getitems__([0, 5]))
+    assert which.tolist() == [0, 2] and torch.equal(seconds, firsts.flip(1))
+    with_targets = GulpMixture(_sources(dirs, transform=two_views), length=6)
+    (first, second), v, s = with_targets[5]
+    assert s == 2 and torch.equal(second, first.flip(0))
+
+
 def test_a_sample_drawn_twice_gets_its_own_random_clip(dirs):
     # Two 30-frame videos drawn 6 times each in an epoch: the draws start at different frames.
     two = [GulpVideoDataset(dirs[1], frames=2, offset="random", seed=5, target="v", ids=["v0"])]

@@ -207,7 +207,7 @@ class GulpMixture(Dataset[Any]):
     def __getitem__(self, index: SupportsInt) -> tuple[Any, ...]:
         (s,), (j,), (d,) = self.locate([self._normalize(index)])
         item = self._sources[s].item(int(j), draw=int(d))
-        return (*item, int(s)) if isinstance(item, tuple) else (item, int(s))
+        return (*item, int(s)) if self._with_target else (item, int(s))
 
     def __getitems__(self, indices: Sequence[SupportsInt]) -> _Batch:
         """A whole batch: one batched read per source present in it, in the batch's order."""
@@ -235,7 +235,7 @@ class GulpMixture(Dataset[Any]):
         batch.ragged = self.ragged
         for n in order.tolist():
             s, sample = flat[n]
-            batch.append((*sample, s) if isinstance(sample, tuple) else (sample, s))
+            batch.append((*sample, s) if self._with_target else (sample, s))
         if len(normalized) != len(batch):
             batch.kept = np.sort(np.concatenate([kept for _, kept, _ in parts])).tolist()
         batch.stacked = self._gather(parts, len(batch))
@@ -245,6 +245,13 @@ class GulpMixture(Dataset[Any]):
                 ids = [ids[n] for n in batch.kept]
             _check_one_shape(self._describe(), ids, batch)
         return batch
+
+    @property
+    def _with_target(self) -> bool:
+        """Whether the sources' items are ``(clip, target)`` (the source's number joins the
+        pair), not the clip alone: a transform may make a clip a tuple too (two views of it),
+        which stays the item's first field."""
+        return self.datasets[0].target is not None  # all sources agree (checked when made)
 
     def _gather(self, parts: list[_Part], count: int) -> torch.Tensor | None:
         """The sources' decoded batches as one batch tensor in the batch's order, or None when
