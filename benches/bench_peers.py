@@ -33,6 +33,18 @@ same gulpio2 user code on gulpio-rs (``import gulpio_rs as gulpio2``); gulpio-rs
 ``GulpVideoDataset(transform=v2.Compose([RandomResizedCrop, RandomHorizontalFlip]))``; LitData;
 MosaicML Streaming; WebDataset; torchcodec.
 
+``--video`` adds the video rows (issue 38): the same clips decoded from the JPEGs and stored as
+video, read by 16-frame windows as above:
+
+- a gulp directory written by ``GulpIngestor(..., encoding="video")`` (AV1 segments, the
+  defaults: CRF 29, GOP 16, SVT-AV1 preset 8), read by the same ``GulpVideoDataset`` calls as
+  the JPEG one, and with ``clip_align="segment"`` (clips start where a segment starts);
+- short mp4 files per clip of the same codec and GOP (PyAV: libsvtav1 with the same CRF,
+  preset and ``keyint=16``) and of H.264 (libx264 ``keyint=16``, CRF 21, at the same PSNR
+  within about a dB: the table prints bytes and RGB PSNR of every format), read with
+  torchcodec ``VideoDecoder(seek_mode="exact")`` and ``"approximate"``, and with decord's
+  ``VideoReader`` where it decodes the codec.
+
 Measured: clips/s (median of ``--repeats``; every loader runs one epoch in turn per repeat, so a
 slow phase of a shared machine hits all alike), CPU seconds per clip (user + system time of the
 whole process tree, main process and workers, over the timed epochs: the number to compare on a
@@ -42,6 +54,7 @@ rate of ``GulpDirectory.read_batch(threads=2)`` on the same batches in this proc
     pip install -r benches/requirements-peers.txt       # plus the notes in that file
     python benches/bench_peers.py                        # ~10 minutes on 2 quiet cores
     python benches/bench_peers.py --quick                # smoke run: fewer clips and repeats
+    python benches/bench_peers.py --video --workload crop  # + AV1 segments against mp4 files
 """
 
 from __future__ import annotations
@@ -82,6 +95,26 @@ QUICK = dict(clips=96, repeats=2)
 
 TARGET_FUSED_VS_PEER = 1.5
 TARGET_FULL_VS_DECODE = 0.6
+# --video (issue 38): segments against the best loader of short mp4 files, CPU per clip against
+# that loader's, and against the same dataset loader over the JPEG frames.
+TARGET_VIDEO_VS_MP4 = 2.0
+TARGET_VIDEO_CPU_VS_MP4 = 0.6
+TARGET_VIDEO_VS_JPEG = 0.6
+# The mp4 files of --video: key frame interval (the segments' GOP), the codec, its options, and
+# the name of the rows.
+MP4_KEYINT = 16
+MP4_VARIANTS = {
+    "mp4_av1_k16": (
+        "libsvtav1",
+        {"crf": "29", "preset": "8", "svtav1-params": "keyint=16"},
+        "AV1 keyint 16",
+    ),
+    "mp4_h264_k16": (
+        "libx264",
+        {"crf": "21", "x264-params": "keyint=16:min-keyint=16"},
+        "H.264 keyint 16",
+    ),
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -223,6 +256,94 @@ def write_mp4(root: Path, clips, n: int) -> None:
         os.link(distinct / f"{v % len(clips):04d}.mp4", root / f"clip{v:05d}.mp4")
 
 
+class ClipFrames:
+    """An ingest adapter (gulpio2's contract) over the clips: ``n`` videos ``clip{v:05d}`` of
+    the decoded frames of clip ``v % len(clips)``. Module level, so it pickles into the
+    ingest's worker."""
+
+    def __init__(self, clips, n: int):
+        self.clips, self.n = clips, n
+
+    def __len__(self):
+        return self.n
+
+    def iter_data(self, slice_element=None):
+        import simplejpeg
+
+        for v in range(self.n)[slice_element or slice(None)]:
+            c = v % len(self.clips)
+            frames = [simplejpeg.decode_jpeg(j) for j in self.clips[c]]
+            yield {"id": f"clip{v:05d}", "meta": {"idx": c}, "frames": frames}
+
+
+def write_gulp_video(root: Path, clips, n: int) -> None:
+    """The clips as AV1 segments, through the public ingest path with its defaults."""
+    import gulpio_rs
+
+    shutil.rmtree(root, ignore_errors=True)
+    gulpio_rs.GulpIngestor(
+        ClipFrames(clips, n), str(root), 64, 1, encoding="video", progress=False
+    )()
+
+
+def write_mp4_variant(root: Path, clips, n: int, codec: str, options: dict) -> None:
+    import av
+    import simplejpeg
+
+    _fresh(root)
+    distinct = root / "distinct"
+    distinct.mkdir()
+    os.environ.setdefault("SVT_LOG", "1")
+    for c, jpegs in enumerate(clips):
+        with av.open(str(distinct / f"{c:04d}.mp4"), "w") as out:
+            stream = out.add_stream(codec, rate=25, options=dict(options))
+            stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
+            stream.codec_context.gop_size = MP4_KEYINT
+            for jpeg in jpegs:
+                frame = av.VideoFrame.from_ndarray(simplejpeg.decode_jpeg(jpeg), format="rgb24")
+                for packet in stream.encode(frame):
+                    out.mux(packet)
+            for packet in stream.encode():
+                out.mux(packet)
+    for v in range(n):
+        os.link(distinct / f"{v % len(clips):04d}.mp4", root / f"clip{v:05d}.mp4")
+
+
+def video_formats(paths: dict, clips, count: int = 6) -> list[tuple]:
+    """``(format, bytes per frame, RGB PSNR dB)`` of the stored video formats over the first
+    ``count`` distinct clips, against the frames they were made from."""
+    import av
+    import simplejpeg
+
+    import gulpio_rs
+
+    def psnr(refs, decoded) -> float:
+        err = [
+            np.mean((np.asarray(r, np.float64) - np.asarray(d, np.float64)) ** 2)
+            for r, d in zip(refs, decoded, strict=True)
+        ]
+        return float(10 * np.log10(255.0**2 / np.mean(err)))
+
+    refs = [np.stack([simplejpeg.decode_jpeg(j) for j in clips[c]]) for c in range(count)]
+    gd = gulpio_rs.GulpDirectory(str(paths["gulp_video"]))
+    stored = 0
+    for c in range(count):
+        chunk, video = divmod(c, 64)  # write_gulp_video: 64 videos per chunk, in order
+        info = gd.native_chunk(chunk).frame_info(video)
+        stored += sum(length - pad for _, pad, length in info)
+    got = [gd.read(f"clip{c:05d}") for c in range(count)]
+    rows = [("gulp, AV1 segments (encoding='video')", stored / (count * CLIP), psnr(refs, got))]
+    for key, (_, _, label) in MP4_VARIANTS.items():
+        size, decoded = 0, []
+        for c in range(count):
+            path = paths[key] / "distinct" / f"{c:04d}.mp4"
+            size += path.stat().st_size
+            with av.open(str(path)) as f:
+                decoded.append(np.stack([x.to_ndarray(format="rgb24") for x in f.decode(video=0)]))
+        rows.append((f"mp4, {label}", size / (count * CLIP), psnr(refs, decoded)))
+    return rows
+
+
 # --------------------------------------------------------------------------------------------
 # What the peers share: decoding 16 frames and the torchvision transform
 # --------------------------------------------------------------------------------------------
@@ -322,7 +443,7 @@ def wds_dataset(root: str, transform):
     )
 
 
-def torchcodec_dataset(root: str, transform, n: int):
+def torchcodec_dataset(root: str, transform, n: int, seek_mode: str = "exact"):
     from torch.utils.data import Dataset
     from torchcodec.decoders import VideoDecoder
 
@@ -331,9 +452,30 @@ def torchcodec_dataset(root: str, transform, n: int):
             return n
 
         def __getitem__(self, i):
-            decoder = VideoDecoder(f"{root}/clip{i:05d}.mp4", dimension_order="NCHW")
+            decoder = VideoDecoder(
+                f"{root}/clip{i:05d}.mp4", dimension_order="NCHW", seek_mode=seek_mode
+            )
             w = window()
             clip = decoder.get_frames_in_range(w.start, w.stop).data
+            return (clip if transform is None else transform(clip)), i
+
+    return Mp4Clips()
+
+
+def decord_dataset(root: str, transform, n: int):
+    import decord
+    import torch
+    from torch.utils.data import Dataset
+
+    class Mp4Clips(Dataset):
+        def __len__(self):
+            return n
+
+        def __getitem__(self, i):
+            reader = decord.VideoReader(f"{root}/clip{i:05d}.mp4", num_threads=1)
+            w = window()
+            frames = reader.get_batch(list(range(w.start, w.stop))).asnumpy()
+            clip = torch.from_numpy(frames).permute(0, 3, 1, 2)
             return (clip if transform is None else transform(clip)), i
 
     return Mp4Clips()
@@ -344,7 +486,7 @@ class Loaders:
     delivered; ``pids()`` are the processes whose CPU time counts (the main process and any
     workers alive)."""
 
-    def __init__(self, paths: dict, workload: str, n: int, seed: int = 0):
+    def __init__(self, paths: dict, workload: str, n: int, seed: int = 0, video: bool = False):
         import gulpio2
         import torch
         from torch.utils.data import DataLoader, RandomSampler
@@ -419,6 +561,38 @@ class Loaders:
                 self.peers.append(name)
             except Exception as e:  # a peer that cannot run here is reported, not fatal
                 print(f"{name}: skipped ({type(e).__name__}: {e})", flush=True)
+        self.video = self.video_aligned = None
+        self.video_peers: list[str] = []
+        if video:
+            segs = str(paths["gulp_video"])
+            kw = dict(crop="random-resized", size=OUT, hflip=0.5) if crop else {}
+            self.video = f"{name_ours} on AV1 segments"
+            ds = GulpVideoDataset(segs, frames=T, offset="random", target="idx", **kw)
+            epochs(torch_loader(ds, gulp_collate), self.video)
+            self.video_aligned = f'{self.video}, clip_align="segment"'
+            ds = GulpVideoDataset(
+                segs, frames=T, offset="random", target="idx", clip_align="segment", **kw
+            )
+            epochs(torch_loader(ds, gulp_collate), self.video_aligned)
+            for key, (_, _, label) in MP4_VARIANTS.items():
+                root = str(paths[key])
+                makers = {
+                    f"torchcodec exact, mp4 {label}": lambda r=root: torchcodec_dataset(
+                        r, tv, n, "exact"
+                    ),
+                    f"torchcodec approximate, mp4 {label}": lambda r=root: torchcodec_dataset(
+                        r, tv, n, "approximate"
+                    ),
+                    f"decord, mp4 {label}": lambda r=root: decord_dataset(r, tv, n),
+                }
+                for name, make in makers.items():
+                    try:
+                        ds = make()
+                        ds[0]  # a codec the loader's FFmpeg lacks fails here, not mid-epoch
+                        epochs(torch_loader(ds), name)
+                        self.video_peers.append(name)
+                    except Exception as e:
+                        print(f"{name}: skipped ({type(e).__name__}: {e})", flush=True)
 
     def close(self) -> None:
         """Stops every loader's persistent workers (before the next workload forks its own,
@@ -611,6 +785,27 @@ def report(workload: str, loaders: Loaders, rates, cpu, decode: float, rows: lis
                 1.0,
             )
         )
+    video_peers = [p for p in loaders.video_peers if p in rates]
+    if loaders.video in rates and video_peers:
+        mp4 = best_peer(rates, video_peers)
+        rows.append(("#", f"best loader of mp4 files: {mp4}"))
+        mp4_cpu = statistics.median(cpu[mp4])
+        for ours in (loaders.video, loaders.video_aligned):
+            if ours not in rates:
+                continue
+            checks += [
+                (f"{ours} vs best mp4 loader", ratio(rates, ours, mp4), TARGET_VIDEO_VS_MP4),
+                (
+                    f"{ours}: best mp4 loader's CPU per clip / ours",
+                    mp4_cpu / statistics.median(cpu[ours]),
+                    1 / TARGET_VIDEO_CPU_VS_MP4,
+                ),
+                (
+                    f"{ours} vs the same on JPEG frames",
+                    ratio(rates, ours, loaders.ours),
+                    TARGET_VIDEO_VS_JPEG,
+                ),
+            ]
     return {
         "rates": med,
         "cpu_ms_per_clip": {k: statistics.median(v) * 1000 for k, v in cpu.items()},
@@ -740,6 +935,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smoke run")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument(
+        "--video",
+        action="store_true",
+        help="also the clips as AV1 segments (GulpVideoDataset) and as short mp4 files\n"
+        "(torchcodec, decord) of the same codec and GOP (issue 38)",
+    )
+    ap.add_argument(
         "--as-before",
         action="store_true",
         help="turn off what issue 28 changed (gulpio2's fast decode in gd[id] and the datasets,\n"
@@ -766,7 +967,8 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     clips = distinct_clips(work)
     data = work / f"n{args.clips}"
-    paths = {k: data / k for k in ("gulp", "litdata", "mds_crop", "mds_full", "wds", "mp4")}
+    names = ("gulp", "litdata", "mds_crop", "mds_full", "wds", "mp4", "gulp_video", *MP4_VARIANTS)
+    paths = {k: data / k for k in names}
     stamp = data / "complete.json"
     if not stamp.exists():
         data.mkdir(parents=True, exist_ok=True)
@@ -779,6 +981,15 @@ def main() -> None:
         write_wds(paths["wds"], clips, args.clips)
         write_mp4(paths["mp4"], clips, args.clips)
         stamp.write_text(json.dumps({"clips": args.clips}))
+    video_stamp = data / "complete-video.json"
+    if args.video and not video_stamp.exists():
+        print(f"writing {args.clips} clips as AV1 segments and mp4 files ...", flush=True)
+        t0 = time.perf_counter()
+        write_gulp_video(paths["gulp_video"], clips, args.clips)
+        print(f"  GulpIngestor(encoding='video'): {time.perf_counter() - t0:.0f} s", flush=True)
+        for key, (codec, options, _) in MP4_VARIANTS.items():
+            write_mp4_variant(paths[key], clips, args.clips, codec, options)
+        video_stamp.write_text(json.dumps({"clips": args.clips}))
     try:
         from streaming.base.util import clean_stale_shared_memory
 
@@ -803,10 +1014,14 @@ def main() -> None:
                 rows.append((label, f"{total:.2f}", parts))
             print_table(rows, ("dataset", "ms/clip", "stages (ms/clip)"))
         return
+    if args.video:
+        print()
+        formats = [(f, f"{b:,.0f}", f"{p:.2f}") for f, b, p in video_formats(paths, clips)]
+        print_table(formats, ("stored as", "bytes/frame", "RGB PSNR dB"))
     rows, results = [], {}
     for workload in ("crop", "full") if args.workload == "both" else (args.workload,):
         print(f"{workload}:", flush=True)
-        loaders = Loaders(paths, workload, args.clips)
+        loaders = Loaders(paths, workload, args.clips, video=args.video)
         if args.only:
             keep = [s.strip() for s in args.only.split(",")]
             loaders.runs = {k: v for k, v in loaders.runs.items() if any(s in k for s in keep)}
