@@ -236,24 +236,7 @@ def write_wds(root: Path, clips, n: int) -> None:
 
 
 def write_mp4(root: Path, clips, n: int) -> None:
-    import av
-    import simplejpeg
-
-    _fresh(root)
-    distinct = root / "distinct"
-    distinct.mkdir()
-    for c, jpegs in enumerate(clips):
-        with av.open(str(distinct / f"{c:04d}.mp4"), "w") as out:
-            stream = out.add_stream("libx264", rate=25, options={"crf": "18"})
-            stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
-            for jpeg in jpegs:
-                frame = av.VideoFrame.from_ndarray(simplejpeg.decode_jpeg(jpeg), format="rgb24")
-                for packet in stream.encode(frame):
-                    out.mux(packet)
-            for packet in stream.encode():
-                out.mux(packet)
-    for v in range(n):
-        os.link(distinct / f"{v % len(clips):04d}.mp4", root / f"clip{v:05d}.mp4")
+    write_mp4_variant(root, clips, n, "libx264", {"crf": "18"}, keyint=None)
 
 
 class ClipFrames:
@@ -286,7 +269,11 @@ def write_gulp_video(root: Path, clips, n: int) -> None:
     )()
 
 
-def write_mp4_variant(root: Path, clips, n: int, codec: str, options: dict) -> None:
+def write_mp4_variant(
+    root: Path, clips, n: int, codec: str, options: dict, keyint: int | None = MP4_KEYINT
+) -> None:
+    """Each distinct clip as an mp4 file of ``codec`` (a key frame every ``keyint`` frames, or
+    where the encoder puts them), linked under the ids of its repeats."""
     import av
     import simplejpeg
 
@@ -298,7 +285,8 @@ def write_mp4_variant(root: Path, clips, n: int, codec: str, options: dict) -> N
         with av.open(str(distinct / f"{c:04d}.mp4"), "w") as out:
             stream = out.add_stream(codec, rate=25, options=dict(options))
             stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
-            stream.codec_context.gop_size = MP4_KEYINT
+            if keyint is not None:
+                stream.codec_context.gop_size = keyint
             for jpeg in jpegs:
                 frame = av.VideoFrame.from_ndarray(simplejpeg.decode_jpeg(jpeg), format="rgb24")
                 for packet in stream.encode(frame):
