@@ -124,7 +124,11 @@ class GulpVideoDataset(_GulpDataset):
 
     ``offset="center"`` (default, for evaluation) centres the window (or takes each segment's
     centre); ``offset="start"`` puts it at the video's start (each segment's first frame);
-    ``offset="random"`` draws it for every sample (training).
+    ``offset="random"`` draws it for every sample (training). With ``seed=None`` the
+    draws come from a generator seeded by ``torch.initial_seed()`` in each process (different
+    per DataLoader worker and epoch, reproducible after ``torch.manual_seed``); with an
+    integer ``seed`` they are a pure function of ``(seed, epoch, index)`` (see
+    :meth:`set_epoch`), so a resumed epoch sees the same clips.
 
     ``clip_align="segment"`` (with ``frames=T``; default ``"frame"``): in a dataset written
     with ``encoding="video"``, clips start only where one of the video's AV1 segments starts
@@ -134,11 +138,7 @@ class GulpVideoDataset(_GulpDataset):
     at most one segment's frames decodes one segment. What it changes: a video of ``n``
     frames has about ``n / gop`` possible clips instead of ``n - window + 1`` (docs/TORCH.md,
     "Clips aligned to segments"). Videos of JPEG frames, and videos shorter than the window
-    from every segment start, are sampled as with ``"frame"``. With ``seed=None`` the
-    draws come from a generator seeded by ``torch.initial_seed()`` in each process (different
-    per DataLoader worker and epoch, reproducible after ``torch.manual_seed``); with an
-    integer ``seed`` they are a pure function of ``(seed, epoch, index)`` (see
-    :meth:`set_epoch`), so a resumed epoch sees the same clips.
+    from every segment start, are sampled as with ``"frame"``.
 
     ``target``: a meta field name (``"label"`` is mapped through ``label2idx.json`` in the
     directory when that file exists; ``"idx"`` is gulpio's class index), a callable
