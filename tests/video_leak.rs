@@ -6,6 +6,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicIsize, Ordering};
+use std::time::{Duration, Instant};
 
 use gulpio_rs::video::{decode_segment, Codec, Integrity, SegmentShape};
 
@@ -62,13 +63,17 @@ fn decoding_does_not_grow_the_heap() {
             decode_segment(&shape, &bytes, crc, &wanted, &mut outs).expect("a real segment");
         }
     };
+    // rav1d's worker threads exit after `decode_segment` returns and release what they hold
+    // as they go, so each reading waits for them (measured in CI: a reading taken while they
+    // were exiting was 476 kB off).
+    let threads = threads_alive();
     // Warm up (one-time tables, thread-locals), then compare two rounds of different length.
     decode(3);
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = settled(threads);
     decode(10);
-    let after_10 = LIVE.load(Ordering::Relaxed);
+    let after_10 = settled(threads);
     decode(40);
-    let after_50 = LIVE.load(Ordering::Relaxed);
+    let after_50 = settled(threads);
     // 400 pictures at the old 48 bytes each would be 19,200 bytes; allow small noise from
     // threads' lazily created state, which does not scale with the pictures decoded.
     let grew = after_50 - after_10;
@@ -77,4 +82,31 @@ fn decoding_does_not_grow_the_heap() {
         "heap grew by {grew} bytes over 40 decodes of an 8-frame segment (before: {before}, \
          after 10: {after_10}, after 50: {after_50})"
     );
+}
+
+/// This process's threads, from `/proc/self/task` (Linux, where CI runs).
+fn threads_alive() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+}
+
+/// The live heap once the decoders' worker threads have exited (back to `threads`) and the
+/// count has not moved for 50 ms; after 10 s, whatever it is then.
+fn settled(threads: usize) -> isize {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = LIVE.load(Ordering::Relaxed);
+    let mut still = 0;
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+        let now = LIVE.load(Ordering::Relaxed);
+        still = if now == last && threads_alive() <= threads {
+            still + 1
+        } else {
+            0
+        };
+        last = now;
+        if still >= 10 {
+            break;
+        }
+    }
+    last
 }
