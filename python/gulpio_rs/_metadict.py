@@ -14,12 +14,24 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Self, SupportsIndex, cast
+
+if TYPE_CHECKING:
+    from collections import _odict_items, _odict_values
+
+    from _typeshed import SupportsKeysAndGetItem
+
+    from ._native import Chunk
 
 _UNLOADED = object()
 
+#: How a :class:`LazyMetaDict` pickles: the plain mapping's class and its items.
+_Reduced = tuple[type[dict[str, Any]], tuple[list[tuple[str, Any]]]]
 
-class LazyMetaDict(OrderedDict):
+
+# Keys are video ids; values are the entries gulpio2 loads from JSON (``frame_info`` and
+# ``meta_data``, whatever the adapter stored), which callers may replace with anything: Any.
+class LazyMetaDict(OrderedDict[str, Any]):
     """``{id: OrderedDict(frame_info=[...], meta_data=[...])}`` with values built on access.
 
     ``load(id)`` builds one value. ``plain=True`` makes it print, pickle and copy as a plain
@@ -27,18 +39,26 @@ class LazyMetaDict(OrderedDict):
     """
 
     # Set by build(), the only way placeholders get in; a dict made otherwise never loads.
-    _load: Callable[[Any], Any] | None = None
+    _load: Callable[[str], Any] | None = None
     _plain = False
     _complete = True
 
-    _load_many: Callable[[], Iterable[tuple[Any, Any]]] | None = None
+    _load_many: Callable[[], Iterable[tuple[str, Any]]] | None = None
 
     @classmethod
-    def build(cls, keys, load, *, load_many=None, plain: bool = False) -> LazyMetaDict:
+    def build(
+        cls,
+        keys: Iterable[str],
+        load: Callable[[str], Any],
+        *,
+        load_many: Callable[[], Iterable[tuple[str, Any]]] | None = None,
+        plain: bool = False,
+    ) -> Self:
         """``load(key)`` builds one value; ``load_many()``, if given, yields ``(key, value)``
         for every key faster than one ``load`` per key (used when all values are needed)."""
         # fromkeys is the fastest way to fill an OrderedDict (faster than a loop of setitems).
-        new = cast(LazyMetaDict, cls.fromkeys(keys, _UNLOADED))
+        # Called on cls it makes a cls, but typeshed types it as returning an OrderedDict.
+        new = cast(Self, cls.fromkeys(keys, _UNLOADED))
         new._load = load
         new._load_many = load_many
         new._plain = plain
@@ -46,7 +66,7 @@ class LazyMetaDict(OrderedDict):
         return new
 
     # -- values on demand --------------------------------------------------------------------
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         value = OrderedDict.__getitem__(self, key)
         if value is _UNLOADED:
             assert self._load is not None  # only build() stores placeholders
@@ -68,44 +88,44 @@ class LazyMetaDict(OrderedDict):
             OrderedDict.__setitem__(self, key, self._load(key))
         self._complete = True
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         try:
             return self[key]
         except KeyError:
             return default
 
-    def values(self):
+    def values(self) -> _odict_values[str, Any]:
         self._load_all()
         return OrderedDict.values(self)
 
-    def items(self):
+    def items(self) -> _odict_items[str, Any]:
         self._load_all()
         return OrderedDict.items(self)
 
-    def pop(self, key, *default):
+    def pop(self, key: str, *default: Any) -> Any:
         if key in self:
             self[key]
         return OrderedDict.pop(self, key, *default)
 
-    def popitem(self, last: bool = True):
+    def popitem(self, last: bool = True) -> tuple[str, Any]:
         if len(self):
             self[next(reversed(self)) if last else next(iter(self))]
         return OrderedDict.popitem(self, last)
 
-    def setdefault(self, key, default=None):
+    def setdefault(self, key: str, default: Any = None) -> Any:
         if key in self:
             return self[key]
         return OrderedDict.setdefault(self, key, default)
 
     # -- whole-dict behaviour: as the dict gulpio2 returns -----------------------------------
-    def materialize(self) -> dict:
+    def materialize(self) -> dict[str, Any]:
         """A plain ``dict`` / ``OrderedDict`` copy (values shared, not copied)."""
         return (dict if self._plain else OrderedDict)(self.items())
 
     # gulpio2's dicts copy to a plain dict / OrderedDict, not to another lazy one.
     copy = materialize  # type: ignore[assignment]
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         self._load_all()
         if isinstance(other, LazyMetaDict):
             other._load_all()
@@ -113,44 +133,49 @@ class LazyMetaDict(OrderedDict):
             return dict.__eq__(self, other)
         return OrderedDict.__eq__(self, other)
 
-    def __ne__(self, other):
+    def __ne__(self, other: object) -> bool:
         equal = self.__eq__(other)
         return equal if equal is NotImplemented else not equal
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return repr(self.materialize())
 
     __str__ = __repr__
 
-    def __reduce_ex__(self, protocol):
+    def __reduce_ex__(self, protocol: SupportsIndex) -> _Reduced:
         # Pickled and (deep)copied as the plain mapping: no loader, no native handles.
         return (dict if self._plain else OrderedDict), (list(self.items()),)
 
-    def __reduce__(self):
+    def __reduce__(self) -> _Reduced:
         return self.__reduce_ex__(2)
 
-    def __or__(self, other):
+    # The three ignores: `|` makes a plain dict / OrderedDict, as gulpio2's dicts do, not
+    # another lazy one (typeshed's OrderedDict returns Self), and the keys are video ids (str),
+    # where typeshed's dict merges dicts of any key type (which mypy checks `|=` against too).
+    def __or__(self, other: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
         if not isinstance(other, dict):
             return NotImplemented
         new = self.materialize()
         new.update(other)
         return new
 
-    def __ror__(self, other):
+    def __ror__(self, other: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
         if not isinstance(other, dict):
             return NotImplemented
         new = (dict if type(other) is dict else OrderedDict)(other)
         new.update(self.items())
         return new
 
-    def __ior__(self, other):
+    def __ior__(  # type: ignore[override]
+        self, other: SupportsKeysAndGetItem[str, Any] | Iterable[tuple[str, Any]]
+    ) -> Self:
         self.update(other)
         return self
 
 
-def native_entry(reader, video: int) -> OrderedDict:
+def native_entry(reader: Chunk, video: int) -> OrderedDict[str, Any]:
     """One video's entry as gulpio2's JSON serializer loads it (``OrderedDict`` objects,
     ``frame_info`` as ``[loc, pad, length]`` lists), from a Rust chunk reader."""
     return OrderedDict(
