@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NotRequired, SupportsFloat, TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import FormatError
 
@@ -48,12 +49,33 @@ class VideoTimes(NamedTuple):
     shown, in seconds (so the video lasts ``end - timestamps[0]``).
     """
 
-    timestamps: np.ndarray
+    timestamps: npt.NDArray[np.float64]
     fps: float | None
     end: float
 
 
-def time_element(timestamps: Sequence, *, fps=None, end=None) -> dict:
+class StoredTime(TypedDict):
+    """The ``"time"`` entry of the reserved element, as :func:`time_element` writes it (JSON:
+    the lists are lists, not tuples)."""
+
+    #: The source's average frame rate, rounded to 6 decimals; absent when unknown.
+    fps: NotRequired[float]
+    #: ``[num, den]``: a tick is ``num / den`` seconds.
+    base: list[int]
+    #: The first frame's tick.
+    start: int
+    #: The run-length-coded steps: a step taken once, or ``[step, count]``.
+    steps: list[int | list[int]]
+
+
+#: A number of seconds: an int, a float, a :class:`~fractions.Fraction` or a NumPy scalar
+#: (what ``float()`` takes; strings are not seconds).
+Seconds = SupportsFloat
+
+
+def time_element(
+    timestamps: Sequence[Seconds], *, fps: Seconds | None = None, end: Seconds | None = None
+) -> dict[str, dict[str, StoredTime]]:
     """The reserved ``meta_data`` element holding ``timestamps`` (seconds, one per frame:
     ints, floats or :class:`~fractions.Fraction`), the source ``fps`` and ``end`` (when the
     last frame stops being shown; default: one more step like the last, or ``1/fps``).
@@ -81,7 +103,7 @@ def time_element(timestamps: Sequence, *, fps=None, end=None) -> dict:
             break
     ticks = [round(t * den) for t in points]
     steps = _run_lengths([b - a for a, b in zip(ticks, ticks[1:], strict=False)])
-    time = {"base": [1, den], "start": ticks[0], "steps": steps}
+    time: StoredTime = {"base": [1, den], "start": ticks[0], "steps": steps}
     if rate is not None:
         time = {"fps": round(float(rate), 6), **time}
     return {RESERVED_KEY: {"time": time}}
@@ -114,14 +136,15 @@ def find_times(
         raise error from None
 
 
-def _decode(time: dict, frame_count: int) -> VideoTimes | None:
+def _decode(time: dict[str, Any], frame_count: int) -> VideoTimes | None:
     num, den = time["base"]
     if not (_is_int(num) and _is_int(den) and num > 0 and den > 0):
         raise ValueError(f"time base {time['base']!r}")
     start = time["start"]
     if not _is_int(start):
         raise ValueError(f"start {start!r}")
-    values, counts = [], []
+    values: list[int] = []
+    counts: list[int] = []
     for run in time["steps"]:
         step, count = (run, 1) if _is_int(run) else run
         if not (_is_int(step) and _is_int(count) and count > 0):
@@ -139,8 +162,8 @@ def _decode(time: dict, frame_count: int) -> VideoTimes | None:
     return VideoTimes(points[:-1], None if fps is None else float(fps), float(points[-1]))
 
 
-def _run_lengths(steps: list[int]) -> list:
-    out: list = []
+def _run_lengths(steps: list[int]) -> list[int | list[int]]:
+    out: list[int | list[int]] = []
     for step in steps:
         if out and isinstance(out[-1], list) and out[-1][0] == step:
             out[-1][1] += 1
@@ -151,7 +174,7 @@ def _run_lengths(steps: list[int]) -> list:
     return out
 
 
-def _exact(value, what: str) -> Fraction:
+def _exact(value: Seconds, what: str) -> Fraction:
     if isinstance(value, bool):
         raise ValueError(f"{what} must be a number of seconds, not {value!r}")
     if isinstance(value, (Fraction, int, np.integer)):
@@ -163,5 +186,5 @@ def _exact(value, what: str) -> Fraction:
     return Fraction(round(number * _MICROSECONDS), _MICROSECONDS)
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
