@@ -14,13 +14,20 @@ PyAV is imported on first use, so the rest of gulpio-rs works without it.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from .errors import VideoDecodeError
+
+if TYPE_CHECKING:
+    from av.container import InputContainer
+    from av.video.frame import VideoFrame
+    from av.video.stream import VideoStream
 
 #: File extensions the video adapters collect by default (compared case-insensitively). FFmpeg
 #: reads all of these containers; whether a given file decodes depends on its codec.
@@ -46,15 +53,15 @@ VIDEO_EXTENSIONS: tuple[str, ...] = (
 )
 
 
-def _import_av():
+def _import_av() -> None:
+    """Imports PyAV, or raises an ImportError that says how to install it."""
     try:
-        import av
+        import av  # noqa: F401
         import av.video.reformatter  # noqa: F401  (not imported by `import av` in every version)
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError(
             "decoding videos needs PyAV: pip install av (wheels bundle FFmpeg)"
         ) from e
-    return av
 
 
 def _target_size(width: int, height: int, size: int) -> tuple[int, int]:
@@ -69,13 +76,15 @@ def _detail(e: BaseException) -> str:
     return getattr(e, "strerror", None) or str(e)
 
 
-def _resample(frames, frame_rate: Fraction, native_rate: Fraction):
+def _resample(
+    frames: Iterable[VideoFrame], frame_rate: Fraction, native_rate: Fraction
+) -> Iterator[tuple[VideoFrame, list[Fraction]]]:
     """Yield ``(frame, instants)``: the output instants ``t_k = t_0 + k / frame_rate`` that
     fall while ``frame`` is on screen, i.e. in ``[its timestamp, the next frame's)``; the last
     frame lasts its own duration, else as long as the frame before it."""
     step = 1 / frame_rate.limit_denominator(1_000_000)
     period = 1 / native_rate
-    held = None  # the frame on screen, shown from held_time
+    held: VideoFrame | None = None  # the frame on screen, shown from held_time
     t0 = held_time = Fraction(0)
     k = 0  # the next output instant
     for frame in frames:
@@ -100,7 +109,7 @@ def _resample(frames, frame_rate: Fraction, native_rate: Fraction):
         yield held, instants
 
 
-def _frame_time(frame, previous: Fraction | None, period: Fraction) -> Fraction:
+def _frame_time(frame: VideoFrame, previous: Fraction | None, period: Fraction) -> Fraction:
     """A frame's presentation time in seconds: its ``pts`` in its time base, else one period
     after the previous frame (the first: 0)."""
     if frame.pts is not None and frame.time_base is not None:
@@ -108,10 +117,10 @@ def _frame_time(frame, previous: Fraction | None, period: Fraction) -> Fraction:
     return previous + period if previous is not None else Fraction(0)
 
 
-def _shown_for(frame, period: Fraction) -> Fraction:
+def _shown_for(frame: VideoFrame, period: Fraction) -> Fraction:
     """How long ``frame`` is on screen: its own duration (PyAV >= 13) if known, else
     ``period``."""
-    duration = getattr(frame, "duration", None)
+    duration: int | None = getattr(frame, "duration", None)
     if duration and frame.time_base is not None:
         return duration * Fraction(frame.time_base)
     return period
@@ -123,8 +132,8 @@ class TimedVideo(NamedTuple):
     display time, and the source's average frame rate ``fps`` (``None`` if the stream has
     none)."""
 
-    frames: list
-    times: list
+    frames: list[npt.NDArray[np.uint8]]
+    times: list[Fraction]
     end: Fraction
     fps: Fraction | None
 
@@ -185,12 +194,12 @@ class SourceInfo:
 
 
 def read_video(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     frame_rate: float | None = None,
-    frame_size: int = -1,
+    frame_size: int | None = -1,
     max_frames: int | None = None,
-) -> list[np.ndarray]:
+) -> list[npt.NDArray[np.uint8]]:
     """Decode a video file into a list of RGB ``uint8`` ``HxWx3`` arrays, in display order.
 
     Args:
@@ -226,10 +235,10 @@ def read_video(
 
 
 def read_video_times(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     frame_rate: float | None = None,
-    frame_size: int = -1,
+    frame_size: int | None = -1,
     max_frames: int | None = None,
 ) -> TimedVideo:
     """:func:`read_video`'s frames (same arguments, same errors) with the time each stands
@@ -249,10 +258,10 @@ def read_video_times(
 
 
 def read_video_info(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     frame_rate: float | None = None,
-    frame_size: int = -1,
+    frame_size: int | None = -1,
     max_frames: int | None = None,
 ) -> tuple[TimedVideo, SourceInfo]:
     """:func:`read_video_times`'s result (same arguments, same errors) and what else the file
@@ -264,32 +273,37 @@ def read_video_info(
         raise ValueError(f"frame_rate must be positive or None, got {frame_rate!r}")
     if max_frames is not None and max_frames < 1:
         raise ValueError(f"max_frames must be >= 1 or None, got {max_frames!r}")
-    av = _import_av()
+    _import_av()
+    import av.video.reformatter  # binds `av`: imported by _import_av already
+    import av.video.stream
+
     path = os.fspath(path)
-    frame_size = -1 if frame_size is None else int(frame_size)
+    size = -1 if frame_size is None else int(frame_size)
     limit = max_frames if max_frames is not None else float("inf")
-    out: list[np.ndarray] = []
+    out: list[npt.NDArray[np.uint8]] = []
     times: list[Fraction] = []
-    end = None
+    end: Fraction | None = None
     # One reformatter for the whole video: `frame.to_ndarray(width=...)` makes a new swscale
     # context for every frame, and building it cost more than the scaling, for the same pixels
     # (docs/INGEST.md, "Where the video time goes").
     reformatter = av.video.reformatter.VideoReformatter()
 
-    def convert(frame) -> np.ndarray:
-        if frame_size > 0:
-            w, h = _target_size(frame.width, frame.height, frame_size)
+    def convert(frame: VideoFrame) -> npt.NDArray[np.uint8]:
+        if size > 0:
+            w, h = _target_size(frame.width, frame.height, size)
             rgb = reformatter.reformat(
                 frame, width=w, height=h, format="rgb24", interpolation="BILINEAR"
             )
         else:
             rgb = reformatter.reformat(frame, format="rgb24")
         arr = rgb.to_ndarray()
-        quarter_turns = round((getattr(frame, "rotation", 0) or 0) / 90) % 4  # PyAV >= 14
+        rotation: int = getattr(frame, "rotation", 0) or 0  # PyAV >= 14
+        quarter_turns = round(rotation / 90) % 4
         if quarter_turns:
             arr = np.rot90(arr, quarter_turns)
         # Rows of odd widths come back padded (strided); JPEG encoders want contiguous rows.
-        return np.ascontiguousarray(arr)
+        # rgb24 is uint8 already (PyAV types to_ndarray for every format): dtype= copies nothing.
+        return np.ascontiguousarray(arr, dtype=np.uint8)
 
     try:
         container = av.open(path, metadata_errors="ignore")
@@ -300,7 +314,7 @@ def read_video_info(
 
     tally = _Tally()
 
-    def decode(stream):
+    def decode(stream: VideoStream) -> Iterator[VideoFrame]:
         for frame in container.decode(stream):
             tally.add(frame)
             yield frame
@@ -311,7 +325,8 @@ def read_video_info(
             stream = container.streams.best("video")
         except Exception:  # PyAV versions differ in what they raise for no stream
             stream = None
-        if stream is None:
+        # best("video") returns a video stream or None; isinstance tells mypy which.
+        if not isinstance(stream, av.video.stream.VideoStream):
             raise VideoDecodeError(f"{path} has no video stream", path=path)
         # Frame threading: faster decoding alone, neutral with the RGB conversion in the loop on
         # a busy machine (docs/INGEST.md, "Where the video time goes").
@@ -372,9 +387,9 @@ class _Tally:
         self.period = Fraction(1, 25)  # until the stream's rate is known
         self.first: Fraction | None = None
         self.last = Fraction(0)
-        self.last_frame = None
+        self.last_frame: VideoFrame | None = None
 
-    def add(self, frame) -> None:
+    def add(self, frame: VideoFrame) -> None:
         t = _frame_time(frame, None if self.first is None else self.last, self.period)
         if self.first is None:
             self.first = t
@@ -385,12 +400,12 @@ class _Tally:
 
     def seconds(self) -> Fraction:
         """From the first frame's time until the last one stops being shown."""
-        if self.first is None:
+        if self.first is None or self.last_frame is None:  # set together, by add()
             return Fraction(0)
         return self.last + _shown_for(self.last_frame, self.period) - self.first
 
 
-def _declared_seconds(container, stream) -> Fraction | None:
+def _declared_seconds(container: InputContainer, stream: VideoStream) -> Fraction | None:
     """The video stream's duration as the file declares it: the stream's own, else the
     container's when the video is its only stream (an audio track may outlast the video)."""
     if stream.duration and stream.time_base is not None:
@@ -400,9 +415,11 @@ def _declared_seconds(container, stream) -> Fraction | None:
     return None
 
 
-def _native_times(frames, native: Fraction):
+def _native_times(
+    frames: Iterable[VideoFrame], native: Fraction
+) -> Iterator[tuple[VideoFrame, list[Fraction]]]:
     """Yield ``(frame, [its timestamp])`` for every frame, at the native rate."""
-    previous = None
+    previous: Fraction | None = None
     period = 1 / native
     for frame in frames:
         t = _frame_time(frame, previous, period)
@@ -412,7 +429,7 @@ def _native_times(frames, native: Fraction):
         yield frame, [t]
 
 
-def _native_period(times: list, native: Fraction) -> Fraction:
+def _native_period(times: list[Fraction], native: Fraction) -> Fraction:
     """The step between the last two timestamps, else one period of the native rate."""
     if len(times) > 1 and times[-1] > times[-2]:
         return times[-1] - times[-2]
