@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,8 +24,11 @@ from .files import (
 from .items import _frames_folder_item, _image_item, _video_item
 from .labels import _LabelFolderMixin
 
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
-def _class_folder_items(folder, exts: tuple[str, ...], kind: str) -> list[dict]:
+
+def _class_folder_items(folder: StrPath, exts: tuple[str, ...], kind: str) -> list[dict[str, Any]]:
     """``{'id', 'label', 'path'}`` for the files of ``<folder>/<label>/**``, sorted by path.
 
     The label is the first-level subfolder; the id is ``"<label>-<path below it>"``, which is
@@ -33,7 +38,7 @@ def _class_folder_items(folder, exts: tuple[str, ...], kind: str) -> list[dict]:
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"no {kind} folder {folder}")
-    items = []
+    items: list[dict[str, Any]] = []
     for label in _subdirs(folder):
         for rel in _files_under(os.path.join(folder, label), exts):
             full = os.path.join(folder, label, *rel.split("/"))
@@ -53,7 +58,7 @@ def _class_folder_items(folder, exts: tuple[str, ...], kind: str) -> list[dict]:
     return items
 
 
-def _nothing_in_class_folders(folder, file_extensions, kind: str) -> str:
+def _nothing_in_class_folders(folder: StrPath, file_extensions: Sequence[str], kind: str) -> str:
     folder = os.fspath(folder)
     exts = _extensions(file_extensions)
     shown = ", ".join(exts[:4]) + (", ..." if len(exts) > 4 else "")
@@ -75,9 +80,13 @@ def _without_classes(kind: str) -> str:
     return "; for videos without classes use `gulpio ingest video-files` (VideoFilesAdapter)"
 
 
-def _file_of(item: dict) -> str:
+def _file_of(item: dict[str, Any]) -> str:
     """The file of a class-folder item (its directory plus the name at the end of its id)."""
-    return os.path.join(item["path"], item["id"][len(item["label"]) + 1 :].rsplit("/", 1)[-1])
+    # All three are str in the items _class_folder_items makes.
+    folder: str = item["path"]
+    id_: str = item["id"]
+    label: str = item["label"]
+    return os.path.join(folder, id_[len(label) + 1 :].rsplit("/", 1)[-1])
 
 
 class ImageListAdapter(_BuiltinAdapter, _LabelFolderMixin):
@@ -94,8 +103,15 @@ class ImageListAdapter(_BuiltinAdapter, _LabelFolderMixin):
     """
 
     def __init__(
-        self, input_file, output_folder, root_folder="", shuffle=False, img_size=-1, *, seed=0
-    ):
+        self,
+        input_file: StrPath,
+        output_folder: StrPath,
+        root_folder: StrPath = "",
+        shuffle: bool = False,
+        img_size: int = -1,
+        *,
+        seed: int | None = 0,
+    ) -> None:
         self.input_file = input_file
         self.output_folder = output_folder
         self.root_folder = root_folder
@@ -111,9 +127,9 @@ class ImageListAdapter(_BuiltinAdapter, _LabelFolderMixin):
         _shuffled(self.all_meta, self.shuffle, seed)
 
     @staticmethod
-    def parse_paths(input_file) -> list[dict]:
+    def parse_paths(input_file: StrPath) -> list[dict[str, Any]]:
         """``[{'id', 'label', 'path'}]`` from the ``path,label`` lines."""
-        data = []
+        data: list[dict[str, Any]] = []
         with open(input_file) as f:
             for lineno, line in enumerate(f, 1):
                 line = line.strip()
@@ -127,7 +143,7 @@ class ImageListAdapter(_BuiltinAdapter, _LabelFolderMixin):
                 )
         return data
 
-    def get_meta(self) -> list[dict]:
+    def get_meta(self) -> list[dict[str, Any]]:
         """``{'id', 'label', 'path', 'idx'}`` per line (``path`` is not stored)."""
         return [
             {
@@ -142,7 +158,7 @@ class ImageListAdapter(_BuiltinAdapter, _LabelFolderMixin):
     def __len__(self) -> int:
         return len(self.all_meta)
 
-    def iter_data(self, slice_element=None):
+    def iter_data(self, slice_element: slice | None = None) -> Iterator[dict[str, Any]]:
         """Yield one image per item."""
         self.write_label2idx_dict()
         for entry in self.all_meta[_slice(slice_element, len(self))]:
@@ -168,14 +184,14 @@ class ImageFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
 
     def __init__(
         self,
-        folder,
-        output_folder,
-        file_extensions=(".jpg", ".png"),
-        shuffle=False,
-        img_size=-1,
+        folder: StrPath,
+        output_folder: StrPath,
+        file_extensions: Sequence[str] = (".jpg", ".png"),
+        shuffle: bool = False,
+        img_size: int = -1,
         *,
-        seed=0,
-    ):
+        seed: int | None = 0,
+    ) -> None:
         self.file_extensions = file_extensions  # as given, like gulpio2
         self.data = self.parse_folder(folder)
         self.output_folder = output_folder
@@ -189,7 +205,7 @@ class ImageFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         _check_unique_ids((m["id"] for m in self.all_meta), os.fspath(folder))
         _shuffled(self.all_meta, self.shuffle, seed)
 
-    def parse_folder(self, folder) -> list[dict]:
+    def parse_folder(self, folder: StrPath) -> list[dict[str, Any]]:
         """``[{'id', 'label', 'path'}]`` for every image, sorted by path."""
         return _class_folder_items(folder, _extensions(self.file_extensions), "image")
 
@@ -197,14 +213,14 @@ class ImageFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         """Why the adapter has no items, for the one-line error an empty ingest gives."""
         return _nothing_in_class_folders(self.folder, self.file_extensions, "image")
 
-    def get_meta(self) -> list[dict]:
+    def get_meta(self) -> list[dict[str, Any]]:
         """``{'id', 'label', 'path', 'idx'}`` per image."""
         return [{**e, "idx": self.label2idx[str(e["label"])]} for e in self.data]
 
     def __len__(self) -> int:
         return len(self.all_meta)
 
-    def iter_data(self, slice_element=None):
+    def iter_data(self, slice_element: slice | None = None) -> Iterator[dict[str, Any]]:
         """Yield one image per item."""
         self.write_label2idx_dict()
         for meta in self.all_meta[_slice(slice_element, len(self))]:
@@ -226,17 +242,17 @@ class VideoFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
 
     def __init__(
         self,
-        folder,
-        output_folder,
-        file_extensions=VIDEO_EXTENSIONS,
-        shuffle=False,
-        frame_size=-1,
-        shm_dir_path="/dev/shm",
+        folder: StrPath,
+        output_folder: StrPath,
+        file_extensions: Sequence[str] = VIDEO_EXTENSIONS,
+        shuffle: bool = False,
+        frame_size: int = -1,
+        shm_dir_path: str = "/dev/shm",
         *,
-        frame_rate=None,
-        max_frames=None,
-        seed=0,
-    ):
+        frame_rate: float | None = None,
+        max_frames: int | None = None,
+        seed: int | None = 0,
+    ) -> None:
         self.file_extensions = file_extensions  # as given, like gulpio2
         self.data = self.parse_folder(folder)
         self.output_folder = output_folder
@@ -253,7 +269,7 @@ class VideoFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         _check_unique_ids((m["id"] for m in self.all_meta), os.fspath(folder))
         _shuffled(self.all_meta, self.shuffle, seed)
 
-    def parse_folder(self, folder) -> list[dict]:
+    def parse_folder(self, folder: StrPath) -> list[dict[str, Any]]:
         """``[{'id', 'label', 'path'}]`` for every video, sorted by path."""
         return _class_folder_items(folder, _extensions(self.file_extensions), "video")
 
@@ -261,14 +277,14 @@ class VideoFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         """Why the adapter has no items, for the one-line error an empty ingest gives."""
         return _nothing_in_class_folders(self.folder, self.file_extensions, "video")
 
-    def get_meta(self) -> list[dict]:
+    def get_meta(self) -> list[dict[str, Any]]:
         """``{'id', 'label', 'path', 'idx'}`` per video."""
         return [{**e, "idx": self.label2idx[str(e["label"])]} for e in self.data]
 
     def __len__(self) -> int:
         return len(self.all_meta)
 
-    def iter_data(self, slice_element=None):
+    def iter_data(self, slice_element: slice | None = None) -> Iterator[dict[str, Any]]:
         """Decode each video of the slice (one at a time) and yield it."""
         self.write_label2idx_dict()
         for meta in self.all_meta[_slice(slice_element, len(self))]:
@@ -281,7 +297,7 @@ class VideoFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
                 self.max_frames,
             )
 
-    def get_bursted_frames(self, video_path) -> list[np.ndarray]:
+    def get_bursted_frames(self, video_path: StrPath) -> list[np.ndarray]:
         """All frames of one video (gulpio2's name; decoded with PyAV, not bursted)."""
         return read_video(
             video_path,
@@ -326,7 +342,7 @@ class VideoFilesAdapter(_BuiltinAdapter):
         self.all_meta = self.get_meta()
         _shuffled(self.all_meta, self.shuffle, seed)
 
-    def get_meta(self) -> list[dict]:
+    def get_meta(self) -> list[dict[str, Any]]:
         """``{'id', 'path'}`` per video, sorted by id (``path``, the file, is not stored)."""
         folder = os.fspath(self.folder)
         if not os.path.isdir(folder):
@@ -350,7 +366,7 @@ class VideoFilesAdapter(_BuiltinAdapter):
     def __len__(self) -> int:
         return len(self.all_meta)
 
-    def iter_data(self, slice_element=None):
+    def iter_data(self, slice_element: slice | None = None) -> Iterator[dict[str, Any]]:
         """Decode each video of the slice (one at a time) and yield it."""
         for entry in self.all_meta[_slice(slice_element, len(self))]:
             yield _video_item(
@@ -380,15 +396,15 @@ class FramesFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
 
     def __init__(
         self,
-        folder,
-        output_folder=None,
-        file_extensions=FRAME_EXTENSIONS,
-        shuffle=False,
-        frame_size=-1,
+        folder: StrPath,
+        output_folder: StrPath | None = None,
+        file_extensions: Sequence[str] = FRAME_EXTENSIONS,
+        shuffle: bool = False,
+        frame_size: int = -1,
         *,
-        labels=None,
-        seed=0,
-    ):
+        labels: bool | None = None,
+        seed: int | None = 0,
+    ) -> None:
         self.folder = folder
         self.output_folder = output_folder
         self.file_extensions = file_extensions  # as given, like gulpio2
@@ -403,7 +419,7 @@ class FramesFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
         _check_unique_ids((m["id"] for m in self.all_meta), os.fspath(folder))
         _shuffled(self.all_meta, self.shuffle, seed)
 
-    def _detect_labels(self, labels) -> bool:
+    def _detect_labels(self, labels: bool | None) -> bool:
         folder = os.fspath(self.folder)
         if not os.path.isdir(folder):
             raise FileNotFoundError(f"no frames folder {folder}")
@@ -426,7 +442,7 @@ class FramesFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
             )
         return not with_frames and bool(without)
 
-    def parse_folder(self, folder) -> list[dict]:
+    def parse_folder(self, folder: StrPath) -> list[dict[str, Any]]:
         """``[{'id', 'label'?, 'path'}]`` for every video folder, sorted."""
         folder = os.fspath(folder)
         if not self.labels:
@@ -437,7 +453,7 @@ class FramesFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
             for v in _subdirs(os.path.join(folder, label))
         ]
 
-    def get_meta(self) -> list[dict]:
+    def get_meta(self) -> list[dict[str, Any]]:
         """The item list: stored meta plus the video folder path (not stored)."""
         if not self.labels:
             return [{"id": e["id"], "path": e["path"]} for e in self.data]
@@ -446,7 +462,7 @@ class FramesFolderAdapter(_BuiltinAdapter, _LabelFolderMixin):
     def __len__(self) -> int:
         return len(self.all_meta)
 
-    def iter_data(self, slice_element=None):
+    def iter_data(self, slice_element: slice | None = None) -> Iterator[dict[str, Any]]:
         """Yield each video folder's frames (JPEG paths, or arrays when decoding)."""
         if self.labels:
             self.write_label2idx_dict()

@@ -6,6 +6,8 @@ import csv
 import gzip
 import json
 import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..source_video import VIDEO_EXTENSIONS
 from .base import (
@@ -21,9 +23,12 @@ from .files import _has_extension, _visible
 from .items import _frames_folder_item, _video_item
 from .labels import Custom20BNAdapterMixin
 
+if TYPE_CHECKING:
+    from _typeshed import StrPath
 
-def _read_20bn_csv(csv_file, min_columns: int) -> list[dict]:
-    data = []
+
+def _read_20bn_csv(csv_file: StrPath, min_columns: int) -> list[dict[str, Any]]:
+    data: list[dict[str, Any]] = []
     with open(csv_file, newline="") as f:
         for lineno, row in enumerate(csv.reader(f, delimiter=";"), 1):
             if not row or not any(cell.strip() for cell in row):
@@ -55,19 +60,19 @@ class _Custom20BNVideoAdapter(_BuiltinAdapter, Custom20BNAdapterMixin):
 
     def _setup(
         self,
-        source,
+        source: str,
         *,
-        label_name,
-        output_folder,
-        folder,
-        shuffle,
-        frame_size,
-        frame_rate,
-        shm_dir_path,
-        remove_duplicate_ids,
-        seed,
-        max_frames,
-    ):
+        label_name: str,
+        output_folder: StrPath,
+        folder: StrPath,
+        shuffle: bool,
+        frame_size: int,
+        frame_rate: float | None,
+        shm_dir_path: str,
+        remove_duplicate_ids: bool,
+        seed: int | None,
+        max_frames: int | None,
+    ) -> None:
         self.label_name = label_name
         self.output_folder = output_folder
         self.labels2idx = self.create_label2idx_dict(self.label_name)
@@ -82,14 +87,12 @@ class _Custom20BNVideoAdapter(_BuiltinAdapter, Custom20BNAdapterMixin):
         if remove_duplicate_ids:
             from .. import utils
 
-            self.all_meta = utils.remove_entries_with_duplicate_ids(
-                self.output_folder, self.all_meta
-            )
+            self.all_meta = utils.remove_entries_with_duplicate_ids(output_folder, self.all_meta)
         else:
             _check_unique_ids((m["id"] for m in self.all_meta), source)
         _shuffled(self.all_meta, self.shuffle, seed)
 
-    def get_meta(self) -> list[dict]:
+    def get_meta(self) -> list[dict[str, Any]]:
         """``{'id', 'label', 'idx'}`` for every entry, in input order."""
         return [
             {
@@ -103,10 +106,10 @@ class _Custom20BNVideoAdapter(_BuiltinAdapter, Custom20BNAdapterMixin):
     def __len__(self) -> int:
         return len(self.all_meta)
 
-    def _video_path(self, id_) -> str:
+    def _video_path(self, id_: object) -> str:
         raise NotImplementedError
 
-    def iter_data(self, slice_element=None):
+    def iter_data(self, slice_element: slice | None = None) -> Iterator[dict[str, Any]]:
         """Decode each video of the slice (one at a time) and yield it."""
         self.write_label2idx_dict()
         for meta in self.all_meta[_slice(slice_element, len(self))]:
@@ -139,19 +142,19 @@ class Custom20BNJsonVideoAdapter(_Custom20BNVideoAdapter):
 
     def __init__(
         self,
-        json_file,
-        folder,
-        output_folder,
-        shuffle=False,
-        frame_size=-1,
-        frame_rate=8,
-        shm_dir_path="/dev/shm",
-        label_name="template",
-        remove_duplicate_ids=False,
+        json_file: StrPath,
+        folder: StrPath,
+        output_folder: StrPath,
+        shuffle: bool = False,
+        frame_size: int = -1,
+        frame_rate: float | None = 8,
+        shm_dir_path: str = "/dev/shm",
+        label_name: str = "template",
+        remove_duplicate_ids: bool = False,
         *,
-        seed=0,
-        max_frames=None,
-    ):
+        seed: int | None = 0,
+        max_frames: int | None = None,
+    ) -> None:
         self.json_file = json_file
         name = os.fspath(json_file)
         if name.endswith(".json.gz"):
@@ -178,18 +181,20 @@ class Custom20BNJsonVideoAdapter(_Custom20BNVideoAdapter):
         )
 
     @staticmethod
-    def read_json(json_file) -> list:
+    def read_json(json_file: StrPath) -> list[dict[str, Any]]:
         """The JSON list of entries."""
         with open(json_file) as f:
-            return json.load(f)
+            entries: list[dict[str, Any]] = json.load(f)
+        return entries
 
     @staticmethod
-    def read_gz_json(gz_json_file) -> list:
+    def read_gz_json(gz_json_file: StrPath) -> list[dict[str, Any]]:
         """The gzipped JSON list of entries."""
         with gzip.open(gz_json_file, "rt") as fp:
-            return json.load(fp)
+            entries: list[dict[str, Any]] = json.load(fp)
+        return entries
 
-    def _video_path(self, id_) -> str:
+    def _video_path(self, id_: object) -> str:
         return _single_video_in(os.path.join(os.fspath(self.folder), str(id_)), ".mp4")
 
 
@@ -209,19 +214,19 @@ class Custom20BNCsvWebmAdapter(_Custom20BNVideoAdapter):
 
     def __init__(
         self,
-        csv_file,
-        folder,
-        output_folder,
-        shuffle=False,
-        frame_size=-1,
-        frame_rate=12,
-        shm_dir_path="/dev/shm",
-        label_name="label",
-        remove_duplicate_ids=False,
+        csv_file: StrPath,
+        folder: StrPath,
+        output_folder: StrPath,
+        shuffle: bool = False,
+        frame_size: int = -1,
+        frame_rate: float | None = 12,
+        shm_dir_path: str = "/dev/shm",
+        label_name: str = "label",
+        remove_duplicate_ids: bool = False,
         *,
-        seed=0,
-        max_frames=None,
-    ):
+        seed: int | None = 0,
+        max_frames: int | None = None,
+    ) -> None:
         self.data = self.read_csv(csv_file)
         if label_name != "label" and self.data:
             raise ValueError(
@@ -242,11 +247,11 @@ class Custom20BNCsvWebmAdapter(_Custom20BNVideoAdapter):
         )
 
     @staticmethod
-    def read_csv(csv_file) -> list[dict]:
+    def read_csv(csv_file: StrPath) -> list[dict[str, Any]]:
         """``[{'id', 'label'}]`` from ``id;label`` (or ``id``) rows."""
         return _read_20bn_csv(csv_file, min_columns=1)
 
-    def get_single_video_file_path(self, folder_name, format_="webm") -> str:
+    def get_single_video_file_path(self, folder_name: str, format_: str = "webm") -> str:
         """``<folder_name>.<format_>``, else the one ``<folder_name>.<video ext>`` that exists."""
         for ext in ("." + format_.lstrip("."), *VIDEO_EXTENSIONS):
             path = folder_name + ext
@@ -254,7 +259,7 @@ class Custom20BNCsvWebmAdapter(_Custom20BNVideoAdapter):
                 return path
         raise FileNotFoundError(f"no video {folder_name}.{format_.lstrip('.')}")
 
-    def _video_path(self, id_) -> str:
+    def _video_path(self, id_: object) -> str:
         return self.get_single_video_file_path(os.path.join(os.fspath(self.folder), str(id_)))
 
 
@@ -272,15 +277,15 @@ class Custom20BNCsvJpegAdapter(_BuiltinAdapter, Custom20BNAdapterMixin):
 
     def __init__(
         self,
-        csv_file,
-        folder,
-        output_folder,
-        shuffle=False,
-        frame_size=-1,
-        shm_dir_path="/dev/shm",
+        csv_file: StrPath,
+        folder: StrPath,
+        output_folder: StrPath,
+        shuffle: bool = False,
+        frame_size: int = -1,
+        shm_dir_path: str = "/dev/shm",
         *,
-        seed=0,
-    ):
+        seed: int | None = 0,
+    ) -> None:
         self.data = self.read_csv(csv_file)
         self.output_folder = output_folder
         self.labels2idx = self.create_label2idx_dict("label")
@@ -295,11 +300,11 @@ class Custom20BNCsvJpegAdapter(_BuiltinAdapter, Custom20BNAdapterMixin):
         _shuffled(self.all_meta, self.shuffle, seed)
 
     @staticmethod
-    def read_csv(csv_file) -> list[dict]:
+    def read_csv(csv_file: StrPath) -> list[dict[str, Any]]:
         """``[{'id', 'label'}]`` from ``id;label`` rows."""
         return _read_20bn_csv(csv_file, min_columns=2)
 
-    def get_meta(self) -> list[dict]:
+    def get_meta(self) -> list[dict[str, Any]]:
         """``{'id', 'label', 'idx'}`` for every row, in input order."""
         return [
             {"id": e["id"], "label": e["label"], "idx": self.labels2idx[str(e["label"])]}
@@ -309,7 +314,7 @@ class Custom20BNCsvJpegAdapter(_BuiltinAdapter, Custom20BNAdapterMixin):
     def __len__(self) -> int:
         return len(self.all_meta)
 
-    def iter_data(self, slice_element=None):
+    def iter_data(self, slice_element: slice | None = None) -> Iterator[dict[str, Any]]:
         """Yield each id's frames (JPEG paths, or arrays when resizing)."""
         self.write_label2idx_dict()
         exts = (".jpg", ".jpeg")
