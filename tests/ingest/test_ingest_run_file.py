@@ -5,6 +5,8 @@ numbers it reserves)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from helpers import synthetic_frame
 
@@ -12,6 +14,7 @@ from gulpio_rs import GulpDirectory, GulpIngestor
 from gulpio_rs.adapters import AbstractDatasetAdapter
 from gulpio_rs.cli import main
 from gulpio_rs.ingest import STATE_DIR, IngestError
+from gulpio_rs.ingest.plan import RunKey, existing_plan, load_or_create_plan, plan_path
 
 
 class Videos(AbstractDatasetAdapter):
@@ -69,3 +72,23 @@ def test_the_command_says_it_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith(f"gulpio ingest: error: {run_file}: this ingest run file is damaged")
+
+
+@pytest.mark.parametrize("damage", DAMAGE, ids=list(DAMAGE))
+def test_existing_plan_is_none_for_a_damaged_run_file(tmp_path, damage):
+    # The runner reads every run file (check_settings) before it asks for its own, so a
+    # damaged one has stopped it already; existing_plan checks the fields it hands on too,
+    # and leaves naming the damage to load_or_create_plan.
+    key: RunKey = {
+        "adapter": "tests.Videos",
+        "fingerprint": "f",
+        "items": 4,
+        "videos_per_chunk": 2,
+        "num_shards": 1,
+    }
+    path = Path(plan_path(str(tmp_path), key))
+    path.parent.mkdir()
+    path.write_bytes(DAMAGE[damage])
+    assert existing_plan(str(tmp_path), key) is None
+    with pytest.raises(IngestError, match="this ingest run file is damaged"):
+        load_or_create_plan(str(tmp_path), key, 2)

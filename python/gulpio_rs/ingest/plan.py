@@ -9,7 +9,8 @@ import json
 import os
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence, Sized
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from .._atomic import write_json_atomically
 from .._fingerprint import NOT_SETTINGS, NoCanonicalForm, digest, is_location, settings_of
@@ -17,6 +18,48 @@ from .._names import chunk_number, temporary_of
 from .._reading import id_str
 from .locks import STATE_DIR, RunLock, pid_alive, state_folder
 from .report import IngestError, IngestWarning, SettingsChangedError
+
+if TYPE_CHECKING:
+    from ..directory import GulpDirectory
+
+
+class RunKey(TypedDict):
+    """What identifies a run: the same key, the same run (resumed). Its hash names the run
+    file (:func:`plan_path`)."""
+
+    #: ``module.QualifiedName`` of the adapter's class (``"ray.data.Dataset"`` for Ray).
+    adapter: str
+    #: :func:`plan_fingerprint` of the adapter (what it yields).
+    fingerprint: str
+    #: ``len(adapter)``.
+    items: int
+    videos_per_chunk: int
+    num_shards: int
+
+
+#: :func:`run_settings`: the adapter's settings (``"adapter"``: numbers, strings, short lists
+#: of them), its input locations (``"inputs"``) and the ingest's options, as JSON.
+Settings = dict[str, Any]
+
+
+class Plan(RunKey):
+    """A run file as read (``.gulpio-ingest/run-<id>.json``): the run's key, where its chunks
+    start and how many there are (both checked when read), and what the run that made it
+    added (runs of older versions, and Ray's, left out the optional fields)."""
+
+    #: The run's id (:func:`_run_id` of the key).
+    run: str
+    #: The number of the run's first chunk.
+    first_chunk: int
+    #: How many chunks the run writes, numbered from ``first_chunk``.
+    num_slices: int
+    #: The positions of the items to write, as :func:`to_ranges` gives them.
+    todo: NotRequired[list[list[int]]]
+    #: Items the dataset held already when the run was planned.
+    already_stored: NotRequired[int]
+    #: A digest of the items' ids, when the adapter can list them.
+    data: NotRequired[str | None]
+    settings: NotRequired[Settings]
 
 
 def calculate_chunk_slices(items_per_chunk: int, num_items: int) -> list[slice]:
@@ -28,7 +71,7 @@ def calculate_chunk_slices(items_per_chunk: int, num_items: int) -> list[slice]:
     ]
 
 
-def plan_fingerprint(adapter) -> str:
+def plan_fingerprint(adapter: object) -> str:
     """Identifies what the adapter yields, so a restart is recognised and a different dataset
     of the same size is not mistaken for one.
 
@@ -68,7 +111,7 @@ def plan_fingerprint(adapter) -> str:
         return "unresumable-" + uuid.uuid4().hex
 
 
-def _spelled(name: str, value):
+def _spelled(name: str, value: object) -> object:
     """A location attribute's value with its spelling normalised (``videos/`` and ``videos``,
     ``./a//b`` and ``a/b`` are one place)."""
     if isinstance(value, os.PathLike):
@@ -78,7 +121,7 @@ def _spelled(name: str, value):
     return value
 
 
-def item_ids(adapter) -> list[str] | None:
+def item_ids(adapter: Sized) -> list[str] | None:
     """``adapter.item_ids()`` as strings, or None when the adapter cannot tell its ids
     without producing the items (its ``len`` must agree, or it is ignored)."""
     fn = getattr(adapter, "item_ids", None)
@@ -88,7 +131,7 @@ def item_ids(adapter) -> list[str] | None:
     return ids if len(ids) == len(adapter) else None
 
 
-def run_settings(adapter, **options) -> dict:
+def run_settings(adapter: object, **options: object) -> Settings:
     """What a run's output depends on besides the input, as JSON: the adapter's settings
     (:func:`gulpio_rs._fingerprint.settings_of`: numbers, strings, short lists of them, not
     where the input or output is) and the ingest's ``options``. Stored in the run's plan so
@@ -131,7 +174,7 @@ SETTING_WORDS = {
 _UNSTATED = {"restart_rows": False, "encoding": "jpeg", "skip_truncated": False}
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     if value is None:
         return "not set"
     if isinstance(value, bool):
@@ -141,7 +184,7 @@ def _shown(value) -> str:
     return str(value)
 
 
-def describe_changes(before: dict, settings: dict) -> list[str]:
+def describe_changes(before: Settings, settings: Settings) -> list[str]:
     """``["frame size: 256 -> 128", ...]`` for each setting of ``settings`` that differs
     from the plan's ``before``."""
     pairs = [(n, before.get("adapter", {}).get(n), v) for n, v in settings["adapter"].items()]
@@ -158,11 +201,11 @@ def describe_changes(before: dict, settings: dict) -> list[str]:
     ]
 
 
-def _comparable(value):
+def _comparable(value: object) -> object:
     return list(value) if isinstance(value, tuple) else value
 
 
-def _same_input(old: dict, key: dict, settings: dict, data: str | None) -> bool:
+def _same_input(old: Plan, key: RunKey, settings: Settings, data: str | None) -> bool:
     """Whether the plan ``old`` was made over the input this run reads: the same ids in the
     same order when both know them, else the same input locations and item count."""
     if data is not None and old.get("data") is not None:
@@ -177,7 +220,7 @@ def _same_input(old: dict, key: dict, settings: dict, data: str | None) -> bool:
     return bool(now) and all(was.get(k) == v for k, v in now.items())
 
 
-def check_settings(folder: str, key: dict, settings: dict, data: str | None = None) -> None:
+def check_settings(folder: str, key: RunKey, settings: Settings, data: str | None = None) -> None:
     """Raises :class:`SettingsChangedError` when ``folder`` holds a run of the same adapter
     class over the same input (see :func:`_same_input`) whose settings differ: rerunning it
     would decode everything again only to skip every video as already present, or mix two
@@ -214,10 +257,10 @@ def stored_ids(folder: str) -> dict[str, tuple[int, str]]:
         gd.close()
 
 
-def ids_by_chunk(gd) -> dict[str, tuple[int, str]]:
+def ids_by_chunk(gd: GulpDirectory) -> dict[str, tuple[int, str]]:
     """Every id the ``GulpDirectory`` ``gd`` (a folder or a dataset URL) holds -> (chunk
     number, data file name)."""
-    out = {}
+    out: dict[str, tuple[int, str]] = {}
     for pos, (number, data, *_rest) in enumerate(gd.chunk_table()):
         for id_ in gd.native_chunk(pos).ids():
             out[id_] = (number, data.rsplit("/", 1)[-1])
@@ -233,9 +276,9 @@ def _chunk_numbers(folder: str) -> list[int]:
     return numbers
 
 
-def _plans(folder: str) -> list[dict]:
+def _plans(folder: str) -> list[Plan]:
     state = os.path.join(folder, STATE_DIR)
-    plans = []
+    plans: list[Plan] = []
     if os.path.isdir(state):
         for name in sorted(os.listdir(state)):
             if name.endswith(".json") and name.startswith("run-"):
@@ -246,22 +289,30 @@ def _plans(folder: str) -> list[dict]:
     return plans
 
 
-def _read_plan(path: str) -> dict:
+#: The fields a run file is checked for when read (ints, not negative).
+_CHECKED = ("first_chunk", "num_slices")
+
+
+def _bad_fields(loaded: Any) -> list[str]:
+    """The fields of :data:`_CHECKED` that ``loaded`` (a run file's JSON, anything) lacks or
+    has wrong: all of them if it is not an object."""
+    if not isinstance(loaded, dict):
+        return list(_CHECKED)
+    return [k for k in _CHECKED if type(loaded.get(k)) is not int or loaded[k] < 0]
+
+
+def _read_plan(path: str) -> Plan:
     """A run file, checked; :class:`IngestError` naming it and what to do if it is damaged
     (skipping it could let a new run take the chunk numbers it reserves)."""
     try:
         with open(path, "rb") as f:
-            plan = json.loads(f.read())
+            loaded = json.loads(f.read())
     except ValueError as e:  # not UTF-8 or not JSON
         why = f"it is not valid JSON ({e})"
     else:
-        fields = ("first_chunk", "num_slices")
-        bad = (
-            list(fields)
-            if not isinstance(plan, dict)
-            else [k for k in fields if type(plan.get(k)) is not int or plan[k] < 0]
-        )
+        bad = _bad_fields(loaded)
         if not bad:
+            plan: Plan = loaded  # JSON, with the fields a reader relies on checked
             return plan
         why = f"it has no valid {' or '.join(bad)}"
     raise IngestError(
@@ -274,12 +325,12 @@ def _read_plan(path: str) -> dict:
 
 def load_or_create_plan(
     folder: str,
-    key: dict,
+    key: RunKey,
     num_slices: int | None = None,
-    settings: dict | None = None,
+    settings: Settings | None = None,
     taken: Sequence[int] = (),
-    extra: dict | None = None,
-) -> dict:
+    extra: Mapping[str, object] | None = None,
+) -> Plan:
     """The run's plan: created by whichever shard gets there first, read by the others.
     ``taken``: chunk numbers in use elsewhere (a remote dataset this folder stages for).
     ``extra``: more fields for a new plan (``todo``, ``num_slices``, ``data``, ...).
@@ -288,7 +339,7 @@ def load_or_create_plan(
     state_folder(folder)  # created; refused if it is a symlink or not a folder
     with RunLock(folder):
         if not os.path.exists(path):
-            fields = dict(extra or {})
+            fields: dict[str, object] = dict(extra or {})
             if num_slices is not None:
                 fields["num_slices"] = num_slices
             _create_plan(folder, path, key, fields, settings, taken)
@@ -300,31 +351,37 @@ def load_or_create_plan(
     return plan
 
 
-def plan_path(folder: str, key: dict) -> str:
+def plan_path(folder: str, key: RunKey) -> str:
     """Where the plan of the run ``key`` is (whether or not it exists yet)."""
     run_id = _run_id(key)
     return os.path.join(folder, STATE_DIR, f"run-{run_id}.json")
 
 
-def _run_id(key: dict) -> str:
+def _run_id(key: RunKey) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def existing_plan(folder: str, key: dict) -> dict | None:
-    """The plan of the run ``key`` if an earlier attempt (or another shard) made it."""
+def existing_plan(folder: str, key: RunKey) -> Plan | None:
+    """The plan of the run ``key`` if an earlier attempt (or another shard) made it (None
+    for a damaged one, which :func:`load_or_create_plan` then names)."""
     try:
         with open(plan_path(folder, key)) as f:
-            return json.load(f)
+            loaded = json.load(f)
     except (OSError, ValueError):
         return None
+    # (check_settings, which runs first, has read and checked every run file already.)
+    if _bad_fields(loaded):
+        return None
+    plan: Plan = loaded  # JSON, with the fields a reader relies on checked
+    return plan
 
 
 def _create_plan(
     folder: str,
     path: str,
-    key: dict,
-    fields: dict,
-    settings: dict | None,
+    key: RunKey,
+    fields: Mapping[str, object],
+    settings: Settings | None,
     taken_elsewhere: Sequence[int] = (),
 ) -> None:
     """Called under the run lock, so runs starting at once on one file system see each other's
@@ -333,7 +390,7 @@ def _create_plan(
     for p in _plans(folder):
         if p.get("num_slices"):
             taken.append(p["first_chunk"] + p["num_slices"] - 1)
-    plan = {
+    plan: dict[str, object] = {
         "run": _run_id(key),
         "first_chunk": max(taken) + 1 if taken else 0,
         **fields,
@@ -355,7 +412,7 @@ def to_ranges(positions: list[int]) -> list[list[int]]:
     return runs
 
 
-def from_ranges(runs) -> list[int]:
+def from_ranges(runs: Iterable[Sequence[int]]) -> list[int]:
     """The positions of :func:`to_ranges`' runs."""
     return [p for start, stop in runs for p in range(start, stop)]
 
