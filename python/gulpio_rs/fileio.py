@@ -12,7 +12,7 @@ tests/package/test_import_graph.py checks both.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -44,7 +44,7 @@ def _installed_encoder() -> Callable[[np.ndarray], bytes]:
 _chunk.encoder_lookup = _installed_encoder
 
 
-def _installed_executor() -> type[Executor]:
+def _installed_executor() -> _runner.ExecutorClass:
     # As gulpio2's GulpIngestor used `fileio.ProcessPoolExecutor` and `fileio.ChunkWriter`:
     # replacing them here (mock.patch, a ThreadPoolExecutor to debug) reaches the ingestor.
     return ProcessPoolExecutor

@@ -7,8 +7,9 @@ import queue
 import sys
 import time
 import warnings
-from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
-from typing import Literal
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .. import _encode_options, _native
 from .._choices import Encoding, Subsampling
@@ -24,6 +25,7 @@ from .encoder import FrameEncoder
 from .executors import ChunkJob
 from .locks import RunLock, pid_alive
 from .plan import (
+    RunKey,
     as_slices,
     check_settings,
     existing_plan,
@@ -48,10 +50,36 @@ from .report import (
     IngestWarning,
     NothingToIngestError,
 )
-from .write import ChunkWriter
+from .write import Adapter, ChunkWriter
+
+if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
+
+    from _typeshed import StrPath
 
 
-def _our_executor() -> type[Executor]:
+class IngestAdapter(Adapter, Protocol):
+    """What an ingest needs of an adapter (gulpio2's contract): ``iter_data`` and ``len``.
+    The optional methods (``item_ids``, ``fingerprint``, ``nothing_found``) are looked up."""
+
+    def __len__(self) -> int: ...
+
+
+class _Events(Protocol):
+    """Where a worker sends ``(videos, frames)`` progress events: a process queue, or a
+    :class:`_Callback` in this process."""
+
+    def put(self, event: tuple[int, int], /) -> None: ...
+
+
+class ExecutorClass(Protocol):
+    """What gulpio2's ingest needs of its executor class: made as ``cls(max_workers=n)``
+    (``ProcessPoolExecutor``, ``ThreadPoolExecutor``, or a stand-in)."""
+
+    def __call__(self, *, max_workers: int) -> Executor: ...
+
+
+def _our_executor() -> ExecutorClass:
     return ProcessPoolExecutor
 
 
@@ -72,7 +100,17 @@ class _Worker:
     its threads, and the ids already in the dataset outside this run's chunks (``stored``:
     id -> data file name)."""
 
-    def __init__(self, adapter, folder, options, strict, run_range, stored, skip_truncated, events):
+    def __init__(
+        self,
+        adapter: IngestAdapter,
+        folder: str,
+        options: EncodeOptions,
+        strict: bool,
+        run_range: tuple[int, int],
+        stored: dict[str, str],
+        skip_truncated: bool,
+        events: _Events | None,
+    ) -> None:
         self.adapter = adapter
         self.folder = folder
         self.encoder = FrameEncoder(options)
@@ -183,7 +221,8 @@ class _Redo(Exception):
 _WORKER: _Worker | None = None
 
 
-def _init_worker(main_pid: int, *args) -> None:
+def _init_worker(main_pid: int, *args: Any) -> None:
+    # args: _Worker's, as GulpIngestor's run hands them to the pool (initargs).
     global _WORKER
     import signal
 
@@ -231,7 +270,8 @@ def _kill_me_with_parent() -> bool:
 
         libc = ctypes.CDLL(None, use_errno=True)
         PR_SET_PDEATHSIG = 1
-        return libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+        status: int = libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        return status == 0
     except (OSError, AttributeError):
         return False
 
@@ -301,10 +341,10 @@ class GulpIngestor:
 
     def __init__(
         self,
-        adapter,
-        output_folder,
-        videos_per_chunk,
-        num_workers,
+        adapter: IngestAdapter,
+        output_folder: StrPath,
+        videos_per_chunk: int,
+        num_workers: int,
         *,
         quality: int | None = None,
         subsampling: Subsampling | None = None,
@@ -318,11 +358,11 @@ class GulpIngestor:
         num_shards: int = 1,
         threads: int | None = None,
         progress: bool | None = None,
-        storage_options: dict | None = None,
-        staging_dir=None,
+        storage_options: dict[str, str] | None = None,
+        staging_dir: str | os.PathLike[str] | None = None,
         executor: str = "process",
         ray_address: str | None = None,
-    ):
+    ) -> None:
         # Processes, bounded like threads (gulpio2 asserted > 0; a ValueError says more).
         num_workers = thread_count(int(num_workers), "num_workers", zero_means_all=False)
         self.executor = executor
@@ -397,7 +437,7 @@ class GulpIngestor:
         os.makedirs(folder, exist_ok=True)
         ids = item_ids(self.adapter)
         data = None if ids is None else digest(ids)
-        key = {
+        key: RunKey = {
             "adapter": f"{type(self.adapter).__module__}.{type(self.adapter).__qualname__}",
             "fingerprint": plan_fingerprint(self.adapter),
             "items": len(self.adapter),
@@ -531,7 +571,9 @@ class _ProcessExecutor:
 executors.register_executor("process", _ProcessExecutor)
 
 
-def _run_as_gulpio2(executor_cls, writer_cls, job: ChunkJob) -> None:
+def _run_as_gulpio2(
+    executor_cls: ExecutorClass, writer_cls: type[ChunkWriter], job: ChunkJob
+) -> None:
     """gulpio2's way, for an executor class or chunk writer put in place of ours
     (``fileio.ProcessPoolExecutor`` / ``fileio.ChunkWriter``): ``writer_cls(adapter)``'s
     ``write_chunk`` mapped over the chunks and their slices in
@@ -574,7 +616,7 @@ def _run_pool(job: ChunkJob) -> None:
         initializer=_init_worker,
         initargs=(os.getpid(), *args, events),
     )
-    pending: set = set()
+    pending: set[Future[ChunkResult]] = set()
     interrupted = False
     try:
         pending = {ex.submit(_run_in_worker, n, s) for n, s in todo}
@@ -641,11 +683,11 @@ def _stop_workers(ex: ProcessPoolExecutor) -> None:
 class _Callback:
     """Stands in for the worker's event queue when everything runs in this process."""
 
-    def __init__(self, fn):
-        self.put = lambda ev: fn(*ev)
+    def __init__(self, fn: Callable[[int, int], None]) -> None:
+        self.put: Callable[[tuple[int, int]], None] = lambda ev: fn(*ev)
 
 
-def _drain(events, bar) -> None:
+def _drain(events: Queue[tuple[int, int]] | None, bar: Progress) -> None:
     if events is None:
         return
     while True:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import _encode_options
 from .._encode_options import GULPIO2, EncodeOptions
@@ -15,6 +15,9 @@ from ..chunk import GulpChunk
 from ..errors import GulpError
 from .encoder import FrameEncoder
 from .report import ChunkResult, IngestError
+
+if TYPE_CHECKING:
+    from .av1 import SegmentVideo
 
 
 def _fail(result: ChunkResult, id_: str, reason: str, strict: bool) -> None:
@@ -57,9 +60,10 @@ class Adapter(Protocol):
 
 
 class Encoder(Protocol):
-    """What writing a chunk needs of a ``FrameEncoder`` (or a stand-in for stored frames)."""
+    """What writing a chunk needs of a ``FrameEncoder`` (or a stand-in for stored frames:
+    what the chunk stores, JPEG bytes or a ``SegmentVideo``)."""
 
-    def encode(self, frames: Any, size: int | None = None, /) -> list[bytes]: ...
+    def encode(self, frames: Any, size: int | None = None, /) -> list[bytes] | SegmentVideo: ...
 
 
 def write_chunk(
