@@ -23,11 +23,13 @@ import json
 import os
 import warnings
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import asdict
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _native
 from .._choices import Encoding, Subsampling
@@ -36,7 +38,7 @@ from .._plural import plural
 from .._storage import storage_options_list
 from ..errors import BrokenChunkWarning, GulpError
 from ..ingest.encoder import FrameEncoder
-from ..ingest.plan import calculate_chunk_slices, ids_by_chunk, load_or_create_plan
+from ..ingest.plan import RunKey, calculate_chunk_slices, ids_by_chunk, load_or_create_plan
 from ..ingest.publish import counted, earlier_attempt, finished, publish_chunk
 from ..ingest.report import (
     ChunkResult,
@@ -47,11 +49,26 @@ from ..ingest.report import (
 )
 from ._common import connect, forget_remote, open_remote, remove_temporaries, task_error
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from ray.data import Dataset
+
+    from .._storage import StorageOptions
+    from ..directory import GulpDirectory
+    from ..ingest.av1 import SegmentVideo
+
+#: A batch as Ray hands it to a UDF with ``batch_format="numpy"``: a column per name.
+_Batch = dict[str, npt.NDArray[Any]]
+
+#: Where a write task uploads its chunk: a dataset URL and its storage options (None: local).
+_Remote = tuple[str, "StorageOptions | None"]
+
 # -- pass 1: check rows, collect ids ---------------------------------------------------------
 
 
-def _frames_problem(frames) -> str | None:
-    """Why ``frames`` cannot be gulped, or ``None``."""
+def _frames_problem(frames: Any) -> str | None:
+    """Why ``frames`` (a row's value, as the dataset holds it: anything) cannot be gulped, or
+    ``None``."""
     if frames is None:
         return "no 'frames'"
     if isinstance(frames, np.ndarray) and frames.dtype != object:
@@ -72,7 +89,7 @@ def _frames_problem(frames) -> str | None:
     return None
 
 
-def _check_batch(batch: dict) -> dict:
+def _check_batch(batch: _Batch) -> dict[str, list[str | None]]:
     n = len(next(iter(batch.values()))) if batch else 0
     if "id" not in batch:
         return {"id": [None] * n, "problem": [f"no 'id' column (columns: {sorted(batch)})"] * n}
@@ -94,7 +111,7 @@ def _check_batch(batch: dict) -> dict:
 # -- pass 2: encode --------------------------------------------------------------------------
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     """A JSON-ready value from what Ray hands a UDF (numpy scalars and arrays)."""
     if isinstance(value, np.generic):
         return value.item()
@@ -107,7 +124,8 @@ def _plain(value):
     return value
 
 
-def _meta(batch: dict, i: int) -> dict:
+def _meta(batch: _Batch, i: int) -> Any:
+    """The row's metadata: any JSON (a dict unless the ``meta`` column's text is other JSON)."""
     if "meta" in batch:
         m = batch["meta"][i]
         if isinstance(m, (str, np.str_)):
@@ -121,7 +139,7 @@ def _meta(batch: dict, i: int) -> dict:
 _TIME_KEYS = ("timestamps", "fps", "end")
 
 
-def _times(batch: dict, i: int) -> str:
+def _times(batch: _Batch, i: int) -> str:
     """The row's timestamp columns as JSON text ("" without any), exact: a
     :class:`~fractions.Fraction` (what the video adapters give) as ``{"n": .., "d": ..}``."""
     got = {k: _time_json(batch[k][i]) for k in _TIME_KEYS if k in batch}
@@ -148,13 +166,22 @@ def _time_value(value: Any) -> Any:
     return value
 
 
-def _frame_list(frames) -> list:
+def _frame_list(frames: Any) -> list[Any]:
     if isinstance(frames, np.ndarray) and frames.dtype != object:
         return list(frames)
     return [bytes(f) if isinstance(f, (bytes, bytearray, np.bytes_)) else f for f in frames]
 
 
-def _encode_batch(batch, index, first, per_chunk, todo, options, size, skip):
+def _encode_batch(
+    batch: _Batch,
+    index: dict[str, int],
+    first: int,
+    per_chunk: int,
+    todo: set[int],
+    options: EncodeOptions,
+    size: int | None,
+    skip: dict[str, str],
+) -> pa.Table:
     import pyarrow as pa
 
     columns = ("chunk", "pos", "id", "meta", "jpegs", "segments", "stream", "error", "times")
@@ -194,7 +221,7 @@ def _encode_batch(batch, index, first, per_chunk, todo, options, size, skip):
     return pa.table(out, schema=_ENCODED_SCHEMA())
 
 
-def _stream_json(video) -> str:
+def _stream_json(video: SegmentVideo) -> str:
     """A ``SegmentVideo`` without its streams (they travel in the ``segments`` column)."""
     return json.dumps(
         {
@@ -208,7 +235,7 @@ def _stream_json(video) -> str:
     )
 
 
-def _segment_video(segments: list[bytes], stream: str):
+def _segment_video(segments: list[bytes], stream: str) -> SegmentVideo:
     from ..ingest.av1 import Segment, SegmentVideo
 
     s = json.loads(stream)
@@ -216,7 +243,7 @@ def _segment_video(segments: list[bytes], stream: str):
     return SegmentVideo(parts, **s)
 
 
-def _ENCODED_SCHEMA():
+def _ENCODED_SCHEMA() -> pa.Schema:
     import pyarrow as pa
 
     return pa.schema(
@@ -238,18 +265,34 @@ def _ENCODED_SCHEMA():
 # -- pass 3: write one chunk -----------------------------------------------------------------
 
 
+class _EncodedRow(TypedDict):
+    """A row of the encoded table (:func:`_ENCODED_SCHEMA`), as ``to_pylist`` gives it."""
+
+    chunk: int
+    pos: int
+    id: str
+    meta: str  # JSON
+    jpegs: list[bytes]
+    segments: list[bytes]
+    stream: str  # JSON of the SegmentVideo without its streams; "" for JPEG frames
+    error: str
+    times: str  # JSON; "" without timestamps
+
+
 class _Rows:
     """The adapter ``publish_chunk`` expects, over one chunk's encoded rows."""
 
-    def __init__(self, rows: list[dict]):
+    def __init__(self, rows: list[_EncodedRow]):
         self.rows = rows
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.rows)
 
-    def iter_data(self, slice_element=None):
+    def iter_data(self, slice_element: object = None) -> Iterator[dict[str, Any]]:
         for r in self.rows:
-            frames = _segment_video(r["segments"], r["stream"]) if r.get("stream") else r["jpegs"]
+            frames: list[bytes] | SegmentVideo = (
+                _segment_video(r["segments"], r["stream"]) if r.get("stream") else r["jpegs"]
+            )
             item = {"id": r["id"], "meta": json.loads(r["meta"]), "frames": frames}
             if r.get("times"):
                 item.update({k: _time_value(v) for k, v in json.loads(r["times"]).items()})
@@ -262,15 +305,19 @@ class _Stored:
     """Stands in for ``FrameEncoder``: pass 2 already encoded the frames."""
 
     @staticmethod
-    def encode(frames, size=None):
+    def encode(
+        frames: list[bytes] | SegmentVideo, size: int | None = None
+    ) -> list[bytes] | SegmentVideo:
         # JPEG bytes, or a SegmentVideo as it was encoded.
         return frames if hasattr(frames, "segments") else list(frames)
 
 
-def _write_group(table, folder: str, strict: bool, remote=None):
+def _write_group(
+    table: pa.Table, folder: str, strict: bool, remote: _Remote | None = None
+) -> pa.Table:
     import pyarrow as pa
 
-    rows = sorted(table.to_pylist(), key=lambda r: r["pos"])
+    rows: list[_EncodedRow] = sorted(table.to_pylist(), key=lambda r: r["pos"])
     number = rows[0]["chunk"]
     if remote is not None:
         result = _write_remote(rows, number, strict, remote)
@@ -289,7 +336,9 @@ def _write_group(table, folder: str, strict: bool, remote=None):
     )
 
 
-def _write_remote(rows: list[dict], number: int, strict: bool, remote) -> ChunkResult:
+def _write_remote(
+    rows: list[_EncodedRow], number: int, strict: bool, remote: _Remote
+) -> ChunkResult:
     """Stages the chunk in a temporary folder on this node and uploads it. A retried task
     stages the same bytes (the frames were encoded in the pass before), so it finds its
     ``.gmeta`` already there and identical (done), or only data and index of a killed attempt,
@@ -315,11 +364,11 @@ def _write_remote(rows: list[dict], number: int, strict: bool, remote) -> ChunkR
 # -- the driver ------------------------------------------------------------------------------
 
 
-def _remote_done(gd, first: int, end: int) -> dict[int, ChunkResult]:
+def _remote_done(gd: GulpDirectory, first: int, end: int) -> dict[int, ChunkResult]:
     """The chunks of this run's numbers a remote dataset already has (committed: its listing
     pairs data with meta), counted from their indexes. Their skipped videos are not known
     remotely; the report of a resumed remote run lists only this attempt's."""
-    done = {}
+    done: dict[int, ChunkResult] = {}
     for pos, (number, *_rest) in enumerate(gd.chunk_table()):
         if first <= number < end:
             done[number] = counted(number, gd.native_chunk(pos))
@@ -327,7 +376,7 @@ def _remote_done(gd, first: int, end: int) -> dict[int, ChunkResult]:
     return done
 
 
-def _open_output(folder: str, storage_options):
+def _open_output(folder: str, storage_options: StorageOptions | None) -> GulpDirectory:
     """The output as a ``GulpDirectory`` (created if local and missing)."""
     from ..directory import GulpDirectory
     from ..errors import EmptyDirectoryWarning
@@ -339,8 +388,8 @@ def _open_output(folder: str, storage_options):
 
 
 def write_gulp(
-    ds,
-    path,
+    ds: Dataset,
+    path: str | os.PathLike[str],
     *,
     videos_per_chunk: int = 100,
     quality: int = DEFAULT.quality,
@@ -353,7 +402,7 @@ def write_gulp(
     strict: bool = False,
     threads: int = 1,
     ray_address: str | None = None,
-    storage_options: dict | None = None,
+    storage_options: dict[str, str] | None = None,
 ) -> IngestReport:
     """Packs the videos of ``ds`` into the gulp directory ``path`` (created, or extended after
     its existing chunks) and returns an :class:`~gulpio_rs.ingest.IngestReport`.
@@ -390,7 +439,7 @@ def write_gulp(
     ray = connect(ray_address)
     folder = os.fspath(path)
     options = storage_options_list(storage_options)
-    remote = None
+    remote: _Remote | None = None
     if _native.is_remote_url(folder):
         from ..ingest.remote import staging_folder
 
@@ -416,7 +465,7 @@ def write_gulp(
         checked = ds.map_batches(_check_batch, batch_format="numpy").take_all()
     except ray.exceptions.RayError as e:
         raise task_error(ray, e) from None
-    ids = []
+    ids: list[str] = []
     for row in checked:
         if row["problem"]:
             where = f"video {row['id']!r}: " if row["id"] is not None else ""
@@ -436,7 +485,7 @@ def write_gulp(
     # The plan: which chunk numbers this dataset owns (fixed by the first attempt).
     os.makedirs(folder, exist_ok=True)
     slices = calculate_chunk_slices(per_chunk, len(ids))
-    key = {
+    key: RunKey = {
         "adapter": "ray.data.Dataset",
         "fingerprint": hashlib.sha256("\n".join(ids).encode()).hexdigest(),
         "items": len(ids),
@@ -458,7 +507,7 @@ def write_gulp(
         raise IngestError(f"video {id_!r}: {reason}; nothing was written")
 
     report = IngestReport(output_folder=url if remote else folder)
-    todo = set()
+    todo: set[int] = set()
     for n in range(first, end):
         done = finished_remotely.get(n) if remote else finished(folder, n)
         if done is not None:
@@ -468,8 +517,10 @@ def write_gulp(
 
     if todo:
         index = {id_: pos for pos, id_ in enumerate(ids)}
+        # Ray's annotation of map_batches (and of map_groups) has no room for fn_kwargs: the
+        # function it takes has the batch as its only parameter.
         encoded = ds.map_batches(
-            _encode_batch,
+            _encode_batch,  # type: ignore[arg-type]
             batch_format="numpy",
             num_cpus=encode_options.threads,
             fn_kwargs={
@@ -485,7 +536,7 @@ def write_gulp(
         # Few partitions: the default (hundreds) costs seconds of actor start-up per run.
         parts = max(1, min(len(todo), int(ray.cluster_resources().get("CPU", 1)) * 2))
         written = encoded.groupby("chunk", num_partitions=parts).map_groups(
-            _write_group,
+            _write_group,  # type: ignore[arg-type]
             batch_format="pyarrow",
             fn_kwargs={"folder": folder, "strict": bool(strict), "remote": remote},
         )
