@@ -14,7 +14,8 @@ what the compiler inlined is counted in its caller, so the split is close, not e
 
 Needs valgrind (Debian: ``apt-get install valgrind``), ``nm`` (binutils: callgrind leaves the
 assembly's functions unnamed) and a build with symbols: ``maturin develop --profile profiling
---features python,turbo`` (the release wheel is stripped).
+--features python,turbo`` for rav1d, or ``--no-default-features --features python,turbo,dav1d``
+for libdav1d (the release wheel is stripped).
 """
 
 from __future__ import annotations

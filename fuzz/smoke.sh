@@ -7,7 +7,7 @@
 #
 #   bash fuzz/smoke.sh                  # all targets, 30 s each
 #   FUZZ_SECONDS=600 bash fuzz/smoke.sh index gmeta   # a longer run of some targets
-#   FUZZ_FEATURES= bash fuzz/smoke.sh jpeg reframe    # against zune-jpeg instead
+#   FUZZ_FEATURES= bash fuzz/smoke.sh jpeg reframe video_segment  # zune-jpeg and rav1d instead
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -15,18 +15,21 @@ SECONDS_EACH="${FUZZ_SECONDS:-30}"
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(index gmeta chunk jpeg reframe video_segment)
 
-# The JPEG decoder the targets drive: libjpeg-turbo, what the wheels ship, when cmake and nasm
-# are there to build it (CI installs both), else zune-jpeg. FUZZ_FEATURES overrides it
-# (FUZZ_FEATURES= for zune-jpeg; the two need separate builds).
+# The decoders the targets drive: libjpeg-turbo and libdav1d, what the wheels ship, when cmake,
+# meson, ninja and nasm are there to build them (CI installs them), else zune-jpeg and rav1d.
+# FUZZ_FEATURES overrides it (FUZZ_FEATURES= for zune-jpeg and rav1d; each choice is a build).
 if [ -z "${FUZZ_FEATURES+set}" ]; then
-    if command -v cmake >/dev/null && command -v nasm >/dev/null; then
-        FUZZ_FEATURES=turbo
+    if command -v cmake >/dev/null && command -v nasm >/dev/null && command -v meson >/dev/null \
+        && command -v ninja >/dev/null; then
+        FUZZ_FEATURES=turbo,dav1d
     else
         FUZZ_FEATURES=
     fi
 fi
 features=()
 [ -n "$FUZZ_FEATURES" ] && features=(--features "$FUZZ_FEATURES")
+# libdav1d and rav1d (the default) both define dav1d's C API: one of them per build.
+[[ ",$FUZZ_FEATURES," == *,dav1d,* ]] && features=(--no-default-features "${features[@]}")
 
 # cargo-fuzz passes nightly-only flags (-Zsanitizer=address, sanitizer coverage); the stable
 # toolchain accepts them with RUSTC_BOOTSTRAP=1, so no nightly toolchain is needed.
@@ -50,7 +53,7 @@ trap 'rm -rf "$work"' EXIT
 export GULPIO_FUZZ_TMP="$work" # the chunk target's scratch files
 
 start=$(date +%s)
-echo "== fuzz: format and build (decoder: $([ -n "$FUZZ_FEATURES" ] && echo "features $FUZZ_FEATURES" || echo zune-jpeg))"
+echo "== fuzz: format and build (decoder: $([ -n "$FUZZ_FEATURES" ] && echo "features $FUZZ_FEATURES" || echo "zune-jpeg, rav1d"))"
 cargo fmt --check
 # 16 codegen units: the build is most of this script's time; the fuzzers lose a few % speed.
 # -O: debug assertions, overflow checks and each crate's optimisation come from

@@ -43,9 +43,10 @@ if TYPE_CHECKING:
 from . import _decoder_notes, errors
 from . import chunk as _chunk
 
-# JPEG_BACKEND: the decoder this build uses, "libjpeg-turbo" or "zune-jpeg" (chosen when the
-# package was built; see build_backend/gulpio_rs_build.py).
-from ._native import JPEG_BACKEND, __version__
+# JPEG_BACKEND and AV1_BACKEND: the decoders this build uses, "libjpeg-turbo" or "zune-jpeg"
+# and "libdav1d" or "rav1d" (chosen when the package was built; see
+# build_backend/gulpio_rs_build.py).
+from ._native import AV1_BACKEND, JPEG_BACKEND, __version__
 from ._times import VideoTimes
 from .chunk import GulpChunk
 from .directory import GulpDirectory
@@ -113,6 +114,7 @@ def write_index(data_file_path: str, meta_file_path: str) -> int:
 __all__ = [
     "__version__",
     "JPEG_BACKEND",
+    "AV1_BACKEND",
     "errors",
     "GulpDirectory",
     "GulpChunk",

@@ -1,6 +1,7 @@
-"""What to tell a user whose build decodes JPEG with zune-jpeg (a source build without nasm):
-why, how to get libjpeg-turbo, and whether this installation has said so already. The
-package's import (a warning, once per installation) and `gulpio demo` (every time) say it."""
+"""What to tell a user whose build decodes JPEG with zune-jpeg (a source build without nasm,
+which also decodes video segments with rav1d): why, how to get libjpeg-turbo and libdav1d, and
+whether this installation has said so already. The package's import (a warning, once per
+installation) and `gulpio demo` (every time) say it."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def decoder_note(because: str | None = None) -> str | None:
     why = f" ({because})" if because else ""
     return (
         f"this gulpio-rs build decodes JPEG with zune-jpeg{why}, about 20% slower than "
-        "libjpeg-turbo. For libjpeg-turbo, install a gulpio-rs release wheel (pip install "
+        "libjpeg-turbo, and AV1 video segments with rav1d, about 1.5x libdav1d's CPU. For "
+        "libjpeg-turbo and libdav1d, install a gulpio-rs release wheel (pip install "
         "gulpio_rs-*.whl), or install nasm (apt-get install nasm) and reinstall from the "
         "source checkout: pip install --force-reinstall --no-deps . (said once per "
         "installation; `gulpio demo` repeats it; GULPIO_JPEG_BACKEND=zune at install time "

@@ -85,7 +85,7 @@ class EncodeOptions:
             raise ValueError(
                 "restart_rows needs the libjpeg-turbo build of gulpio-rs (this one decodes and "
                 "encodes with zune-jpeg/simplejpeg, which cannot write restart markers; see "
-                "README, 'Which JPEG decoder')"
+                "README, 'Which decoders')"
             )
         if not 1 <= int(self.quality) <= 100:
             raise ValueError(f"quality must be in 1..100, not {self.quality}")

@@ -67,6 +67,7 @@ __all__ = [
     "TEMP_PREFIX",
     "__version__",
     "JPEG_BACKEND",
+    "AV1_BACKEND",
     "MAX_THREADS",
     "MAX_READ_BYTES",
 ]
@@ -321,6 +322,9 @@ def release_pooled_buffers() -> None:
 #: ``"libjpeg-turbo"`` (built with the ``turbo`` feature, which ``pip install`` turns on when
 #: nasm is there) or ``"zune-jpeg"``.
 JPEG_BACKEND: str
+#: The AV1 decoder of video segments: ``"libdav1d"`` (built with the ``dav1d`` feature, which
+#: ``pip install`` turns on with ``turbo``) or ``"rav1d"`` (its Rust port, everywhere else).
+AV1_BACKEND: Literal["libdav1d", "rav1d"]
 #: The most threads (or worker processes) any ``threads=`` / ``num_workers=`` accepts.
 MAX_THREADS: int
 #: The most bytes one read may decode into (``read``, ``read_batch``, ``gd[id]``).

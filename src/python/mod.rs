@@ -52,6 +52,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     paths::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("JPEG_BACKEND", crate::jpeg::BACKEND.name())?;
+    m.add("AV1_BACKEND", crate::video::av1::BACKEND)?;
     m.add("MAX_THREADS", crate::pool::MAX_THREADS)?;
     m.add("MAX_READ_BYTES", crate::decode::MAX_READ_BYTES)?;
     Ok(())

@@ -1,5 +1,9 @@
 //! No rav1d thread may exist when the process forks.
 //!
+//! (libdav1d, the decoder of `turbo` builds, runs no threads of its own, `av1::FRAME_CONTEXTS`,
+//! so there is nothing for this gate to wait for beyond the decodes in progress; it stays in
+//! front of both backends so that the rule does not depend on how the crate was built.)
+//!
 //! rav1d's threads wait on `parking_lot` locks and condition variables, and `parking_lot`
 //! keeps one table for the whole process of the threads parked on any of them (a queue per
 //! hash bucket, each with its own lock, holding pointers to the parked threads' thread-local

@@ -6,7 +6,8 @@
 //! FFmpeg converts the same stream, `yuv`), frame-exact selection (the i-th picture in display
 //! order is the segment's frame i; decoding stops after the last frame asked for), and that
 //! nothing a decoder does on bad input (an error or a panic) leaves it other than as a
-//! [`SegmentFailure`]. `av1` (rav1d) is the only backend; `obu` vets AV1 streams for it.
+//! [`SegmentFailure`]. `av1` is the one codec (libdav1d or rav1d, chosen at build time); `obu`
+//! vets AV1 streams for it.
 
 pub mod av1;
 pub mod fork_gate;

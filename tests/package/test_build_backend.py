@@ -46,7 +46,7 @@ def tools(monkeypatch, *present):
         lambda name, *a, **k: (
             f"/usr/bin/{name}"
             if name in present
-            else (None if name in ("nasm", "cmake") else real(name, *a, **k))
+            else (None if name in ("nasm", "cmake", "meson", "ninja") else real(name, *a, **k))
         ),
     )
 
@@ -103,7 +103,7 @@ def test_auto_builds_libjpeg_turbo_when_nasm_is_there(backend, monkeypatch, tmp_
     tools(monkeypatch, "nasm", "cmake")
     hook = FakeHook()
     assert backend._build(hook, str(tmp_path), None, None) == WHEEL
-    assert hook.args == ["--features python,turbo"]
+    assert hook.args == ["--no-default-features --features python,turbo,dav1d"]
     assert "MATURIN_PEP517_ARGS" not in os.environ  # restored
     assert build_info(tmp_path) is None
 
@@ -113,7 +113,7 @@ def test_auto_keeps_the_users_other_maturin_arguments(backend, monkeypatch, tmp_
     monkeypatch.setenv("MATURIN_PEP517_ARGS", "--profile dev")
     hook = FakeHook()
     backend._build(hook, str(tmp_path), None, None)
-    assert hook.args == ["--profile dev --features python,turbo"]
+    assert hook.args == ["--profile dev --no-default-features --features python,turbo,dav1d"]
     assert os.environ["MATURIN_PEP517_ARGS"] == "--profile dev"
 
 
@@ -160,10 +160,10 @@ def test_a_failed_turbo_build_falls_back_to_zune_with_a_warning(
     tools(monkeypatch, "nasm", "cmake")
     hook = FakeHook(fail=1)
     assert backend._build(hook, str(tmp_path), None, None) == WHEEL
-    assert hook.args == ["--features python,turbo", None]
-    assert "building with zune-jpeg instead" in capsys.readouterr().err
+    assert hook.args == ["--no-default-features --features python,turbo,dav1d", None]
+    assert "building with zune-jpeg and rav1d instead" in capsys.readouterr().err
     assert build_info(tmp_path) == {
-        "zune_jpeg_because": "building libjpeg-turbo failed (SystemExit(1))"
+        "zune_jpeg_because": "building libjpeg-turbo and libdav1d failed (SystemExit(1))"
     }
 
 
@@ -181,7 +181,7 @@ def test_turbo_asked_for_fails_instead_of_falling_back(backend, monkeypatch, tmp
     hook = FakeHook(fail=1)
     with pytest.raises(SystemExit):
         backend._build(hook, str(tmp_path), None, None)
-    assert hook.args == ["--features python,turbo"]
+    assert hook.args == ["--no-default-features --features python,turbo,dav1d"]
 
 
 def test_a_failing_zune_build_is_not_retried(backend, monkeypatch, tmp_path):
@@ -192,16 +192,21 @@ def test_a_failing_zune_build_is_not_retried(backend, monkeypatch, tmp_path):
     assert hook.args == [None]
 
 
-def test_cmake_comes_from_pypi_only_when_needed(backend, monkeypatch):
-    tools(monkeypatch, "nasm")
-    assert "cmake>=3.16" in backend.get_requires_for_build_wheel(None)
-    tools(monkeypatch, "nasm", "cmake")
-    assert "cmake>=3.16" not in backend.get_requires_for_build_wheel(None)
+@pytest.mark.parametrize(
+    ("tool", "requirement"),
+    [("cmake", "cmake>=3.16"), ("meson", "meson>=1.3,<2"), ("ninja", "ninja>=1.11")],
+)
+def test_build_tools_come_from_pypi_only_when_needed(backend, monkeypatch, tool, requirement):
+    others = [t for t in ("cmake", "meson", "ninja") if t != tool]
+    tools(monkeypatch, "nasm", *others)
+    assert requirement in backend.get_requires_for_build_wheel(None)
+    tools(monkeypatch, "nasm", "cmake", "meson", "ninja")
+    assert requirement not in backend.get_requires_for_build_wheel(None)
     tools(monkeypatch)
-    assert "cmake>=3.16" not in backend.get_requires_for_build_wheel(None)
+    assert requirement not in backend.get_requires_for_build_wheel(None)
     tools(monkeypatch, "nasm")
     monkeypatch.setenv("GULPIO_JPEG_BACKEND", "zune")
-    assert "cmake>=3.16" not in backend.get_requires_for_build_wheel(None)
+    assert requirement not in backend.get_requires_for_build_wheel(None)
 
 
 def test_an_unknown_backend_name_is_refused(backend, monkeypatch):

@@ -10,7 +10,7 @@ import shutil
 import time
 from importlib import resources
 
-from .. import JPEG_BACKEND, __version__
+from .. import AV1_BACKEND, JPEG_BACKEND, __version__
 from .._decoder_notes import decoder_note, zune_fallback_reason
 from .._plural import plural
 from .._sizes import megabytes
@@ -101,7 +101,10 @@ def run(args: argparse.Namespace) -> int:
     sheet.save(sheet_path)
     say(f"4. contact sheet of {first!r}: {sheet_path}")
     note = decoder_note(zune_fallback_reason())
-    say(f"decoder: {JPEG_BACKEND}" + (f"; note: {note}" if note else ""))
+    say(
+        f"decoders: {JPEG_BACKEND} (JPEG), {AV1_BACKEND} (AV1 segments)"
+        + (f"; note: {note}" if note else "")
+    )
     shown = os.path.abspath(out)
     say(f"the dataset and contact sheet are in {shown}; remove them with: {_removal(out)}")
     return 0
