@@ -48,6 +48,9 @@ from maturin import (  # noqa: F401  (hooks this backend serves unchanged)
 # rav1d is the default AV1 decoder; it and libdav1d export the same C symbols, so a build with
 # libdav1d turns the default off.
 _TURBO_FEATURES = ["--no-default-features", "--features", "python,turbo,dav1d"]
+# A `meson` that adds dav1d's own build options (8-bit only, no tools or tests) for
+# libdav1d-sys, which cannot pass them (the script says why); first on PATH for those builds.
+_DAV1D_MESON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dav1d-meson")
 _BUILD_INFO = "gulpio_rs/_build_info.json"
 
 
@@ -76,6 +79,7 @@ def _wants_turbo(config_settings: Mapping[str, Any] | None) -> bool:
 def _with_turbo(config_settings: Mapping[str, Any] | None) -> None:
     args = maturin.get_maturin_pep517_args(config_settings)
     os.environ["MATURIN_PEP517_ARGS"] = shlex.join(args + _TURBO_FEATURES)
+    os.environ["PATH"] = os.pathsep.join([_DAV1D_MESON, os.environ.get("PATH", "")])
 
 
 def _build(hook, wheel_directory, config_settings, metadata_directory) -> str:
@@ -85,6 +89,7 @@ def _build(hook, wheel_directory, config_settings, metadata_directory) -> str:
             _note_zune(hook, wheel_directory, name, "nasm was not on PATH")
         return name
     before = os.environ.get("MATURIN_PEP517_ARGS")
+    path_before = os.environ.get("PATH")
     _with_turbo(config_settings)
     try:
         return hook(wheel_directory, config_settings, metadata_directory)
@@ -99,10 +104,11 @@ def _build(hook, wheel_directory, config_settings, metadata_directory) -> str:
             "GULPIO_JPEG_BACKEND=zune to skip the attempt.\n\n"
         )
     finally:
-        if before is None:
-            os.environ.pop("MATURIN_PEP517_ARGS", None)
-        else:
-            os.environ["MATURIN_PEP517_ARGS"] = before
+        for key, value in (("MATURIN_PEP517_ARGS", before), ("PATH", path_before)):
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     name = hook(wheel_directory, config_settings, metadata_directory)
     because = f"building libjpeg-turbo and libdav1d failed ({failure})"
     _note_zune(hook, wheel_directory, name, because)

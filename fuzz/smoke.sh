@@ -31,6 +31,10 @@ features=()
 # libdav1d and rav1d (the default) both define dav1d's C API: one of them per build.
 [[ ",$FUZZ_FEATURES," == *,dav1d,* ]] && features=(--no-default-features "${features[@]}")
 
+# dav1d's build options for libdav1d-sys (build_backend/dav1d-meson/meson says why).
+PATH="$(cd .. && pwd)/build_backend/dav1d-meson:$PATH"
+export PATH
+
 # cargo-fuzz passes nightly-only flags (-Zsanitizer=address, sanitizer coverage); the stable
 # toolchain accepts them with RUSTC_BOOTSTRAP=1, so no nightly toolchain is needed.
 export RUSTC_BOOTSTRAP=1

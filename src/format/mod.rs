@@ -1,4 +1,5 @@
-//! On-disk formats: the binary checksummed index (`index`, its frame records `frame`) and its
+//! On-disk formats: the binary checksummed index (`index`, its frame records `frame`), the
+//! dataset manifest's table files (`manifest`, docs/FORMAT.md §7) and the index's
 //! segment tables (`segments`, with the codec ids and segment limits they record), gulpio's
 //! JSON meta file (`gmeta`, `json`), and the file naming rules of a chunk (`paths`). Pure
 //! functions over bytes; no I/O policy, no decoder.
@@ -8,6 +9,7 @@ pub mod frame;
 pub mod gmeta;
 pub mod index;
 pub mod json;
+pub mod manifest;
 pub mod paths;
 pub mod segments;
 

@@ -70,10 +70,12 @@ class FakeHook:
 
     def __init__(self, fail: int = 0):
         self.args: list[str | None] = []
+        self.paths: list[str] = []
         self.fail = fail
 
     def __call__(self, wheel_directory, config_settings, metadata_directory):
         self.args.append(os.environ.get("MATURIN_PEP517_ARGS"))
+        self.paths.append(os.environ.get("PATH", ""))
         if len(self.args) <= self.fail:
             raise SystemExit(1)
         record = [record_line(n, d) for n, d in WHEEL_FILES.items()]
@@ -182,6 +184,59 @@ def test_turbo_asked_for_fails_instead_of_falling_back(backend, monkeypatch, tmp
     with pytest.raises(SystemExit):
         backend._build(hook, str(tmp_path), None, None)
     assert hook.args == ["--no-default-features --features python,turbo,dav1d"]
+
+
+SHIM = BACKEND.parent / "dav1d-meson"
+
+
+def test_libdav1d_builds_find_the_meson_that_adds_dav1ds_options(backend, monkeypatch, tmp_path):
+    tools(monkeypatch, "nasm", "cmake")
+    monkeypatch.setenv("PATH", "/usr/bin")
+    hook = FakeHook(fail=1)
+    backend._build(hook, str(tmp_path), None, None)
+    # First on PATH for the libdav1d build; gone for the fallback and after.
+    assert hook.paths[0].split(os.pathsep)[0] == str(SHIM)
+    assert hook.paths[1] == "/usr/bin"
+    assert os.environ["PATH"] == "/usr/bin"
+
+
+def fake_meson(tmp_path: Path) -> Path:
+    """A `meson` that prints its arguments, in a folder of its own."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "meson").write_text('#!/bin/sh\necho "$@"\n')
+    (real / "meson").chmod(0o755)
+    return real
+
+
+@pytest.mark.parametrize(
+    ("package", "args", "added"),
+    [
+        ("libdav1d-sys", ["--buildtype", "release", "/tmp/out", "vendor"], True),
+        ("libdav1d-sys", ["--version"], False),
+        ("other-sys", ["/tmp/out", "vendor"], False),
+        (None, ["/tmp/out", "vendor"], False),
+    ],
+)
+def test_the_meson_shim_adds_dav1ds_options_to_libdav1d_sys_only(tmp_path, package, args, added):
+    env = {"PATH": f"{SHIM}{os.pathsep}{fake_meson(tmp_path)}"}
+    if package:
+        env["CARGO_PKG_NAME"] = package
+    out = subprocess.run(
+        [str(SHIM / "meson"), *args], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    options = ["-Dbitdepths=8", "-Denable_tools=false", "-Denable_tests=false"]
+    assert out == args + (options if added else [])
+
+
+def test_the_meson_shim_says_when_there_is_no_real_meson(tmp_path):
+    proc = subprocess.run(
+        [str(SHIM / "meson"), "--version"],
+        env={"PATH": f"{SHIM}{os.pathsep}{tmp_path}"},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 127 and "no meson on PATH" in proc.stderr
 
 
 def test_a_failing_zune_build_is_not_retried(backend, monkeypatch, tmp_path):
