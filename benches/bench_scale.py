@@ -477,6 +477,8 @@ class Probe:
         import gulpio_rs
         from gulpio_rs.torch import GulpVideoDataset
 
+        # More workers than cores is the point here, not a mistake to warn about.
+        warnings.filterwarnings("ignore", message="This DataLoader will create")
         path, count = self.spec["path"], self.spec["workers"]
         kwargs = self.spec.get("open_kwargs", {})
         made = {
