@@ -20,10 +20,11 @@ the clock starts), medians of ``--repeats``:
    first (``posix_fadvise(DONTNEED)`` per file: no root needed and nothing else is evicted;
    directory entries and inodes stay cached) and with the page cache warm; RSS growth from
    the open (``VmRSS`` before and after, split into anonymous and file-backed pages);
-   ``len()``; a random id warm (``id in gd``; ``gd.num_frames(id)`` the first time its chunk
-   is touched and again); ``keys()`` (time and memory of every id as a Python string). The
-   peers: their ``StreamingDataset`` constructor plus ``len()`` (LitData reads its index on
-   first use), RSS growth.
+   ``len()``; random ids, one per chunk of up to 10,000 random chunks (``id in gd``;
+   ``gd.num_frames(id)``, the first touch of its chunk, then again warm); ``keys()`` (time and
+   memory of every id as a Python string). The peers: their ``StreamingDataset`` constructor
+   plus ``len()`` (LitData reads its index on first use), RSS growth; they have no lookup by
+   id.
 2. DataLoader workers: ``--workers`` (8) workers started with ``multiprocessing_context=
    "spawn"`` over (a) a trivial dataset (the baseline: torch and gulpio_rs imported),
    (b) a dataset holding a pickled ``GulpDirectory`` (``gd.num_frames(id)`` per item: the
@@ -54,9 +55,10 @@ at both sizes).
 
 How the dataset was opened is reported as the library reports it (docs/FORMAT.md §7.5: through
 the manifest or by listing). Every open goes through ``GulpDirectory(path, **mode.open_kwargs)``
-for each mode of ``modes()``: today one, the per-chunk indexes. ``--manifest`` adds the
-manifest column (``gulpio index`` first, then ``manifest="require"``, against
-``manifest="off"``) once ``GulpDirectory`` has the ``manifest=`` parameter of FORMAT.md §7.5.
+for each mode of ``modes()``, a column each: today one, the per-chunk indexes. Once
+``GulpDirectory`` has FORMAT.md §7.5's ``manifest=`` parameter, two: ``manifest="off"``
+(listing) and ``manifest="require"`` (``gulpio index`` writes the manifest of each cached
+dataset that has none first); ``--no-manifest`` keeps the listing alone.
 
     python benches/bench_scale.py                        # 1M videos, ~15 min the first time
     python benches/bench_scale.py --quick                # 20k videos, 200 remote chunks, 2 workers
@@ -143,10 +145,13 @@ def has_manifest_support() -> bool:
 
 
 def modes(manifest: bool) -> list[Mode]:
-    """Today: the per-chunk indexes (the only way). With ``--manifest`` (docs/FORMAT.md §7.5):
-    listing (``manifest="off"``) against the manifest (``manifest="require"``)."""
-    if not manifest:
+    """Today: the per-chunk indexes (the only way). With the manifest (docs/FORMAT.md §7.5):
+    listing (``manifest="off"``) against the manifest (``manifest="require"``), or the
+    listing alone when ``manifest`` is false."""
+    if not has_manifest_support():
         return [Mode("gulpio-rs")]
+    if not manifest:
+        return [Mode("gulpio-rs listing", {"manifest": "off"})]
     return [
         Mode("gulpio-rs listing", {"manifest": "off"}),
         Mode("gulpio-rs manifest", {"manifest": "require"}, needs_manifest=True),
@@ -164,7 +169,10 @@ def how_opened(gd) -> str:
 
 
 def write_manifest(folder: Path) -> None:
-    """``gulpio index`` writes the manifest of an existing dataset (FORMAT.md §7.6)."""
+    """``gulpio index`` writes the manifest of an existing dataset (FORMAT.md §7.6). The
+    smaller sizes are hard links to chunks of the large one, without its ``_gulpio/``."""
+    if (folder / "_gulpio" / "LATEST").exists():
+        return
     subprocess.run([sys.executable, "-m", "gulpio_rs", "index", str(folder)], check=True)
     if not (folder / "_gulpio" / "LATEST").exists():
         sys.exit(f"`gulpio index {folder}` wrote no _gulpio/LATEST: no manifest to measure")
@@ -268,6 +276,7 @@ class Data:
     """The cached datasets of one size."""
 
     videos: int
+    per_chunk: int
     gulp: Path
     peers: dict[str, Path]
 
@@ -283,12 +292,10 @@ def prepare(work: Path, sizes: list[int], per_chunk: int, peers: bool) -> dict[i
         rate = build_gulp(big, largest, per_chunk)
         print(f"  {rate:,.0f} videos/s", flush=True)
     for n in sizes:
-        if n % per_chunk:
-            sys.exit(f"sizes must be multiples of --per-chunk: {n}")
         folder = big if n == largest else work / f"gulp-{n}-{per_chunk}"
         if not folder.exists():
             link_subset(big, folder, n // per_chunk)
-        data = Data(n, folder, {})
+        data = Data(n, per_chunk, folder, {})
         if peers:
             for system, build in (("Streaming", build_mds), ("LitData", build_litdata)):
                 folder = work / f"{system.lower()}-{n}-{per_chunk}"
@@ -353,9 +360,12 @@ class Probe:
 
     def __init__(self, spec: dict):
         self.spec = spec
+        # Random videos of distinct chunks (up to LOOKUPS), so that the first lookup of each
+        # is the first touch of its chunk.
         rng = random.Random(spec.get("seed", 0))
-        n = spec["videos"]
-        self.ids = [video_id(v) for v in rng.sample(range(n), min(n, LOOKUPS + 2))]
+        per_chunk = spec["per_chunk"]
+        chunks = rng.sample(range(spec["videos"] // per_chunk), spec["videos"] // per_chunk)
+        self.ids = [video_id(c * per_chunk + rng.randrange(per_chunk)) for c in chunks[:LOOKUPS]]
         self.obj = None
 
     def run(self) -> None:
@@ -400,7 +410,7 @@ class Probe:
         return {"seconds": time.perf_counter() - t0, "frames": len(frames)}
 
     def gulp_lookups(self) -> dict:
-        gd, ids = self.obj, self.ids[1:]
+        gd, ids = self.obj, self.ids
 
         def timed(fn) -> float:
             t0 = time.perf_counter()
@@ -409,7 +419,7 @@ class Probe:
             return (time.perf_counter() - t0) * 1e6 / len(ids)
 
         contains = timed(gd.__contains__)
-        first = timed(gd.num_frames)  # the first touch of most of these chunks
+        first = timed(gd.num_frames)  # the first touch of each id's chunk
         warm = timed(gd.num_frames)
         return {"contains_us": contains, "frames_first_us": first, "frames_warm_us": warm}
 
@@ -481,10 +491,13 @@ class Probe:
         warnings.filterwarnings("ignore", message="This DataLoader will create")
         path, count = self.spec["path"], self.spec["workers"]
         kwargs = self.spec.get("open_kwargs", {})
+        # The mode's open options, as far as the dataset takes them.
+        takes = inspect.signature(GulpVideoDataset).parameters
+        ds_kwargs = {k: v for k, v in kwargs.items() if k in takes}
         made = {
             "baseline": lambda: Pids(None, self.spec["videos"]),
             "directory": lambda: Pids(gulpio_rs.GulpDirectory(path, **kwargs), 0),
-            "dataset": lambda: Pids(GulpVideoDataset(path, frames=1, target=None), 0),
+            "dataset": lambda: Pids(GulpVideoDataset(path, frames=1, target=None, **ds_kwargs), 0),
         }
         out = {}
         for name in self.spec["datasets"]:
@@ -616,6 +629,7 @@ def median_of(runs: list[dict], key: str) -> float:
 
 def measure_local(data: Data, mode: Mode, repeats: int, keys: bool) -> dict:
     base = {"kind": "gulp", "path": str(data.gulp), "videos": data.videos}
+    base["per_chunk"] = data.per_chunk
     base["open_kwargs"] = mode.open_kwargs
     cold, warm = [], []
     for r in range(repeats):
@@ -638,8 +652,10 @@ def measure_local(data: Data, mode: Mode, repeats: int, keys: bool) -> dict:
     return out
 
 
-def measure_peer_local(system: str, folder: Path, videos: int, repeats: int) -> dict:
-    spec = {"kind": system, "path": str(folder), "videos": videos, "phases": ["open"]}
+def measure_peer_local(system: str, data: Data, repeats: int) -> dict:
+    folder = data.peers[system]
+    spec = {"kind": system, "path": str(folder), "videos": data.videos, "phases": ["open"]}
+    spec["per_chunk"] = data.per_chunk
     cold, warm = [], []
     for _ in range(repeats):
         evict(folder)
@@ -661,6 +677,7 @@ def measure_workers(data: Data, mode: Mode, workers: int, datasets: list[str]) -
         "kind": "workers",
         "path": str(data.gulp),
         "videos": data.videos,
+        "per_chunk": data.per_chunk,
         "workers": workers,
         "open_kwargs": mode.open_kwargs,
         "datasets": datasets,
@@ -698,7 +715,7 @@ def upload_tree(s3, folder: Path, bucket: str, prefix: str) -> None:
         upload(s3, sub, bucket, f"{prefix}/{sub.relative_to(folder).as_posix()}")
 
 
-def measure_remote_gulp(url, options, videos, mode, proxy, repeats) -> dict:
+def measure_remote_gulp(url, options, videos, per_chunk, mode, proxy, repeats) -> dict:
     phases = ["open", "lookup_cold", "frames_cold", "read_first"]
     runs = []
     for r in range(repeats):
@@ -708,6 +725,7 @@ def measure_remote_gulp(url, options, videos, mode, proxy, repeats) -> dict:
             "storage_options": options,
             "open_kwargs": mode.open_kwargs,
             "videos": videos,
+            "per_chunk": per_chunk,
             "phases": phases,
             "interactive": True,
             "seed": 100 + r,
@@ -725,7 +743,9 @@ def measure_remote_gulp(url, options, videos, mode, proxy, repeats) -> dict:
     return out
 
 
-def measure_remote_peer(system, url, env, storage_options, videos, proxy, repeats) -> dict:
+def measure_remote_peer(
+    system, url, env, storage_options, videos, per_chunk, proxy, repeats
+) -> dict:
     phases = ["open", "read_first"]
     runs = []
     for r in range(repeats):
@@ -735,6 +755,7 @@ def measure_remote_peer(system, url, env, storage_options, videos, proxy, repeat
             "remote": True,
             "storage_options": storage_options,
             "videos": videos,
+            "per_chunk": per_chunk,
             "phases": phases,
             "interactive": True,
             "seed": 100 + r,
@@ -769,7 +790,13 @@ def measure_remote(args, data: Data, mode_list: list[Mode]) -> dict:
         for mode in mode_list:
             print(f"  {mode.name} ...", flush=True)
             out[mode.name] = measure_remote_gulp(
-                f"s3://{bucket}/gulp", options, data.videos, mode, proxy, args.remote_repeats
+                f"s3://{bucket}/gulp",
+                options,
+                data.videos,
+                data.per_chunk,
+                mode,
+                proxy,
+                args.remote_repeats,
             )
         env = {**s3.env(), "S3_ENDPOINT_URL": proxy.url, "AWS_ENDPOINT_URL": proxy.url}
         boto = {
@@ -787,6 +814,7 @@ def measure_remote(args, data: Data, mode_list: list[Mode]) -> dict:
                     env,
                     boto,
                     data.videos,
+                    data.per_chunk,
                     proxy,
                     args.remote_repeats,
                 )
@@ -827,7 +855,7 @@ LOCAL_ROWS = (
     ("shards in index.json", "shards", "", ",d"),
     ("len()", "len_us", "us", ",.2f"),
     ("id in gd, warm", "contains_us", "us", ",.2f"),
-    ("gd.num_frames(id), first touch of its chunk", "frames_first_us", "us", ",.2f"),
+    ("gd.num_frames(id), first in its chunk", "frames_first_us", "us", ",.2f"),
     ("gd.num_frames(id), warm", "frames_warm_us", "us", ",.2f"),
     ("keys(): every id as a str", "keys_ms", "ms", ",.1f"),
     ("keys(): memory", "keys_mb", "MB", ",.1f"),
@@ -1037,7 +1065,9 @@ def main() -> None:
     ap.add_argument("--no-workers", action="store_true", help="skip the DataLoader workers")
     ap.add_argument("--no-remote", action="store_true", help="skip the S3 server")
     ap.add_argument(
-        "--manifest", action="store_true", help="also open through the dataset manifest"
+        "--no-manifest",
+        action="store_true",
+        help="once gulpio_rs has the dataset manifest: measure opening by listing only",
     )
     ap.add_argument("--quick", action="store_true", help="smoke run")
     ap.add_argument("--json", help="also write the results here")
@@ -1052,11 +1082,8 @@ def main() -> None:
 
     import gulpio_rs
 
-    if args.manifest and not has_manifest_support():
-        sys.exit(
-            "--manifest: this gulpio_rs opens by per-chunk indexes only (GulpDirectory has no "
-            "manifest= parameter yet, docs/FORMAT.md §7.5); run without --manifest"
-        )
+    if args.videos % args.per_chunk:
+        sys.exit(f"--videos must be a multiple of --per-chunk ({args.per_chunk})")
     remote_videos = min(args.remote_chunks * args.per_chunk, args.videos)
     small = max(args.per_chunk, args.videos // 10 // args.per_chunk * args.per_chunk)
     sizes = sorted({small, args.videos})
@@ -1070,7 +1097,7 @@ def main() -> None:
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     data = prepare(work, needed, args.per_chunk, not args.no_peers)
-    mode_list = modes(args.manifest)
+    mode_list = modes(not args.no_manifest)
     for mode in mode_list:
         if mode.needs_manifest:
             for n in needed:
@@ -1091,7 +1118,7 @@ def main() -> None:
             local[mode.name][n] = measure_local(data[n], mode, args.repeats, n == max(sizes))
         for system in peers:
             print(f"local {n:,}: {system} ...", flush=True)
-            peers[system][n] = measure_peer_local(system, data[n].peers[system], n, args.repeats)
+            peers[system][n] = measure_peer_local(system, data[n], args.repeats)
     workers = {}
     if not args.no_workers:
         for mode in mode_list:
