@@ -734,60 +734,20 @@ def upload_tree(s3, folder: Path, bucket: str, prefix: str) -> None:
         upload(s3, sub, bucket, f"{prefix}/{sub.relative_to(folder).as_posix()}")
 
 
-def measure_remote_gulp(url, options, videos, per_chunk, mode, proxy, repeats) -> dict:
-    phases = ["open", "lookup_cold", "frames_cold", "read_first"]
+def measure_remote_probe(spec: dict, proxy, repeats: int, env: dict | None = None) -> dict:
+    """Runs ``spec``'s phases in ``repeats`` fresh processes, counting each phase's requests
+    at the proxy; the requests are the middle run's, the open's seconds the median."""
     runs = []
     for r in range(repeats):
-        spec = {
-            "kind": "gulp",
-            "path": url,
-            "storage_options": options,
-            "open_kwargs": mode.open_kwargs,
-            "videos": videos,
-            "per_chunk": per_chunk,
-            "phases": phases,
-            "interactive": True,
-            "seed": 100 + r,
-        }
-        p = ProbeProcess(spec)
+        p = ProbeProcess({**spec, "interactive": True, "seed": 100 + r}, env)
         proxy.reset_counters()
         run = {}
-        for _ in phases:
+        for _ in spec["phases"]:
             result = p.next()
             run[result.pop("phase")] = {**result, **counted(proxy)}
         p.close()
         runs.append(run)
-    out = {ph: runs[len(runs) // 2][ph] for ph in phases}  # requests: one run's
-    out["open"]["seconds"] = statistics.median(r["open"]["seconds"] for r in runs)
-    return out
-
-
-def measure_remote_peer(
-    system, url, env, storage_options, videos, per_chunk, proxy, repeats
-) -> dict:
-    phases = ["open", "read_first"]
-    runs = []
-    for r in range(repeats):
-        spec = {
-            "kind": system,
-            "path": url,
-            "remote": True,
-            "storage_options": storage_options,
-            "videos": videos,
-            "per_chunk": per_chunk,
-            "phases": phases,
-            "interactive": True,
-            "seed": 100 + r,
-        }
-        p = ProbeProcess(spec, env)
-        proxy.reset_counters()
-        run = {}
-        for _ in phases:
-            result = p.next()
-            run[result.pop("phase")] = {**result, **counted(proxy)}
-        p.close()
-        runs.append(run)
-    out = {ph: runs[len(runs) // 2][ph] for ph in phases}
+    out = runs[len(runs) // 2]
     out["open"]["seconds"] = statistics.median(r["open"]["seconds"] for r in runs)
     return out
 
@@ -806,17 +766,18 @@ def measure_remote(args, data: Data, mode_list: list[Mode]) -> dict:
         print(f"  uploaded in {out['upload_s']:.0f} s", flush=True)
         proxy.set_faults(latency_ms=args.latency_ms)
         options = s3.storage_options(proxy.url)
+        base = {"videos": data.videos, "per_chunk": data.per_chunk}
         for mode in mode_list:
             print(f"  {mode.name} ...", flush=True)
-            out[mode.name] = measure_remote_gulp(
-                f"s3://{bucket}/gulp",
-                options,
-                data.videos,
-                data.per_chunk,
-                mode,
-                proxy,
-                args.remote_repeats,
-            )
+            spec = {
+                **base,
+                "kind": "gulp",
+                "path": f"s3://{bucket}/gulp",
+                "storage_options": options,
+                "open_kwargs": mode.open_kwargs,
+                "phases": ["open", "lookup_cold", "frames_cold", "read_first"],
+            }
+            out[mode.name] = measure_remote_probe(spec, proxy, args.remote_repeats)
         env = {**s3.env(), "S3_ENDPOINT_URL": proxy.url, "AWS_ENDPOINT_URL": proxy.url}
         boto = {
             "endpoint_url": proxy.url,
@@ -826,17 +787,16 @@ def measure_remote(args, data: Data, mode_list: list[Mode]) -> dict:
         }
         for system in data.peers:
             print(f"  {system} ...", flush=True)
+            spec = {
+                **base,
+                "kind": system,
+                "path": f"s3://{bucket}/{system.lower()}",
+                "remote": True,
+                "storage_options": boto,
+                "phases": ["open", "read_first"],
+            }
             try:
-                out[system] = measure_remote_peer(
-                    system,
-                    f"s3://{bucket}/{system.lower()}",
-                    env,
-                    boto,
-                    data.videos,
-                    data.per_chunk,
-                    proxy,
-                    args.remote_repeats,
-                )
+                out[system] = measure_remote_probe(spec, proxy, args.remote_repeats, env)
             except RuntimeError as e:
                 out[system] = {"error": str(e)}
     return out
