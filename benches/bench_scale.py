@@ -43,15 +43,13 @@ the clock starts), medians of ``--repeats``:
    ``optimize`` writes these samples (str, bytes, int) as an Arrow footer whose per-item
    offsets are all the header's end, so the range is empty; its whole-chunk download
    (obstore) refuses a plain-http endpoint (its client options do not allow http). The table
-   prints the error. Both servers run on
-   the benchmark's cores.
+   prints the error. Both servers run on the benchmark's cores.
 
 Then the issue's targets, ``met yes/NO``: remote open <= 5 requests and <= 1 s (at the remote
 size: "at any chunk count"); local open <= 50 ms, RSS growth <= 50 MB and 8 spawned workers
 <= 100 MB PSS, all at 10M videos (below 10M, the value at 10M is extrapolated linearly from
-the two local sizes, the workers' scaled to 8 workers, and marked ``~``); a
-random id <= 50 us warm locally and <= 2 requests cold remotely; ``len()`` O(1) (under 10 us
-at both sizes).
+the two local sizes, the workers' scaled to 8 workers, and marked ``~``); a random id <= 50 us
+warm locally and <= 2 requests cold remotely; ``len()`` O(1) (under 10 us at both sizes).
 
 How the dataset was opened is reported as the library reports it (docs/FORMAT.md §7.5: through
 the manifest or by listing). Every open goes through ``GulpDirectory(path, **mode.open_kwargs)``
