@@ -407,7 +407,7 @@ async def _read_body(reader, headers, response_to: str | None = None, ack=None) 
 
 class FaultProxyProcess:
     """A :class:`FaultProxy` in a child process, driven over its stdin/stdout: the same
-    ``url``, ``set_faults``, ``reset_counters``, ``requests``, ``body_bytes`` and
+    ``url``, ``set_faults``, ``reset_counters``, ``requests``, ``body_bytes``, ``log`` and
     ``start``/``stop``."""
 
     def __init__(self, upstream: str):
@@ -477,6 +477,11 @@ class FaultProxyProcess:
     def body_bytes(self) -> int:
         return self._ask(op="counters")["body_bytes"]
 
+    def log(self) -> list:
+        """``(method, target, what)`` of every request since the last reset, as
+        :meth:`FaultProxy.log`."""
+        return [tuple(entry) for entry in self._ask(op="log")["log"]]
+
 
 def _serve_commands(upstream: str) -> None:
     """The child of :class:`FaultProxyProcess`: one JSON command per stdin line, one JSON
@@ -493,6 +498,8 @@ def _serve_commands(upstream: str) -> None:
                 proxy.reset_counters()
             elif op == "counters":
                 answer = {"requests": proxy.requests, "body_bytes": proxy.body_bytes}
+            elif op == "log":
+                answer = {"log": proxy.log()}
             print(json.dumps(answer), flush=True)
 
 
