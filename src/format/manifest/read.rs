@@ -115,16 +115,16 @@ impl<S: Source> TableFile<S> {
     /// caller checks its structure then too).
     fn page(&self, table: Table, p: usize) -> Result<(Cow<'_, [u8]>, bool), String> {
         let h = &self.header;
+        // The fixed-size tables: page `p` of `count` entries of `entry` bytes from `table_off`.
+        let fixed = |table_off: u64, count: u64, entry: usize| {
+            let per = h.page_size() / entry as u64;
+            let n = (count - p as u64 * per).min(per);
+            (table_off + p as u64 * per * entry as u64, n * entry as u64)
+        };
         let (off, len, crcs, name) = match table {
             Table::Chunks => {
-                let per = h.chunks_per_page();
-                let n = (h.chunk_count - p as u64 * per).min(per);
-                (
-                    h.chunk_table_off + p as u64 * per * CHUNK_RECORD_LEN as u64,
-                    n * CHUNK_RECORD_LEN as u64,
-                    &self.front.chunk_crcs,
-                    "chunk",
-                )
+                let (off, len) = fixed(h.chunk_table_off, h.chunk_count, CHUNK_RECORD_LEN);
+                (off, len, &self.front.chunk_crcs, "chunk")
             }
             Table::Ids => {
                 let start = self.front.id_pages[p].offset;
@@ -141,14 +141,8 @@ impl<S: Source> TableFile<S> {
                 )
             }
             Table::Videos => {
-                let per = h.rows_per_page();
-                let n = (h.video_count - p as u64 * per).min(per);
-                (
-                    h.video_table_off + p as u64 * per * VIDEO_ROW_LEN as u64,
-                    n * VIDEO_ROW_LEN as u64,
-                    &self.front.video_crcs,
-                    "video",
-                )
+                let (off, len) = fixed(h.video_table_off, h.video_count, VIDEO_ROW_LEN);
+                (off, len, &self.front.video_crcs, "video")
             }
         };
         let bytes = self.source.read(off, len)?;
