@@ -96,7 +96,8 @@ def s3_env(s3_server, monkeypatch, tmp_path):
 
 @pytest.fixture
 def http_server():
-    """Factory: ``http_server(root)`` -> a started WebDAV/HTTP server over ``root``."""
+    """Factory: ``http_server(root, tls=False)`` -> a started WebDAV/HTTP(S) server over
+    ``root``."""
     import importlib.util
 
     if importlib.util.find_spec("wsgidav") is None:
@@ -105,8 +106,8 @@ def http_server():
 
     started = []
 
-    def make(root):
-        server = HttpServer(root).start()
+    def make(root, *, tls=False):
+        server = HttpServer(root, tls=tls).start()
         started.append(server)
         return server
 

@@ -433,6 +433,24 @@ def test_http_dataset_reads_equal_local_reads(tmp_path, make_frame, http_server)
     _same_everything(GulpDirectory(str(local)), remote, ids)
 
 
+def test_https_dataset_reads_equal_local_reads(tmp_path, make_frame, http_server, monkeypatch):
+    """TLS end to end (rustls with ring's cryptography, Cargo.toml says why): a certificate
+    the system does not trust is refused with a typed error naming the URL; trusted through
+    ``SSL_CERT_FILE``, as users add a private CA, every read equals the local one."""
+    local = tmp_path / "ds"
+    local.mkdir()
+    ids = _write_dataset(local, make_frame)
+    server = http_server(tmp_path, tls=True)
+    url = f"{server.url}/ds"
+    assert url.startswith("https://127.0.0.1:")
+    with pytest.raises(RemoteError) as refused:
+        GulpDirectory(url)
+    assert url in str(refused.value)
+    assert "certificate" in str(refused.value).lower()
+    monkeypatch.setenv("SSL_CERT_FILE", str(server.certificate))
+    _same_everything(GulpDirectory(str(local)), GulpDirectory(url), ids)
+
+
 def test_jpeg_backend_is_reported():
     assert gulpio_rs.JPEG_BACKEND in ("libjpeg-turbo", "zune-jpeg")
 

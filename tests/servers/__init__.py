@@ -6,10 +6,12 @@ them outside pytest."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -179,44 +181,79 @@ class S3Server:
 
 class HttpServer:
     """A WebDAV server (wsgidav, read-only use) over ``root``: ``GET`` with ``Range``, ``HEAD``
-    and ``PROPFIND`` listings, as object_store's HTTP store needs."""
+    and ``PROPFIND`` listings, as object_store's HTTP store needs. With ``tls=True`` it serves
+    HTTPS with a certificate for 127.0.0.1 signed by a throwaway CA (both made by ``openssl``),
+    whose PEM file is :attr:`certificate`: clients trust it through ``SSL_CERT_FILE``."""
 
-    def __init__(self, root):
+    def __init__(self, root, *, tls: bool = False):
         self.root = Path(root)
+        self.tls = tls
         self.port = 0
+        self.certificate: Path | None = None
         self._proc: subprocess.Popen | None = None
+        self._dir: tempfile.TemporaryDirectory | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+    def _tls_config(self) -> Path:
+        """A certificate and key for 127.0.0.1, and a wsgidav configuration that serves them
+        (its command line has no TLS options)."""
+        self._dir = tempfile.TemporaryDirectory(prefix="gulpio-https-")
+        where = Path(self._dir.name)
+        ca, ca_key = where / "ca.pem", where / "ca-key.pem"
+        cert, key, request = where / "cert.pem", where / "key.pem", where / "cert.csr"
+        extensions = where / "ext.cnf"
+        extensions.write_text("subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n")
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        # A CA and a server certificate it signs: TLS clients refuse a CA certificate used
+        # as the server's own (webpki: CaUsedAsEndEntity).
+        for command in (
+            ["req", "-x509", *ec, "-days", "1", "-subj", "/CN=gulpio test CA",
+             "-keyout", ca_key, "-out", ca],
+            ["req", *ec, "-subj", "/CN=127.0.0.1", "-keyout", key, "-out", request],
+            ["x509", "-req", "-in", request, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+             "-days", "1", "-extfile", extensions, "-out", cert],
+        ):  # fmt: skip
+            subprocess.run(["openssl", *map(str, command)], check=True, capture_output=True)
+        self.certificate = ca
+        config = where / "wsgidav.json"
+        config.write_text(
+            json.dumps(
+                {
+                    "host": "127.0.0.1",
+                    "port": self.port,
+                    "provider_mapping": {"/": str(self.root)},
+                    "simple_dc": {"user_mapping": {"*": True}},
+                    "ssl_certificate": str(cert),
+                    "ssl_private_key": str(key),
+                    "ssl_adapter": "builtin",
+                    "verbose": 1,
+                }
+            )
+        )
+        return config
 
     def start(self) -> HttpServer:
         self.port = _free_port()
+        if self.tls:
+            args = ["--config", str(self._tls_config())]
+        else:
+            args = ["--host", "127.0.0.1", "--port", str(self.port), "--root", str(self.root)]
+            args += ["--auth", "anonymous", "--no-config"]
         self._proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "wsgidav.server.server_cli",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--root",
-                str(self.root),
-                "--auth",
-                "anonymous",
-                "--no-config",
-                "-q",
-            ],
+            [sys.executable, "-m", "wsgidav.server.server_cli", *args, "-q"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         _wait_listening(self.port, self._proc, "the HTTP server")
         # The socket may accept before the app is ready to answer.
+        context = ssl.create_default_context(cafile=self.certificate) if self.tls else None
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
-                urllib.request.urlopen(self.url + "/", timeout=1).close()
+                urllib.request.urlopen(self.url + "/", timeout=1, context=context).close()
                 break
             except OSError:
                 time.sleep(0.05)
@@ -225,6 +262,9 @@ class HttpServer:
     def stop(self) -> None:
         _stop(self._proc)
         self._proc = None
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
 
     def __enter__(self):
         return self.start()

@@ -408,6 +408,7 @@ impl RemoteStore {
         let url = &self.url;
         // The runtime must exist (and be this process's) before a client is made.
         runtime::runtime()?;
+        install_tls_provider();
         // The three cloud builders share their shape: from the environment, the URL, our
         // retry policy, then every option (unknown keys are refused by the builder).
         macro_rules! cloud {
@@ -508,6 +509,13 @@ impl RemoteStore {
             _ if tried.is_empty() => (RemoteKind::Failed, format!("request failed: {e}")),
             _ => (RemoteKind::Failed, format!("request failed ({tried}): {e}")),
         };
+        // Transport failures are summarised ("error sending request") above their cause.
+        let cause = retry::root_cause(&e);
+        let msg = if matches!(kind, RemoteKind::Failed) && !msg.contains(&cause) {
+            format!("{msg} (cause: {cause})")
+        } else {
+            msg
+        };
         let mut msg = self.redact(&msg);
         if self.credential_source.starts_with(NO_CREDENTIALS)
             && (matches!(kind, RemoteKind::Denied) || mentions_credentials(&text))
@@ -571,6 +579,17 @@ fn is_missing_bucket(text: &str) -> bool {
 fn mentions_credentials(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();
     lower.contains("metadata") || lower.contains("credential") || lower.contains("169.254.")
+}
+
+/// Makes ring rustls's process-wide crypto provider, once, before any client is built: reqwest
+/// is built without a provider of its own (Cargo.toml says why) and would panic without one.
+/// Another provider already installed in this process (by a crate linked into the same
+/// extension) is kept: either serves TLS 1.2 and 1.3.
+fn install_tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _already = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 #[cfg(test)]
@@ -650,5 +669,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(msg.contains("concurrency"), "{msg}");
+    }
+
+    /// Every scheme's client builds (reqwest needs rustls's process provider, which
+    /// `install_tls_provider` sets) and ring is the provider: aws-lc is not in the build.
+    #[test]
+    fn clients_build_with_ring() {
+        let opts = vec![
+            ("aws_access_key_id".to_owned(), "AKIDEXAMPLE".to_owned()),
+            ("aws_secret_access_key".to_owned(), "secret".to_owned()),
+            ("aws_region".to_owned(), "us-east-1".to_owned()),
+        ];
+        let s3 = RemoteStore::new("s3://bucket/prefix", &opts).unwrap();
+        s3.client().unwrap();
+        let https = RemoteStore::new("https://example.invalid/data", &[]).unwrap();
+        https.client().unwrap();
+        let provider = rustls::crypto::CryptoProvider::get_default().unwrap();
+        let ring = rustls::crypto::ring::default_provider();
+        assert_eq!(provider.cipher_suites.len(), ring.cipher_suites.len());
+        assert!(provider
+            .cipher_suites
+            .iter()
+            .zip(&ring.cipher_suites)
+            .all(|(a, b)| a.suite() == b.suite()));
     }
 }

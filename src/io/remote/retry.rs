@@ -153,6 +153,9 @@ pub(super) fn is_transient(e: &object_store::Error) -> bool {
     if let Some(status) = http_status(e) {
         return status >= 500 || status == 429 || status == 408;
     }
+    if tls_refused(e) {
+        return false;
+    }
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = source {
         if s.downcast_ref::<Transient>().is_some() {
@@ -168,6 +171,41 @@ pub(super) fn is_transient(e: &object_store::Error) -> bool {
     // parse is recognised by its message ("invalid list response", "PROPFIND response").
     let text = e.to_string().to_ascii_lowercase();
     text.contains("list response") || text.contains("propfind response")
+}
+
+/// Whether TLS refused the connection (a certificate the client does not trust, no common
+/// protocol version): the same answer on every attempt, so not retried. rustls's error reaches
+/// us inside an `io::Error`, whose `source()` skips the error it wraps, so that is looked into.
+pub(super) fn tls_refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(e);
+    while let Some(s) = source {
+        let inner = s
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .map(|i| i as &(dyn std::error::Error + 'static));
+        if s.is::<rustls::Error>() || inner.is_some_and(|i| i.is::<rustls::Error>()) {
+            return true;
+        }
+        source = inner.or_else(|| s.source());
+    }
+    false
+}
+
+/// The innermost cause of `e`, with what an `io::Error` wraps: the words that say why a
+/// transport failed ("invalid peer certificate: UnknownIssuer", "Connection refused"), which
+/// `object_store` and reqwest summarise as "error sending request".
+pub(super) fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut last = e;
+    loop {
+        let inner = last
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .map(|i| i as &(dyn std::error::Error + 'static));
+        match inner.or_else(|| last.source()) {
+            Some(next) => last = next,
+            None => return last.to_string(),
+        }
+    }
 }
 
 /// An error of unknown kind whose causes say the connection ended early.
@@ -252,6 +290,32 @@ mod tests {
             path: "x".into(),
             source: "404".into(),
         }
+    }
+
+    /// A certificate refusal as reqwest delivers it: rustls's error inside an `io::Error`
+    /// inside the transport's errors. Not retried, and its words are the root cause.
+    #[test]
+    fn tls_refusals_are_permanent_and_named() {
+        let refusal = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, refusal);
+        let e = object_store::Error::Generic {
+            store: "HTTP",
+            source: Box::new(io),
+        };
+        assert!(tls_refused(&e));
+        assert!(!is_transient(&e));
+        assert!(
+            root_cause(&e).contains("UnknownIssuer"),
+            "{}",
+            root_cause(&e)
+        );
+        let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+        let e = object_store::Error::Generic {
+            store: "HTTP",
+            source: Box::new(reset),
+        };
+        assert!(!tls_refused(&e));
+        assert_eq!(root_cause(&e), "reset by peer");
     }
 
     #[test]
