@@ -6,12 +6,20 @@
 //! with `io="mmap"`, docs/DECISIONS.md); object stores are read with concurrent range
 //! requests. Local files are opened by the rules of [`local`].
 
+#[cfg(feature = "remote")]
 pub mod aws_profile;
+#[cfg(feature = "remote")]
 pub mod cache;
+#[cfg(feature = "remote")]
 pub mod fork;
 pub mod local;
 pub mod plan;
+#[cfg(feature = "remote")]
 pub mod remote;
+#[cfg(not(feature = "remote"))]
+#[path = "remote_off.rs"]
+pub mod remote;
+#[cfg(feature = "remote")]
 pub mod runtime;
 
 use std::fs::File;
@@ -24,8 +32,11 @@ use bytes::Bytes;
 use crate::error::{Error, IoContext, Result};
 use crate::format::Storage;
 
+#[cfg(feature = "remote")]
 pub use remote::redact::url as redact_url;
-pub use remote::{is_remote_url, RemoteSettings, RemoteStore};
+pub use remote::RemoteStore;
+#[cfg(feature = "remote")]
+pub use remote::{is_remote_url, RemoteSettings};
 
 /// How local `.gulp` files are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
