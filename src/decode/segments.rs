@@ -14,9 +14,10 @@ use super::FrameDecoder;
 use crate::chunk::reader::{read_many, ChunkReader};
 use crate::error::{Error, Result, SegmentFailure};
 use crate::format::segments::{SegmentRec, StreamRec};
-use crate::pixels::{reframe_pixels, to_gray, Colorspace};
+use crate::pixels::{reframe_region, to_gray, touched, Colorspace};
 use crate::pool::Runner;
-use crate::video::{decode_segment, Codec, Integrity, SegmentShape};
+use crate::video::yuv::Region;
+use crate::video::{decode_segment, decode_segment_region, Codec, Integrity, SegmentShape};
 
 /// The decoder of videos stored as segments: every video with a stream entry.
 pub(super) struct Segments;
@@ -217,23 +218,28 @@ fn decode_group(
     let mut wanted: Vec<usize> = slots.iter().map(|(j, _)| local(*j)).collect();
     wanted.sort_unstable();
     wanted.dedup();
+    // Only the pixels the crops touch are converted from YUV (the union of them, when jobs
+    // crop differently): the same pixels as converting whole frames and cropping those.
+    let region = region_of(slots.iter().map(|(j, _)| &jobs[*j]), &shape);
     let mut decoded = Vec::with_capacity(wanted.len());
     for _ in &wanted {
-        decoded.push(crate::buffers::zeroed(shape.frame_len(), || {
+        decoded.push(crate::buffers::zeroed(region.rgb_len(), || {
             format!(
                 "a frame of video {:?} ({}x{})",
                 group.chunk.id(group.video),
-                shape.width,
-                shape.height
+                region.width(),
+                region.height()
             )
         })?);
     }
     {
         let mut outs: Vec<&mut [u8]> = decoded.iter_mut().map(Vec::as_mut_slice).collect();
-        decode_segment(&shape, &bytes, Integrity::Crc(seg.crc), &wanted, &mut outs)
+        let integrity = Integrity::Crc(seg.crc);
+        decode_segment_region(&shape, &bytes, integrity, &wanted, region, &mut outs)
             .map_err(|e| failure(group, &bytes, e))?;
     }
     let started = std::time::Instant::now();
+    let whole = region == Region::whole(shape.width, shape.height);
     for (j, out) in slots {
         let job = &jobs[j];
         let pos = wanted
@@ -241,7 +247,6 @@ fn decode_group(
             .map_err(|_| Error::Internal("a wanted frame was not decoded".into()))?;
         let rgb = &decoded[pos];
         let gray = job.shape.2 == 1;
-        let dims = (shape.height, shape.width, 3);
         let refused = |m: String| {
             Error::invalid_for(
                 &group.chunk.paths().data,
@@ -249,19 +254,59 @@ fn decode_group(
                 m,
             )
         };
+        let reframe = |r, out: &mut [u8]| {
+            let dims = (region.height(), region.width(), 3);
+            let frame = (shape.height, shape.width);
+            reframe_region(rgb, dims, (region.x0, region.y0), frame, r, out).map_err(refused)
+        };
         match (&job.reframe, gray) {
+            (None, _) if !whole => {
+                return Err(Error::Internal(
+                    "a whole frame was wanted from a partial conversion".into(),
+                ))
+            }
             (None, false) => out.copy_from_slice(rgb),
             (None, true) => to_gray(rgb, out),
-            (Some(r), false) => reframe_pixels(rgb, dims, r, out).map_err(refused)?,
+            (Some(r), false) => reframe(r, out)?,
             (Some(r), true) => {
                 let mut tmp = crate::buffers::zeroed(out.len() * 3, || "a reframed frame".into())?;
-                reframe_pixels(rgb, dims, r, &mut tmp).map_err(refused)?;
+                reframe(r, &mut tmp)?;
                 to_gray(&tmp, out);
             }
         }
     }
     crate::video::stages::add(crate::video::stages::Stage::Reframe, started);
     Ok(())
+}
+
+/// The part of each frame that `jobs` need converted to RGB: the union of the pixels their
+/// crops touch, its left edge moved to an even column (chroma covers column pairs); the
+/// whole frame when a job keeps it whole or its crop does not fit (the reframe then says
+/// why, naming the frame).
+fn region_of<'a>(jobs: impl Iterator<Item = &'a FrameJob<'a>>, shape: &SegmentShape) -> Region {
+    let whole = Region::whole(shape.width, shape.height);
+    let mut union: Option<[usize; 4]> = None;
+    for job in jobs {
+        let Some(r) = &job.reframe else {
+            return whole;
+        };
+        let Ok([x0, y0, x1, y1]) = touched(r, shape.height, shape.width) else {
+            return whole;
+        };
+        union = Some(match union {
+            None => [x0, y0, x1, y1],
+            Some(u) => [u[0].min(x0), u[1].min(y0), u[2].max(x1), u[3].max(y1)],
+        });
+    }
+    match union {
+        Some([x0, y0, x1, y1]) => Region {
+            x0: x0 & !1,
+            y0,
+            x1,
+            y1,
+        },
+        None => whole,
+    }
 }
 
 /// A segment that failed: named by file, video, the frames it holds and its byte range.

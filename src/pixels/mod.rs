@@ -6,7 +6,7 @@
 pub mod reframe;
 pub mod resize;
 
-pub use reframe::{reframe_pixels, CropBox, Reframe};
+pub use reframe::{reframe_pixels, reframe_region, touched, CropBox, Reframe};
 
 /// Output colour layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

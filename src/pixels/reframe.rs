@@ -86,6 +86,53 @@ pub fn reframe_pixels(
     reframe_box(src, (h, w, c), rel, (oh, ow), spec.flip, out)
 }
 
+/// The pixels of a `height` x `width` frame that `spec`'s crop touches, `(x0, y0, x1, y1)`:
+/// what a decoder must produce for [`reframe_region`] (`Err`: the crop does not fit).
+pub fn touched(spec: &Reframe, height: usize, width: usize) -> Result<[usize; 4], String> {
+    spec.output(height, width)?;
+    let c = spec.crop_of(height, width);
+    Ok(clamp_box((height, width), (c.left, c.top, c.width, c.height)).1)
+}
+
+/// [`reframe_pixels`] from a part of the frame: `src`, of `(rows, columns, channels)`, is the
+/// rectangle whose top-left pixel is `origin` (`(x, y)`) in a `frame` of `(height, width)`,
+/// and holds every pixel [`touched`] names. The same output as from the whole frame: the
+/// resize sees only the touched pixels either way.
+pub fn reframe_region(
+    src: &[u8],
+    (rh, rw, c): (usize, usize, usize),
+    (x, y): (usize, usize),
+    (h, w): (usize, usize),
+    spec: &Reframe,
+    out: &mut [u8],
+) -> Result<(), String> {
+    let (oh, ow) = spec.output(h, w)?;
+    let crop = spec.crop_of(h, w);
+    let rel = (
+        crop.left - x as f64,
+        crop.top - y as f64,
+        crop.width,
+        crop.height,
+    );
+    reframe_box(src, (rh, rw, c), rel, (oh, ow), spec.flip, out)
+}
+
+/// Box `(left, top, width, height)` clamped into an image of `(height, width)` (float
+/// rounding may put it a hair outside), and the pixels it touches, `[x0, y0, x1, y1]`.
+fn clamp_box(
+    (h, w): (usize, usize),
+    (left, top, width, height): (f64, f64, f64, f64),
+) -> ((f64, f64, f64, f64), [usize; 4]) {
+    let (left, top) = (left.clamp(0.0, w as f64), top.clamp(0.0, h as f64));
+    let width = width.min(w as f64 - left);
+    let height = height.min(h as f64 - top);
+    let x0 = (left.floor() as usize).min(w - 1);
+    let y0 = (top.floor() as usize).min(h - 1);
+    let x1 = ((left + width).ceil() as usize).clamp(x0 + 1, w);
+    let y1 = ((top + height).ceil() as usize).clamp(y0 + 1, h);
+    ((left, top, width, height), [x0, y0, x1, y1])
+}
+
 thread_local! {
     // The pixels a crop touches, copied out of a larger decoded region (see `reframe_box`).
     static TOUCHED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
@@ -106,14 +153,8 @@ pub(crate) fn reframe_box(
     flip: bool,
     out: &mut [u8],
 ) -> Result<(), String> {
-    // Float rounding may put the box a hair outside the image: clamp it in.
-    let (left, top) = (left.clamp(0.0, w as f64), top.clamp(0.0, h as f64));
-    let width = width.min(w as f64 - left);
-    let height = height.min(h as f64 - top);
-    let x0 = (left.floor() as usize).min(w - 1);
-    let y0 = (top.floor() as usize).min(h - 1);
-    let x1 = ((left + width).ceil() as usize).clamp(x0 + 1, w);
-    let y1 = ((top + height).ceil() as usize).clamp(y0 + 1, h);
+    let ((left, top, width, height), [x0, y0, x1, y1]) =
+        clamp_box((h, w), (left, top, width, height));
     let whole = (x0, y0, x1, y1) == (0, 0, w, h);
     let exact = [left, top, width, height]
         .iter()

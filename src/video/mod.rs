@@ -167,6 +167,21 @@ pub fn decode_segment(
     wanted: &[usize],
     outs: &mut [&mut [u8]],
 ) -> Result<(), SegmentFailure> {
+    let whole = yuv::Region::whole(shape.width, shape.height);
+    decode_segment_region(shape, bytes, integrity, wanted, whole, outs)
+}
+
+/// [`decode_segment`] keeping only `region` of each frame (`outs` of `region.rgb_len()`
+/// bytes): the pixels of the whole frame's conversion in that rectangle, for a read that
+/// crops (converting a whole frame cost more than the crop's resize).
+pub fn decode_segment_region(
+    shape: &SegmentShape,
+    bytes: &[u8],
+    integrity: Integrity,
+    wanted: &[usize],
+    region: yuv::Region,
+    outs: &mut [&mut [u8]],
+) -> Result<(), SegmentFailure> {
     if wanted.len() != outs.len() {
         return Err(SegmentFailure::new(
             "one output buffer per wanted frame is needed",
@@ -185,12 +200,15 @@ pub fn decode_segment(
             ));
         }
     }
-    if let Some(o) = outs.iter().find(|o| o.len() != shape.frame_len()) {
+    region
+        .check(shape.width, shape.height)
+        .map_err(SegmentFailure::new)?;
+    if let Some(o) = outs.iter().find(|o| o.len() != region.rgb_len()) {
         return Err(SegmentFailure::new(format!(
-            "an output buffer of {} bytes for a {}x{} RGB frame",
+            "an output buffer of {} bytes for a {}x{} RGB region",
             o.len(),
-            shape.width,
-            shape.height
+            region.width(),
+            region.height()
         )));
     }
     integrity.check(bytes)?;
@@ -203,7 +221,7 @@ pub fn decode_segment(
         .last()
         .and_then(|&last| summary.temporal_units.get(last + 1))
         .map_or(bytes.len(), |&end| end);
-    guarded(|| run(shape, &bytes[..cut], wanted, outs).map(|_| ()))
+    guarded(|| run(shape, &bytes[..cut], wanted, region, outs).map(|_| ()))
 }
 
 /// Decodes a whole segment without keeping pixels: its frame size, frame count and colour
@@ -324,6 +342,7 @@ fn run(
     shape: &SegmentShape,
     bytes: &[u8],
     wanted: &[usize],
+    region: yuv::Region,
     outs: &mut [&mut [u8]],
 ) -> Result<usize, SegmentFailure> {
     let Some(&last) = wanted.last() else {
@@ -335,7 +354,7 @@ fn run(
     let setup = Instant::now();
     let mut dec = av1::Decoder::new(max).map_err(SegmentFailure::new)?;
     stages::add(Stage::Setup, setup);
-    let result = decode_frames(&mut dec, shape, bytes, wanted, last, outs);
+    let result = decode_frames(&mut dec, shape, bytes, wanted, last, region, outs);
     let close = Instant::now();
     drop(dec);
     stages::add(Stage::Setup, close);
@@ -351,6 +370,7 @@ fn decode_frames(
     bytes: &[u8],
     wanted: &[usize],
     last: usize,
+    region: yuv::Region,
     outs: &mut [&mut [u8]],
 ) -> Result<usize, SegmentFailure> {
     let started = Instant::now();
@@ -389,7 +409,7 @@ fn decode_frames(
             let started = Instant::now();
             let (matrix, range) = pic.color().map_err(|m| SegmentFailure::at(index, m))?;
             let planes = pic.planes().map_err(|m| SegmentFailure::at(index, m))?;
-            yuv::to_rgb(&planes, matrix, range, outs[next_out])
+            yuv::to_rgb_region(&planes, matrix, range, region, outs[next_out])
                 .map_err(|m| SegmentFailure::at(index, m))?;
             stages::add(Stage::Convert, started);
             next_out += 1;

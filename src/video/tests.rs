@@ -157,6 +157,82 @@ fn any_subset_equals_the_whole_decode_at_those_positions() {
     }
 }
 
+/// A region's pixels are the whole frame's in that rectangle (odd sizes, both matrices and
+/// ranges: the fixtures), for rectangles at the edges, one pixel, and odd ends; an odd left
+/// edge or a rectangle outside the frame is refused.
+#[test]
+fn regions_equal_the_whole_frame_there() {
+    for f in fixtures() {
+        let (w, h) = (f.shape.width, f.shape.height);
+        let wanted = [0, f.shape.frames - 1];
+        let whole = decode(&f.shape, &f.bytes, &wanted).unwrap();
+        let crc = Integrity::Crc(crc32fast::hash(&f.bytes));
+        let regions = [
+            yuv::Region::whole(w, h),
+            yuv::Region {
+                x0: 0,
+                y0: 0,
+                x1: 1,
+                y1: 1,
+            },
+            yuv::Region {
+                x0: 2,
+                y0: 3,
+                x1: w - 1,
+                y1: h - 2,
+            },
+            yuv::Region {
+                x0: (w - 1) & !1,
+                y0: h - 1,
+                x1: w,
+                y1: h,
+            },
+            yuv::Region {
+                x0: 4,
+                y0: 1,
+                x1: 4 + (w - 4) / 2 + 1,
+                y1: h / 2 + 1,
+            },
+        ];
+        for r in regions {
+            let mut bufs = vec![vec![0u8; r.rgb_len()]; wanted.len()];
+            let mut outs: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+            decode_segment_region(&f.shape, &f.bytes, crc, &wanted, r, &mut outs).unwrap();
+            for (got, full) in bufs.iter().zip(&whole) {
+                for (row, y) in (r.y0..r.y1).enumerate() {
+                    let want = &full[(y * w + r.x0) * 3..(y * w + r.x1) * 3];
+                    let have = &got[row * r.width() * 3..][..r.width() * 3];
+                    assert!(have == want, "{} region {r:?} row {y}", f.name);
+                }
+            }
+        }
+        for bad in [
+            yuv::Region {
+                x0: 1,
+                y0: 0,
+                x1: 3,
+                y1: 2,
+            },
+            yuv::Region {
+                x0: 0,
+                y0: 0,
+                x1: w + 1,
+                y1: 2,
+            },
+            yuv::Region {
+                x0: 2,
+                y0: 2,
+                x1: 2,
+                y1: 4,
+            },
+        ] {
+            let mut buf = vec![0u8; bad.rgb_len()];
+            let e = decode_segment_region(&f.shape, &f.bytes, crc, &[0], bad, &mut [&mut buf[..]]);
+            assert!(e.is_err(), "{} {bad:?}", f.name);
+        }
+    }
+}
+
 /// Byte offsets where each temporal unit (one shown frame) starts: at each temporal delimiter.
 fn temporal_units(bytes: &[u8]) -> Vec<usize> {
     let mut at = 0;

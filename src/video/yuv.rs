@@ -148,26 +148,101 @@ fn clamp8(x: i32) -> u8 {
     x.clamp(0, 255) as u8
 }
 
+/// A rectangle of a picture, in luma samples: columns `x0..x1`, rows `y0..y1`. `x0` is even,
+/// so that each chroma sample still covers the same two columns as in the whole picture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    pub x0: usize,
+    pub y0: usize,
+    pub x1: usize,
+    pub y1: usize,
+}
+
+impl Region {
+    /// The whole of a `width` x `height` picture.
+    pub fn whole(width: usize, height: usize) -> Region {
+        Region {
+            x0: 0,
+            y0: 0,
+            x1: width,
+            y1: height,
+        }
+    }
+
+    pub fn width(&self) -> usize {
+        self.x1 - self.x0
+    }
+
+    pub fn height(&self) -> usize {
+        self.y1 - self.y0
+    }
+
+    /// Bytes of the region as packed RGB.
+    pub fn rgb_len(&self) -> usize {
+        self.width() * self.height() * 3
+    }
+
+    /// `Err` unless this is a non-empty rectangle of a `width` x `height` picture starting at
+    /// an even column.
+    pub fn check(&self, width: usize, height: usize) -> Result<(), String> {
+        if !self.x0.is_multiple_of(2)
+            || self.x0 >= self.x1
+            || self.y0 >= self.y1
+            || self.x1 > width
+            || self.y1 > height
+        {
+            return Err(format!(
+                "the region {self:?} is not an even-aligned part of a {width}x{height} picture"
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Writes the picture as packed RGB (`height` rows of `width * 3` bytes) into `out`, which
 /// must be exactly that long.
 pub fn to_rgb(p: &Planes, matrix: Matrix, range: Range, out: &mut [u8]) -> Result<(), String> {
+    to_rgb_region(p, matrix, range, Region::whole(p.width, p.height), out)
+}
+
+/// Writes `region` of the picture as packed RGB into `out` (exactly `region.rgb_len()`
+/// bytes): the same pixels as those of [`to_rgb`] in that rectangle, since each pixel depends
+/// only on its own luma sample and the chroma sample of its 2x2 block. A crop converts only
+/// what it keeps.
+pub fn to_rgb_region(
+    p: &Planes,
+    matrix: Matrix,
+    range: Range,
+    region: Region,
+    out: &mut [u8],
+) -> Result<(), String> {
     p.check()?;
-    if out.len() != p.width * p.height * 3 {
+    if p.width == 0 || p.height == 0 {
+        return if out.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "an RGB buffer of {} bytes for an empty picture",
+                out.len()
+            ))
+        };
+    }
+    region.check(p.width, p.height)?;
+    if out.len() != region.rgb_len() {
         return Err(format!(
-            "an RGB buffer of {} bytes for a {}x{} picture",
+            "an RGB buffer of {} bytes for a {}x{} region",
             out.len(),
-            p.width,
-            p.height
+            region.width(),
+            region.height()
         ));
     }
     let c = table(matrix, range);
-    if p.width == 0 {
-        return Ok(());
-    }
-    for (row, rgb) in out.chunks_exact_mut(p.width * 3).enumerate() {
-        let y_row = &p.y[row * p.y_stride..][..p.width];
-        let u_row = &p.u[(row / 2) * p.uv_stride..][..p.width.div_ceil(2)];
-        let v_row = &p.v[(row / 2) * p.uv_stride..][..p.width.div_ceil(2)];
+    let w = region.width();
+    let (cx, cw) = (region.x0 / 2, w.div_ceil(2));
+    for (row, rgb) in (region.y0..region.y1).zip(out.chunks_exact_mut(w * 3)) {
+        let y_row = &p.y[row * p.y_stride + region.x0..][..w];
+        let u_row = &p.u[(row / 2) * p.uv_stride + cx..][..cw];
+        let v_row = &p.v[(row / 2) * p.uv_stride + cx..][..cw];
         convert_row(&c, y_row, u_row, v_row, rgb);
     }
     Ok(())

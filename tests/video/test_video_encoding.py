@@ -72,6 +72,41 @@ def test_read_batch_mixes_videos_and_fuses_crops(stored):
     assert gray.shape == (1, 2, H, W, 1)
 
 
+@pytest.mark.parametrize(
+    "crop, size, flip",
+    [
+        ((10, 40, 200, 300), (112, 112), True),
+        ((3, 7, 101, 57), (64, 48), False),  # odd left edge: chroma pairs start mid-crop
+        ((0.5, 13.25, 99.5, 120.75), (112, 112), False),  # fractional: samples between pixels
+        ((1, 1, 33, 33), None, False),  # a plain cut, no resize
+        ((0, 0, H, W), (H // 2, W // 2), True),  # the whole frame
+        ((H - 9, W - 11, 9, 11), (20, 20), False),  # the bottom-right corner
+    ],
+)
+def test_crops_convert_only_what_they_keep_and_equal_whole_frames_cropped(stored, crop, size, flip):
+    """Segment reads that crop convert only the crop's pixels from YUV: the frames must equal
+    the whole frames cropped and resized (every decoder's reference), in colour and in gray,
+    and in a batch whose clips of one video crop differently (one union is converted)."""
+    gd = GulpDirectory(str(stored))
+    whole = np.stack(gd["bikes"][0])
+    frames = list(range(3, 19))
+    got = gd.read_batch(["bikes"], [frames], crop=crop, size=size, flip=flip)[0]
+    ref = np.stack(_native.reframe_frames(list(whole[frames]), crop, size, flip))
+    assert np.array_equal(got, ref)
+    gray = gd.read_batch(["bikes"], [frames], crop=crop, size=size, flip=flip, colorspace="gray")[0]
+    # Gray from segments is the colour output in BT.601 luma (libjpeg's 16-bit weights).
+    r, g, b = (ref[..., i].astype(np.uint32) for i in range(3))
+    luma = ((19595 * r + 38470 * g + 7471 * b + 32768) >> 16).astype(np.uint8)
+    assert np.array_equal(gray, luma[..., None])
+    other = (20, 100, 64, 64)
+    pair = gd.read_batch(
+        ["bikes", "bikes"], [frames, frames[::2]], crop=[crop, other], size=(32, 32), flip=flip
+    )
+    for clip, box, sel in zip(pair, (crop, other), (frames, frames[::2]), strict=True):
+        want = _native.reframe_frames(list(whole[sel]), box, (32, 32), flip)
+        assert np.array_equal(clip, np.stack(want))
+
+
 def test_jpeg_bytes_are_refused_with_the_reason(stored):
     gd = GulpDirectory(str(stored))
     with pytest.raises(ValueError, match="stored as AV1 segments"):
