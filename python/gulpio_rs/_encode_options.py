@@ -34,6 +34,13 @@ DEFAULT_CRF = 29
 #: ``encoding="video"``: frames per segment. A read decodes from its segment's key frame, so
 #: one frame costs up to ``gop`` decodes; 8 costs 1.5-2x the bytes of 16, 32 saves 10-20% more.
 DEFAULT_GOP = 16
+#: ``encoding="video"``: SVT-AV1's speed preset, 0 (slowest, smallest) to 13 (fastest). 8 is the
+#: fastest that keeps 38 dB RGB PSNR within 1.15x the bytes of the CRF-32 default it replaced;
+#: 12 encodes about 2.5x faster for ~1.3x the bytes at the same quality (docs/DECISIONS.md,
+#: "Video segments": the preset/CRF table and the ingest rates).
+DEFAULT_PRESET = 8
+#: The presets SVT-AV1 takes (its ``-1`` research preset is not offered).
+MAX_PRESET = 13
 #: The longest segment readers accept (``MAX_SEGMENT_FRAMES`` in ``src/video/mod.rs``).
 MAX_GOP = 1024
 
@@ -54,7 +61,8 @@ class EncodeOptions:
     resize/encode/check, ``restart_rows``: a restart marker after every MCU row of the frames
     encoded here, so that cropped reads decode only the rows they need (docs/FUSED.md; needs
     the libjpeg-turbo build), and ``encoding``: ``"jpeg"`` (a JPEG per frame, gulpio2's format)
-    or ``"video"`` (AV1 segments of ``gop`` frames at quality ``crf``; ``quality``,
+    or ``"video"`` (AV1 segments of ``gop`` frames at quality ``crf``, encoded by SVT-AV1 at
+    speed ``preset``; ``quality``,
     ``subsampling`` and ``restart_rows`` are JPEG settings and do not apply).
 
     The defaults (q90 4:2:0, no restart markers) are the ingest's (:data:`DEFAULT`); gulpio2
@@ -69,6 +77,7 @@ class EncodeOptions:
     encoding: Encoding = "jpeg"
     crf: int = DEFAULT_CRF
     gop: int = DEFAULT_GOP
+    preset: int = DEFAULT_PRESET
 
     def __post_init__(self) -> None:
         if self.encoding not in ENCODINGS:
@@ -77,6 +86,8 @@ class EncodeOptions:
             raise ValueError(f"crf must be in 0..63, not {self.crf}")
         if not 1 <= int(self.gop) <= MAX_GOP:
             raise ValueError(f"gop must be in 1..{MAX_GOP}, not {self.gop}")
+        if not 0 <= int(self.preset) <= MAX_PRESET:
+            raise ValueError(f"preset must be in 0..{MAX_PRESET}, not {self.preset}")
         if self.encoding == "video" and self.restart_rows:
             raise ValueError(
                 "restart_rows is a JPEG setting; it does not apply to encoding='video'"

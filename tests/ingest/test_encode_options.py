@@ -88,8 +88,16 @@ def test_encode_options_check_every_setting():
     with pytest.raises(ValueError, match="encoding must be one of \\['jpeg', 'video'\\]"):
         EncodeOptions(encoding="h264")  # type: ignore[arg-type]
     assert EncodeOptions(encoding="video").gop == 16
-    for bad in ({"crf": 64}, {"crf": -1}, {"gop": 0}, {"gop": 1025}):
-        with pytest.raises(ValueError, match="crf|gop"):
+    assert EncodeOptions(encoding="video").preset == 8
+    for bad in (
+        {"crf": 64},
+        {"crf": -1},
+        {"gop": 0},
+        {"gop": 1025},
+        {"preset": -1},
+        {"preset": 14},
+    ):
+        with pytest.raises(ValueError, match="crf|gop|preset"):
             EncodeOptions(encoding="video", **bad)
     with pytest.raises(ValueError, match="restart_rows is a JPEG setting"):
         EncodeOptions(encoding="video", restart_rows=True)

@@ -256,6 +256,45 @@ def test_a_rerun_resumes_and_a_changed_encoding_is_refused(videos, tmp_path):
         GulpIngestor(adapter, str(out), 1, 1, progress=False)()
     with pytest.raises(SettingsChangedError, match="gop"):
         GulpIngestor(adapter, str(out), 1, 1, encoding="video", gop=8, progress=False)()
+    with pytest.raises(SettingsChangedError, match="preset"):
+        GulpIngestor(adapter, str(out), 1, 1, encoding="video", preset=12, progress=False)()
+
+
+def _streams(folder) -> dict[str, list[tuple[bytes, int]]]:
+    gd = GulpDirectory(str(folder))
+    out = {}
+    for pos in range(gd.num_chunks):
+        chunk = gd.native_chunk(pos)
+        for v, id_ in enumerate(chunk.ids()):
+            out[id_] = chunk.segment_streams(v)["segments"]
+    return out
+
+
+def test_the_preset_reaches_the_encoder_from_the_api_and_the_command_line(videos, tmp_path, capsys):
+    from gulpio_rs.cli import main
+    from gulpio_rs.segments import encode_segments
+
+    short = {"bikes-short": videos["bikes-short"]}
+    fast = tmp_path / "fast"
+    GulpIngestor(VideoAdapter(short), str(fast), 1, 1, encoding="video", preset=12,
+                 progress=False)()  # fmt: skip
+    want = [(s.data, s.frames) for s in encode_segments(short["bikes-short"], preset=12)]
+    assert _streams(fast)["bikes-short"] == want
+    # Another preset, other bytes: the option is not ignored on the way.
+    default = [(s.data, s.frames) for s in encode_segments(short["bikes-short"])]
+    assert default != want
+    # The command line's transcode passes it as well (its frames are the JPEG dataset's).
+    jpeg = tmp_path / "jpeg"
+    GulpIngestor(VideoAdapter(short), str(jpeg), 1, 1, progress=False)()
+    video = tmp_path / "video"
+    argv = ["transcode", str(jpeg), str(video), "--encoding", "video", "--preset", "12"]
+    assert main(argv) == 0
+    frames = GulpDirectory(str(jpeg)).read("bikes-short")
+    want = [(s.data, s.frames) for s in encode_segments(frames, preset=12)]
+    assert _streams(video)["bikes-short"] == want
+    capsys.readouterr()
+    assert main([*argv[:-1], "14"]) == 2
+    assert "preset must be in 0..13, not 14" in capsys.readouterr().err
 
 
 def test_transcode_round_trip_keeps_ids_meta_and_frame_counts(videos, tmp_path, capsys):

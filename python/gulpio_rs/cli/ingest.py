@@ -262,6 +262,9 @@ def build_parser(cls: type, spec: str) -> argparse.ArgumentParser:
                    "(default: %(default)s)")  # fmt: skip
     g.add_argument("--gop", type=int, default=DEFAULT.gop,
                    help="--encoding video: frames per segment (default: %(default)s)")  # fmt: skip
+    g.add_argument("--preset", type=int, default=DEFAULT.preset,
+                   help="--encoding video: SVT-AV1's speed, 0-13; 12 encodes ~2.5x faster "
+                   "for ~1.3x the bytes at equal quality (default: %(default)s)")  # fmt: skip
     g.add_argument("--strict", action="store_true", help="stop at the first bad video")
     g.add_argument("--skip-truncated", dest="skip_truncated", action="store_true",
                    help="skip videos that decode to fewer frames than their file declares "
@@ -375,6 +378,7 @@ def _run(cls: type, args: argparse.Namespace) -> int:
         encoding=args.encoding,
         crf=args.crf,
         gop=args.gop,
+        preset=args.preset,
         strict=args.strict,
         skip_truncated=args.skip_truncated,
         shard_index=args.shard_index,

@@ -9,7 +9,7 @@ import json
 from dataclasses import asdict
 
 from .._encode_options import DEFAULT, ENCODINGS, SUBSAMPLINGS
-from ._common import Subparsers, count_arg, say
+from ._common import Subparsers, count_arg, error_line, say
 
 EPILOG = """examples:
   gulpio transcode /data/ssv2_gulps /data/ssv2_video --encoding video
@@ -40,6 +40,9 @@ def add_parser(sub: Subparsers) -> None:
                    help="--encoding video: quality, 0-63 (default: %(default)s)")  # fmt: skip
     p.add_argument("--gop", type=int, default=DEFAULT.gop,
                    help="--encoding video: frames per segment (default: %(default)s)")  # fmt: skip
+    p.add_argument("--preset", type=int, default=DEFAULT.preset,
+                   help="--encoding video: SVT-AV1's speed, 0-13 "
+                   "(default: %(default)s)")  # fmt: skip
     p.add_argument("--quality", type=int, default=DEFAULT.quality,
                    help="--encoding jpeg: JPEG quality (default: %(default)s)")  # fmt: skip
     p.add_argument("--subsampling", default=DEFAULT.subsampling, choices=SUBSAMPLINGS,
@@ -61,19 +64,24 @@ def run(args: argparse.Namespace) -> int:
     from .ingest import exit_status
 
     jpeg = args.encoding == "jpeg"
-    report = transcode(
-        args.source,
-        args.destination,
-        encoding=args.encoding,
-        videos_per_chunk=args.videos_per_chunk,
-        num_workers=args.num_workers or usable_cores(),
-        crf=args.crf,
-        gop=args.gop,
-        quality=args.quality if jpeg else None,
-        subsampling=args.subsampling if jpeg else None,
-        strict=args.strict,
-        progress=args.progress,
-    )
+    try:
+        report = transcode(
+            args.source,
+            args.destination,
+            encoding=args.encoding,
+            videos_per_chunk=args.videos_per_chunk,
+            num_workers=args.num_workers or usable_cores(),
+            crf=args.crf,
+            gop=args.gop,
+            preset=args.preset,
+            quality=args.quality if jpeg else None,
+            subsampling=args.subsampling if jpeg else None,
+            strict=args.strict,
+            progress=args.progress,
+        )
+    except ValueError as e:
+        # A setting out of range (--crf 64, --preset 14): a usage error, not a traceback.
+        return error_line("gulpio transcode", e, status=2)
     for line in report.summary().splitlines():
         say(line)
     if report.sidecars:

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._choices import Matrix
-from .._encode_options import DEFAULT_CRF, DEFAULT_GOP, MAX_GOP
+from .._encode_options import DEFAULT_CRF, DEFAULT_GOP, DEFAULT_PRESET, MAX_GOP, MAX_PRESET
 from ..errors import VideoEncodeError
 
 __all__ = [
@@ -36,15 +36,13 @@ __all__ = [
     "DEFAULT_GOP",
     "DEFAULT_PRESET",
     "MAX_GOP",
+    "MAX_PRESET",
     "Segment",
     "SegmentVideo",
     "VideoEncodeError",
     "encode_segments",
     "encode_video",
 ]
-
-#: SVT-AV1's speed preset (0 slowest, 13 fastest).
-DEFAULT_PRESET = 8
 
 # AVColorSpace / AVColorRange / primaries / transfer values (FFmpeg's pixfmt.h).
 _MATRICES = {"bt601": (6, 6, 6), "bt709": (1, 1, 1)}  # (colorspace, primaries, trc)
@@ -151,10 +149,13 @@ def encode_segments(
         raise VideoEncodeError(f"crf must be 0..63, not {crf}")
     if not 1 <= gop <= MAX_GOP:
         raise VideoEncodeError(f"gop must be 1..{MAX_GOP}, not {gop}")
+    if not 0 <= preset <= MAX_PRESET:
+        raise VideoEncodeError(f"preset must be 0..{MAX_PRESET}, not {preset}")
     if matrix not in _MATRICES:
         raise VideoEncodeError(f"matrix must be one of {sorted(_MATRICES)}, not {matrix!r}")
     w, h = _check_frames(frames)
     import av
+    from av.video.reformatter import VideoReformatter
 
     if "libsvtav1" not in av.codecs_available:
         raise VideoEncodeError(
@@ -182,9 +183,13 @@ def encode_segments(
         "svtav1-params": f"keyint={gop}:irefresh-type=2",
     }
     packets = []
+    # One converter for the whole video: `VideoFrame.reformat` builds a new swscale context
+    # per frame, most of the conversion's cost (same bytes; docs/DECISIONS.md).
+    rgb_to_yuv = VideoReformatter()
     for i, f in enumerate(frames):
         vf = av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="rgb24")
-        vf = vf.reformat(
+        vf = rgb_to_yuv.reformat(
+            vf,
             format="yuv420p",
             dst_colorspace=_SWS_COLORSPACE[matrix],
             dst_color_range=color_range,

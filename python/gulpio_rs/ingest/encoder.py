@@ -212,7 +212,7 @@ class FrameEncoder:
             arrays.append(np.ascontiguousarray(a))
         if size is not None and size >= 1 and arrays:
             arrays = _native.resize_frames(arrays, size, self.opts.threads)
-        return encode_video(arrays, crf=self.opts.crf, gop=self.opts.gop)
+        return encode_video(arrays, crf=self.opts.crf, gop=self.opts.gop, preset=self.opts.preset)
 
     def encode(self, frames: Sequence[Any], size: int | None = None) -> list[bytes]:
         """JPEG bytes for every frame, in order.

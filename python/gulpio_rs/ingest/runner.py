@@ -297,10 +297,11 @@ class GulpIngestor:
       gulpio2 wrote them with it (4:4:4 at that quality).
     - ``encoding="video"``: each video stored as AV1 segments of ``gop`` frames (default
       16) at quality ``crf`` (default 29: 38 dB RGB PSNR against the input frames), 14-17x
-      fewer bytes than JPEG q90; read exactly as JPEG datasets are (docs/FORMAT.md §6), but
-      slower: ingest at 0.21-0.25x the JPEG rate, reads of 256-px clips at 0.50-0.85x
-      (2026-11-27, docs/DECISIONS.md, "Video segments"). gulpio2 cannot read such chunks.
-      Needs PyAV with SVT-AV1 (its wheels have it).
+      fewer bytes than JPEG q90, encoded by SVT-AV1 at speed ``preset`` (0-13, default 8;
+      12 encodes about 2.5x faster for about 1.3x the bytes at equal quality); read exactly
+      as JPEG datasets are (docs/FORMAT.md §6). Ingest is several times slower than JPEG's
+      (the encoder; rates in docs/DECISIONS.md, "Video segments"). gulpio2 cannot read such
+      chunks. Needs PyAV with SVT-AV1 (its wheels have it).
     - ``restart_rows=True``: a restart marker after every MCU row of the encoded frames (a
       few bytes per frame), so that cropped reads (``read(..., crop=)``, the PyTorch datasets'
       ``crop=``) skip the rows above the crop; whole-frame decodes get a little slower. Off
@@ -352,6 +353,7 @@ class GulpIngestor:
         encoding: Encoding = DEFAULT.encoding,
         crf: int = DEFAULT.crf,
         gop: int = DEFAULT.gop,
+        preset: int = DEFAULT.preset,
         strict: bool = False,
         skip_truncated: bool = False,
         shard_index: int = 0,
@@ -389,6 +391,7 @@ class GulpIngestor:
             encoding,
             int(crf),
             int(gop),
+            int(preset),
         )
         if quality is None and subsampling is None:
             # Neither chosen: the installed rule may change them (gulpio2's quality knob).
@@ -449,6 +452,9 @@ class GulpIngestor:
         if self.options.encoding != DEFAULT.encoding:
             # Only when not JPEG, so plans of runs from before the option still match.
             extra.update(encoding=self.options.encoding, crf=self.options.crf, gop=self.options.gop)
+            if self.options.preset != DEFAULT.preset:
+                # Likewise only when changed: runs from before the option keep their plans.
+                extra["preset"] = self.options.preset
         if self.skip_truncated:
             # Only when on, for the same reason; resuming with it changed would store a file
             # cut short in one chunk and skip another in the next.

@@ -398,6 +398,7 @@ def write_gulp(
     encoding: Encoding = DEFAULT.encoding,
     crf: int = DEFAULT.crf,
     gop: int = DEFAULT.gop,
+    preset: int = DEFAULT.preset,
     frame_size: int | None = None,
     strict: bool = False,
     threads: int = 1,
@@ -412,11 +413,10 @@ def write_gulp(
     column (a dict, or a JSON string, kept exactly) or else every other column. Optional
     ``timestamps`` (one per frame, seconds), ``fps`` and ``end`` columns are the frames' times,
     stored as the ingest stores an adapter item's (docs/INGEST.md, "Frame timestamps").
-    ``quality``/``subsampling``/``restart_rows`` and ``encoding``/``crf``/``gop`` (AV1 video
-    segments) as :class:`~gulpio_rs.GulpIngestor`;
-    ``frame_size`` resizes so the shorter side has that many pixels. The dataset's order fixes
-    the chunks (this
-    turns on ``preserve_order`` for ``ds``): row ``i`` goes to chunk
+    ``quality``/``subsampling``/``restart_rows`` and ``encoding``/``crf``/``gop``/``preset``
+    (AV1 video segments) as :class:`~gulpio_rs.GulpIngestor`; ``frame_size`` resizes so the
+    shorter side has that many pixels. The dataset's order fixes the chunks (this turns on
+    ``preserve_order`` for ``ds``): row ``i`` goes to chunk
     ``first + i // videos_per_chunk``, so the output is byte-identical to ``GulpIngestor``
     over the same rows, whatever the cluster.
 
@@ -456,6 +456,7 @@ def write_gulp(
         encoding,
         int(crf),
         int(gop),
+        int(preset),
     )
     size = int(frame_size) if frame_size is not None and frame_size > 0 else None
 
