@@ -7,11 +7,12 @@
 //! order is the segment's frame i; decoding stops after the last frame asked for), and that
 //! nothing a decoder does on bad input (an error or a panic) leaves it other than as a
 //! [`SegmentFailure`]. `av1` is the one codec (libdav1d or rav1d, chosen at build time); `obu`
-//! vets AV1 streams for it.
+//! vets AV1 streams for it; `refs` finds the frames a read may leave out.
 
 pub mod av1;
 pub mod fork_gate;
 pub mod obu;
+pub mod refs;
 pub mod stages;
 pub mod yuv;
 
@@ -217,11 +218,32 @@ pub fn decode_segment_region(
     // segments are written): with frame threading the decoder would otherwise start on the
     // next frames, and closing it waits for them. Fewer units than frames (a stream not
     // written so) only means fewer pictures, which `run` reports.
-    let cut = wanted
-        .last()
-        .and_then(|&last| summary.temporal_units.get(last + 1))
-        .map_or(bytes.len(), |&end| end);
-    guarded(|| run(shape, &bytes[..cut], wanted, region, outs).map(|_| ()))
+    let Some(&last) = wanted.last() else {
+        return Ok(());
+    };
+    let units = &summary.temporal_units;
+    let cut = units.get(last + 1).map_or(bytes.len(), |&end| end);
+    // Frames no later frame refers to and the caller does not want are left out (`refs`):
+    // what a stride-2 clip or a clip that starts inside a segment would decode for nothing.
+    let skip = refs::skippable(&bytes[..cut], units, wanted);
+    let mut frames = Vec::with_capacity(last + 1 - skip.len());
+    let mut kept = Vec::new();
+    for i in 0..=last {
+        if skip.binary_search(&i).is_ok() {
+            continue;
+        }
+        frames.push(i);
+        if !skip.is_empty() {
+            let end = units.get(i + 1).map_or(cut, |&e| e.min(cut));
+            kept.extend_from_slice(&bytes[units.get(i).copied().unwrap_or(cut)..end]);
+        }
+    }
+    let stream = if skip.is_empty() {
+        &bytes[..cut]
+    } else {
+        &kept[..]
+    };
+    guarded(|| run(shape, stream, &frames, wanted, region, outs).map(|_| ()))
 }
 
 /// Decodes a whole segment without keeping pixels: its frame size, frame count and colour
@@ -337,24 +359,27 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, SegmentFailure>) -> Result<T, Segmen
     }
 }
 
-/// The decode loop of [`decode_segment`], after vetting. Returns the pictures seen.
+/// The decode loop of [`decode_segment`], after vetting: `bytes` holds the temporal units of
+/// the frames `frames` (increasing, one picture each), which include every wanted frame.
+/// Returns the pictures seen.
 fn run(
     shape: &SegmentShape,
     bytes: &[u8],
+    frames: &[usize],
     wanted: &[usize],
     region: yuv::Region,
     outs: &mut [&mut [u8]],
 ) -> Result<usize, SegmentFailure> {
-    let Some(&last) = wanted.last() else {
+    if wanted.is_empty() {
         return Ok(0);
-    };
+    }
     // The decoder refuses larger frames before allocating them (a hostile stream could
     // otherwise declare 65536x65536 inside a segment the index calls small).
     let max = u32::try_from(shape.width * shape.height).unwrap_or(u32::MAX);
     let setup = Instant::now();
     let mut dec = av1::Decoder::new(max).map_err(SegmentFailure::new)?;
     stages::add(Stage::Setup, setup);
-    let result = decode_frames(&mut dec, shape, bytes, wanted, last, region, outs);
+    let result = decode_frames(&mut dec, shape, bytes, frames, wanted, region, outs);
     let close = Instant::now();
     drop(dec);
     stages::add(Stage::Setup, close);
@@ -368,8 +393,8 @@ fn decode_frames(
     dec: &mut av1::Decoder,
     shape: &SegmentShape,
     bytes: &[u8],
+    frames: &[usize],
     wanted: &[usize],
-    last: usize,
     region: yuv::Region,
     outs: &mut [&mut [u8]],
 ) -> Result<usize, SegmentFailure> {
@@ -377,8 +402,7 @@ fn decode_frames(
     let mut pending = dec.start(bytes).map_err(SegmentFailure::new)?;
     stages::add(Stage::Decode, started);
     let mut next_out = 0usize;
-    let mut index = 0usize;
-    while index <= last {
+    for &index in frames {
         let started = Instant::now();
         let pic = dec
             .next(&mut pending)
@@ -387,7 +411,7 @@ fn decode_frames(
                 SegmentFailure::at(
                     index,
                     format!(
-                        "the segment ends after {index} frames; {} are declared",
+                        "the segment ends before frame {index}; {} frames are declared",
                         shape.frames
                     ),
                 )
@@ -414,11 +438,11 @@ fn decode_frames(
             stages::add(Stage::Convert, started);
             next_out += 1;
         }
-        index += 1;
     }
     // Decoded to the end: a picture past the declared frames means the declaration is wrong
     // (the frames before it may be shifted), so the segment is refused rather than read.
-    if index == shape.frames
+    let index = shape.frames;
+    if frames.last() == Some(&(index - 1))
         && dec
             .next(&mut pending)
             .map_err(|m| SegmentFailure::at(index, m))?
@@ -432,7 +456,7 @@ fn decode_frames(
             ),
         ));
     }
-    Ok(index)
+    Ok(frames.len())
 }
 
 #[cfg(test)]

@@ -157,6 +157,53 @@ fn any_subset_equals_the_whole_decode_at_those_positions() {
     }
 }
 
+/// Every selection of frames of every fixture (255 per 8-frame segment) returns what a decode
+/// of every frame returns, although the reads leave out the frames no other frame refers to
+/// (`refs`), which the fixtures have.
+#[test]
+fn frames_left_out_change_no_returned_pixel() {
+    let mut left_out = 0;
+    for f in fixtures() {
+        let n = f.shape.frames;
+        let full = decode(&f.shape, &f.bytes, &all(&f.shape)).unwrap();
+        let units = obu::walk(&f.bytes).unwrap().temporal_units;
+        for mask in 1u32..(1 << n) {
+            let wanted: Vec<usize> = (0..n).filter(|i| (mask >> i) & 1 == 1).collect();
+            let skip = refs::skippable(&f.bytes, &units, &wanted);
+            assert!(skip.iter().all(|i| !wanted.contains(i)), "{}", f.name);
+            left_out += skip.len();
+            let got = decode(&f.shape, &f.bytes, &wanted).unwrap();
+            for (g, &i) in got.iter().zip(&wanted) {
+                assert!(*g == full[i], "{}: frame {i} of {wanted:?}", f.name);
+            }
+        }
+    }
+    assert!(
+        left_out > 0,
+        "no fixture has a frame to leave out: nothing was tested"
+    );
+}
+
+/// Damaged or cut segments make `refs` leave every frame in (or fail later, in the decoder),
+/// never panic: every prefix and every single-byte change of a fixture's first units.
+#[test]
+fn skippable_survives_damage() {
+    for f in fixtures().into_iter().take(2) {
+        let units = obu::walk(&f.bytes).unwrap().temporal_units;
+        let wanted = [f.shape.frames - 1];
+        let base = refs::skippable(&f.bytes, &units, &wanted);
+        for cut in 0..f.bytes.len().min(600) {
+            let _ = refs::skippable(&f.bytes[..cut], &units, &wanted);
+        }
+        for at in 0..f.bytes.len().min(400) {
+            let mut bad = f.bytes.clone();
+            bad[at] ^= 0xA5;
+            let _ = refs::skippable(&bad, &units, &wanted);
+        }
+        assert!(!base.is_empty(), "{}", f.name);
+    }
+}
+
 /// A region's pixels are the whole frame's in that rectangle (odd sizes, both matrices and
 /// ranges: the fixtures), for rectangles at the edges, one pixel, and odd ends; an odd left
 /// edge or a rectangle outside the frame is refused.

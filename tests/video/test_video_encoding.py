@@ -58,6 +58,30 @@ def test_every_clip_equals_the_whole_decode_at_its_positions(stored, videos):
         assert np.array_equal(got[0], whole[sel])
 
 
+def test_strided_clips_leave_out_frames_nothing_refers_to_and_equal_the_whole_decode(stored):
+    from gulpio_rs.segments import DEFAULT_GOP, stage_times
+
+    gd = GulpDirectory(str(stored))
+    whole = np.stack(gd["bikes"][0])
+    n = len(whole)
+    stage_times(reset=True)
+    without_skipping = 0
+    for start in range(n - 15):
+        sel = list(range(start, n, 2))[:8]
+        got = gd.read_batch(["bikes"], [sel])
+        assert np.array_equal(got[0], whole[sel]), start
+        # Decoding every frame from the key frame of each segment read to its last wanted one.
+        last_in = {}
+        for f in sel:
+            last_in[f // DEFAULT_GOP] = f
+        without_skipping += sum(f % DEFAULT_GOP + 1 for f in last_in.values())
+    t = stage_times(reset=True)
+    # SVT-AV1's hierarchical GOPs have frames no other frame refers to (src/video/refs.rs):
+    # the reads above skipped those they did not return, and returned exact pixels.
+    assert t.returned == 8 * (n - 15)
+    assert t.pictures < without_skipping
+
+
 def test_read_batch_mixes_videos_and_fuses_crops(stored):
     gd = GulpDirectory(str(stored))
     whole = {i: np.stack(gd[i][0]) for i in ("bikes", "bbb")}
@@ -361,8 +385,10 @@ def test_stage_times_count_what_a_read_decoded(stored):
     stage_times(reset=True)
     gd.read_batch(["bikes"], [list(range(20, 24))], crop=[(0, 0, 128, 128)], size=[(64, 64)])
     t = stage_times(reset=True)
-    # Frames 20..23 are in segment 1 (frames 16..31): decoded from its key frame, frame 16.
-    assert (t.segments, t.pictures, t.returned) == (1, 8, 4)
+    # Frames 20..23 are in segment 1 (frames 16..31): decoded from its key frame, frame 16, to
+    # frame 23, but for frame 19, which no other frame refers to in SVT-AV1's hierarchical GOP
+    # (the fourth of each; src/video/refs.rs).
+    assert (t.segments, t.pictures, t.returned) == (1, 7, 4)
     assert t.decode > 0 and t.convert > 0 and t.reframe > 0 and t.setup > 0
     assert stage_times() == (0.0, 0.0, 0.0, 0.0, 0, 0, 0)
 
