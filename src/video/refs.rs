@@ -277,6 +277,9 @@ pub fn skippable(data: &[u8], units: &[usize], wanted: &[usize]) -> Vec<usize> {
     let Some(&last) = wanted.last() else {
         return Vec::new();
     };
+    if wanted.len() > last {
+        return Vec::new(); // every frame up to the last is wanted (`wanted` is increasing)
+    }
     let mut seq: Option<Sequence> = None;
     let mut skip = Vec::new();
     let mut next_wanted = 0usize;

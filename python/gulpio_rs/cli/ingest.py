@@ -254,9 +254,9 @@ def build_parser(cls: type, spec: str) -> argparse.ArgumentParser:
     g.add_argument("--encoding", default=DEFAULT.encoding, choices=ENCODINGS,
                    help="jpeg: a JPEG per frame (gulpio2's format); video: each video as AV1 "
                    "segments, 14-17x smaller and read the same way, but slower: ingest at "
-                   "0.21-0.25x the JPEG rate, reads of 256-px clips at 0.50-0.85x JPEG's "
-                   "frames/s (2026-11-27, docs/DECISIONS.md 'Video segments'; being made "
-                   "faster); gulpio2 cannot read them (default: %(default)s)")  # fmt: skip
+                   "0.11-0.20x the JPEG rate (see --preset), reads of 256-px clips at "
+                   "0.6-0.95x JPEG's frames/s (README, 'Video as video'); gulpio2 cannot "
+                   "read them (default: %(default)s)")  # fmt: skip
     g.add_argument("--crf", type=int, default=DEFAULT.crf,
                    help="--encoding video: quality, 0-63, lower is better and larger "
                    "(default: %(default)s)")  # fmt: skip
