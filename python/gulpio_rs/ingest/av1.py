@@ -155,7 +155,7 @@ def encode_segments(
         raise VideoEncodeError(f"matrix must be one of {sorted(_MATRICES)}, not {matrix!r}")
     w, h = _check_frames(frames)
     import av
-    from av.video.reformatter import VideoReformatter
+    from av.video.reformatter import Colorspace, VideoReformatter
 
     if "libsvtav1" not in av.codecs_available:
         raise VideoEncodeError(
@@ -191,7 +191,7 @@ def encode_segments(
         vf = rgb_to_yuv.reformat(
             vf,
             format="yuv420p",
-            dst_colorspace=_SWS_COLORSPACE[matrix],
+            dst_colorspace=Colorspace[_SWS_COLORSPACE[matrix].upper()],
             dst_color_range=color_range,
         )
         vf.pts = i
