@@ -4,15 +4,15 @@
 //! frame, are counted) and checks that the segment starts as a segment must: a sequence header,
 //! then a key frame that is decoded, not a repeat of an earlier one.
 
-/// OBU types (AV1 spec §6.2.2).
-const OBU_SEQUENCE_HEADER: u8 = 1;
-const OBU_TEMPORAL_DELIMITER: u8 = 2;
-const OBU_FRAME_HEADER: u8 = 3;
-const OBU_TILE_GROUP: u8 = 4;
-const OBU_METADATA: u8 = 5;
-const OBU_FRAME: u8 = 6;
-const OBU_REDUNDANT_FRAME_HEADER: u8 = 7;
-const OBU_PADDING: u8 = 15;
+/// OBU types (AV1 spec §6.2.2); `refs` reads the same stream.
+pub(super) const OBU_SEQUENCE_HEADER: u8 = 1;
+pub(super) const OBU_TEMPORAL_DELIMITER: u8 = 2;
+pub(super) const OBU_FRAME_HEADER: u8 = 3;
+pub(super) const OBU_TILE_GROUP: u8 = 4;
+pub(super) const OBU_METADATA: u8 = 5;
+pub(super) const OBU_FRAME: u8 = 6;
+pub(super) const OBU_REDUNDANT_FRAME_HEADER: u8 = 7;
+pub(super) const OBU_PADDING: u8 = 15;
 
 /// What the walk found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub struct Summary {
 }
 
 /// Reads a `leb128()` (AV1 spec §4.10.5): at most 8 bytes, value below 2^32.
-fn leb128(b: &[u8], at: &mut usize) -> Result<u64, String> {
+pub(super) fn leb128(b: &[u8], at: &mut usize) -> Result<u64, String> {
     let mut value = 0u64;
     for i in 0..8 {
         let byte = *b

@@ -18,15 +18,10 @@
 //! API decodes; rav1d's parser is internal to it), and the part needed is the first ~40 bits of
 //! the uncompressed header, read as AV1 spec §5.5 and §5.9.2 define them.
 
-/// OBU types (AV1 spec §6.2.2).
-const OBU_SEQUENCE_HEADER: u8 = 1;
-const OBU_TEMPORAL_DELIMITER: u8 = 2;
-const OBU_FRAME_HEADER: u8 = 3;
-const OBU_TILE_GROUP: u8 = 4;
-const OBU_METADATA: u8 = 5;
-const OBU_FRAME: u8 = 6;
-const OBU_REDUNDANT_FRAME_HEADER: u8 = 7;
-const OBU_PADDING: u8 = 15;
+use super::obu::{
+    leb128, OBU_FRAME, OBU_FRAME_HEADER, OBU_METADATA, OBU_PADDING, OBU_REDUNDANT_FRAME_HEADER,
+    OBU_SEQUENCE_HEADER, OBU_TEMPORAL_DELIMITER, OBU_TILE_GROUP,
+};
 
 /// Frame types (AV1 spec §6.8.2).
 const KEY_FRAME: u32 = 0;
@@ -245,20 +240,13 @@ fn obus(data: &[u8]) -> impl Iterator<Item = Option<(u8, u32, u32, &[u8])>> + '_
             spatial_id = u32::from((ext >> 3) & 0x03);
             at += 1;
         }
-        let mut size = 0usize;
-        let mut shift = 0;
-        loop {
-            let Some(&byte) = data.get(at) else {
-                at = data.len();
-                return Some(None);
-            };
-            at += 1;
-            size |= usize::from(byte & 0x7f) << shift;
-            shift += 7;
-            if byte & 0x80 == 0 || shift >= 56 {
-                break;
-            }
-        }
+        let Some(size) = leb128(data, &mut at)
+            .ok()
+            .and_then(|v| usize::try_from(v).ok())
+        else {
+            at = data.len();
+            return Some(None);
+        };
         let Some(end) = at.checked_add(size).filter(|&e| e <= data.len()) else {
             at = data.len();
             return Some(None);
