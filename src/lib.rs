@@ -10,6 +10,7 @@ pub mod error;
 pub mod format;
 pub mod io;
 pub mod jpeg;
+pub mod manifest;
 pub mod permute;
 pub mod pixels;
 pub mod pool;

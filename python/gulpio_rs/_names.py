@@ -16,6 +16,9 @@ TEMP_PREFIX: str = _native.TEMP_PREFIX
 OWN_PREFIX = ".gulpio"
 #: The folder ``gulpio repair`` moves damaged chunk files into, inside the dataset.
 QUARANTINE_DIR = "gulpio-quarantine"
+#: The dataset manifest's folder (docs/FORMAT.md §7): part of the dataset, but not a sidecar
+#: a copy of the chunks should carry (its records would not match the copy's files).
+MANIFEST_DIR: str = _native.MANIFEST_DIR
 
 
 def chunk_names(number: int) -> tuple[str, str, str]:
@@ -59,7 +62,9 @@ def is_chunk_file(name: str) -> bool:
 
 def is_ours(name: str) -> bool:
     """True for a file or folder name this package keeps for itself inside a dataset (see
-    :data:`OWN_PREFIX`, :data:`QUARANTINE_DIR`) and the temporaries of ``_atomic``'s writers:
-    state of a writer or a tool, not part of the dataset."""
+    :data:`OWN_PREFIX`, :data:`QUARANTINE_DIR`, :data:`MANIFEST_DIR`) and the temporaries of
+    ``_atomic``'s writers: state of a writer or a tool, or the manifest, never a sidecar."""
     base = os.path.basename(name)
-    return base.startswith(OWN_PREFIX) or base == QUARANTINE_DIR or is_temporary(base)
+    return (
+        base.startswith(OWN_PREFIX) or base in (QUARANTINE_DIR, MANIFEST_DIR) or is_temporary(base)
+    )

@@ -2,7 +2,7 @@
 ``gulpio_rs`` package, which wraps it)."""
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, Self, final
+from typing import Any, Literal, Protocol, Self, TypedDict, final
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +65,9 @@ __all__ = [
     "gulpio_chunk_number",
     "parse_temp_name",
     "TEMP_PREFIX",
+    "MANIFEST_DIR",
+    "manifest_index",
+    "manifest_status",
     "__version__",
     "JPEG_BACKEND",
     "AV1_BACKEND",
@@ -350,6 +353,44 @@ def gulpio_chunk_number(name: str) -> int | None:
 def parse_temp_name(name: str) -> tuple[str, int] | None:
     """``(target file name, pid of the writer)`` if ``name`` is a chunk writer's temporary
     file, else ``None``."""
+
+# The dataset manifest (Rust ``manifest``, docs/FORMAT.md §7), local datasets.
+
+#: The manifest's folder inside a dataset (``_gulpio``).
+MANIFEST_DIR: str
+
+class _IndexReport(TypedDict):
+    created: bool
+    added: int
+    replaced: int
+    removed: int
+    aborted: int
+    version: int
+    chunks: int
+    videos: int
+
+class _ManifestStatus(TypedDict):
+    version: int
+    base_version: int
+    base: Literal["snapshot", "genesis"]
+    tail: int
+    chunks: int
+    videos: int
+    pending: list[tuple[int, int]]
+    unrecorded: list[int]
+    mismatched: list[int]
+
+def manifest_index(path: str, abort_pending: bool = False) -> _IndexReport:
+    """Records every chunk of the local dataset at ``path`` in its manifest (creating it when
+    missing: the genesis commit and ``LATEST``), commits what it did not record, and writes a
+    snapshot. Every chunk needs its index. With ``abort_pending``, operations of writers that
+    died before their commit point, whose chunk has no ``.gmeta``, are aborted."""
+
+def manifest_status(path: str) -> _ManifestStatus | None:
+    """The manifest's state compared with a listing of the local dataset at ``path``, or
+    ``None`` when it has no manifest. ``unrecorded``: chunks listed but not recorded;
+    ``mismatched``: records whose chunk is gone or whose files differ; ``pending``:
+    ``(chunk, version)`` of operations that have not taken effect."""
 
 def probe_segment(data: bytes, frames: int) -> tuple[int, int, str, bool]:
     """Decodes a whole AV1 video segment that must hold ``frames`` frames, keeping no pixels:

@@ -25,6 +25,7 @@ use crate::error::Problem;
 use crate::error::{At, Error, IoContext, Result};
 use crate::format::index::{FrameRec, IndexBuilder, MAX_JPEG_LEN};
 use crate::format::json::Scanner;
+use crate::format::manifest::Op;
 use crate::format::paths::{chunk_number, first_free_number, temp_for, ChunkPaths};
 use crate::format::segments::{
     check_stream, segments_meta, SegmentRec, StreamRec, CHROMA_420, FLAG_KEYFRAME,
@@ -529,10 +530,11 @@ impl ChunkWriter {
                 return Err(e);
             }
         };
+        let manifest = Manifest::of(&self.paths, &index, &meta);
         let published = if self.data_published || self.naming == Naming::Replace {
-            self.replace_names(&meta_tmp.0, &index_tmp.0)
+            self.replace_names(&meta_tmp.0, &index_tmp.0, &manifest)
         } else {
-            self.claim(&meta_tmp, &index_tmp)
+            self.claim(&meta_tmp, &index_tmp, &manifest)
         };
         // Gone after a rename; a second name of the published file after a link.
         let _ = std::fs::remove_file(&meta_tmp.0);
@@ -545,19 +547,34 @@ impl ChunkWriter {
 
     /// Publishes by renaming over the chunk's names (a rewrite, or a later publication of a
     /// chunk this writer holds): data (first time only), `.gmeta`, then the index.
-    fn replace_names(&mut self, meta_tmp: &Path, index_tmp: &Path) -> Result<()> {
+    fn replace_names(
+        &mut self,
+        meta_tmp: &Path,
+        index_tmp: &Path,
+        manifest: &Manifest<'_>,
+    ) -> Result<()> {
         if !self.data_published {
             std::fs::rename(&self.data_path, &self.paths.data).at(&self.paths.data)?;
             self.data_path = self.paths.data.clone();
             self.data_published = true;
         }
-        std::fs::rename(meta_tmp, &self.paths.meta).at(&self.paths.meta)?;
+        // The commit comes before the commit point (docs/FORMAT.md §7.6).
+        let committed = manifest.commit(&self.paths, Op::Replace)?;
+        if let Err(e) = std::fs::rename(meta_tmp, &self.paths.meta).at(&self.paths.meta) {
+            manifest.abort(committed);
+            return Err(e);
+        }
         std::fs::rename(index_tmp, &self.paths.index).at(&self.paths.index)
     }
 
     /// First publication of a chunk that did not exist: takes the names without replacing
     /// anything, the next free number when another writer took this one ([`Naming::NextFree`]).
-    fn claim(&mut self, meta_tmp: &(PathBuf, File), index_tmp: &(PathBuf, File)) -> Result<()> {
+    fn claim(
+        &mut self,
+        meta_tmp: &(PathBuf, File),
+        index_tmp: &(PathBuf, File),
+        manifest: &Manifest<'_>,
+    ) -> Result<()> {
         let dir = match self.paths.data.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
@@ -568,7 +585,7 @@ impl ChunkWriter {
                 let from = chunk_number(&target.data).unwrap_or(0);
                 target = ChunkPaths::numbered(&dir, next_free(&dir, from)?);
             }
-            if self.try_claim(&target, meta_tmp, index_tmp)? {
+            if self.try_claim(&target, meta_tmp, index_tmp, manifest)? {
                 let _ = std::fs::remove_file(&self.data_path);
                 self.paths = target;
                 self.data_path = self.paths.data.clone();
@@ -598,6 +615,7 @@ impl ChunkWriter {
         target: &ChunkPaths,
         meta_tmp: &(PathBuf, File),
         index_tmp: &(PathBuf, File),
+        manifest: &Manifest<'_>,
     ) -> Result<bool> {
         if local::name_exists(&target.meta) || local::name_exists(&target.data) {
             return Ok(false);
@@ -612,9 +630,20 @@ impl ChunkWriter {
             (&self.data_path, &target.data, data),
             (&meta_tmp.0, &target.meta, &meta_tmp.1),
         ];
+        let mut committed = None;
         for (done, &(src, dst, _)) in steps.iter().enumerate() {
-            let linked = local::link_new(src, dst);
+            // The number is claimed and the data published: commit the add before the
+            // `.gmeta`, the commit point (docs/FORMAT.md §7.6).
+            let linked = if done == 2 {
+                manifest.commit(target, Op::Add).and_then(|c| {
+                    committed = c;
+                    local::link_new(src, dst)
+                })
+            } else {
+                local::link_new(src, dst)
+            };
             if !matches!(linked, Ok(true)) {
+                manifest.abort(committed);
                 for &(_, dst, file) in &steps[..done] {
                     local::remove_if_names(dst, file);
                 }
@@ -661,6 +690,61 @@ impl Drop for ChunkWriter {
 }
 
 /// `text` is one JSON value and nothing else.
+/// The dataset manifest of the chunk's folder, if it has one: each publication commits its
+/// operation before its commit point, and aborts it if the commit point is not reached.
+struct Manifest<'a> {
+    root: Option<PathBuf>,
+    index: &'a [u8],
+    meta: &'a [u8],
+}
+
+impl<'a> Manifest<'a> {
+    fn of(paths: &ChunkPaths, index: &'a [u8], meta: &'a [u8]) -> Manifest<'a> {
+        let dir = match paths.data.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Manifest {
+            root: crate::manifest::has_manifest(&dir).then_some(dir),
+            index,
+            meta,
+        }
+    }
+
+    /// Commits `op` on the chunk at `paths`; the chunk number it committed, if any.
+    fn commit(&self, paths: &ChunkPaths, op: Op) -> Result<Option<u64>> {
+        let Some(root) = &self.root else {
+            return Ok(None);
+        };
+        let number = chunk_number(&paths.data)
+            .filter(|&k| {
+                let canonical = ChunkPaths::numbered(root, k);
+                canonical.data == paths.data && canonical.meta == paths.meta
+            })
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{}: a dataset with a manifest records chunks under gulpio's names \
+                     data_{{k}}.gulp and meta_{{k}}.gmeta only, not {}",
+                    root.display(),
+                    paths.data.display()
+                ))
+            })?;
+        let input = crate::manifest::describe(number, op, self.index, self.meta)
+            .map_err(|m| Error::Internal(format!("the chunk's own index: {m}")))?;
+        crate::manifest::commit_ops(root, &[input])?;
+        Ok(Some(number))
+    }
+
+    /// Commits the abort of an operation whose commit point was not reached. A failure here
+    /// leaves the operation pending, which readers check at every open: never wrong, so it
+    /// does not mask the error that brought us here.
+    fn abort(&self, committed: Option<u64>) {
+        if let (Some(root), Some(number)) = (&self.root, committed) {
+            let _ = crate::manifest::abort_op(root, number);
+        }
+    }
+}
+
 fn check_json(text: &[u8]) -> std::result::Result<(), String> {
     let mut scan = Scanner::new(text);
     scan.skip_value(0)?;

@@ -4,7 +4,7 @@
 //! JSON meta file (`gmeta`, `json`), and the file naming rules of a chunk (`paths`). Pure
 //! functions over bytes; no I/O policy, no decoder.
 
-mod bytes;
+pub(crate) mod bytes;
 pub mod frame;
 pub mod gmeta;
 pub mod index;

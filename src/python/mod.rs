@@ -10,6 +10,7 @@ mod directory;
 mod errors;
 mod ids;
 mod jpeg;
+mod manifest;
 mod paths;
 mod permute;
 mod pool;
@@ -50,6 +51,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrays::release_pooled_buffers, m)?)?;
     m.add_function(wrap_pyfunction!(permute::feistel, m)?)?;
     paths::register(m)?;
+    manifest::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("JPEG_BACKEND", crate::jpeg::BACKEND.name())?;
     m.add("AV1_BACKEND", crate::video::av1::BACKEND)?;

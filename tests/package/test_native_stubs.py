@@ -70,9 +70,11 @@ def compare(stub_source: str, module) -> list[str]:
                 problems.append(f"{node.name}: stub {want} != module {got}")
         elif isinstance(node, ast.ClassDef):
             if node.name.startswith("_") and any(
-                isinstance(b, ast.Name) and b.id == "Protocol" for b in node.bases
+                isinstance(b, ast.Name) and b.id in ("Protocol", "TypedDict") for b in node.bases
             ):
-                continue  # a private Protocol: what the stub asks of an argument, typing only
+                # A private Protocol (what the stub asks of an argument) or TypedDict (the
+                # keys of a dict it returns): typing only.
+                continue
             stub_names.add(node.name)
             cls = getattr(module, node.name, None)
             if cls is not None:

@@ -16,6 +16,7 @@ import time
 import warnings
 from typing import Any
 
+from .. import _manifest
 from .._atomic import write_text_atomically
 from .._names import temporary_of
 from .._plural import plural
@@ -124,6 +125,7 @@ def verify(
                 bad_ids.append(video_id)
     if not is_url(directory):
         problems += leftovers(directory)
+        problems += _manifest.problems(directory)
     seconds = time.perf_counter() - start
     return {
         "directory": directory,

@@ -8,9 +8,10 @@ import json
 from collections import Counter
 from typing import Any
 
+from .. import _manifest
 from .._plural import plural
 from .._sizes import megabytes
-from ._common import Subparsers, open_directory, say
+from ._common import Subparsers, is_url, open_directory, say
 
 EPILOG = """examples:
   gulpio info /data/gulps
@@ -92,6 +93,10 @@ def describe(directory: str, label_field: str = "label") -> dict[str, Any]:
         "frame_sizes": dict(sizes.most_common()),
         "channels": dict(channels.most_common()),
         "labels": dict(labels.most_common()),
+        # How the dataset opens: readers list its chunks (the manifest, where there is one, is
+        # kept current by every writer of ours, and checked by `gulpio check`).
+        "opened_by": "listing",
+        "manifest": None if is_url(directory) else _manifest.status(directory),
     }
 
 
@@ -150,6 +155,9 @@ def run(args: argparse.Namespace) -> int:
             + ", ".join(f"{k} ({n:,})" for k, n in shown)
             + (f", ... {more} more" if more > 0 else "")
         )
+    if not is_url(info["directory"]):
+        say(f"  manifest {_manifest.summary(info['manifest'])}")
+    say("  opened   by listing its chunks (one index read per chunk)")
     if args.shapes:
         _print_shapes(info["video_frame_sizes"])
     return 0

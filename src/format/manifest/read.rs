@@ -33,6 +33,12 @@ impl Source for [u8] {
     }
 }
 
+impl<T: Source + ?Sized> Source for &T {
+    fn read(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>, String> {
+        (**self).read(offset, len)
+    }
+}
+
 impl Source for Vec<u8> {
     fn read(&self, offset: u64, len: u64) -> Result<Cow<'_, [u8]>, String> {
         self.as_slice().read(offset, len)

@@ -1,0 +1,86 @@
+"""The dataset manifest (docs/FORMAT.md §7) as ``gulpio info``, ``check`` and ``index`` show it:
+one place that turns ``_native.manifest_status`` into words and problems."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from . import _native
+from ._names import chunk_paths
+from ._plural import plural
+
+
+def status(directory: str) -> _native._ManifestStatus | None:
+    """The manifest compared with a listing of the local dataset, ``None`` without one."""
+    return _native.manifest_status(directory)
+
+
+def summary(st: _native._ManifestStatus | None) -> str:
+    """One line: the manifest's version, base and what is outstanding."""
+    if st is None:
+        return "none (`gulpio index` creates one)"
+    base = f"snapshot of version {st['base_version']}" if st["base"] == "snapshot" else "genesis"
+    line = (
+        f"version {st['version']} ({base} + {plural(st['tail'], 'commit')}), "
+        f"{plural(st['chunks'], 'chunk')}, {st['videos']:,} videos"
+    )
+    outstanding = [
+        plural(len(st[key]), what)  # type: ignore[literal-required]
+        for key, what in (
+            ("pending", "pending operation"),
+            ("unrecorded", "unrecorded chunk"),
+            ("mismatched", "record that does not match its chunk"),
+        )
+        if st[key]  # type: ignore[literal-required]
+    ]
+    if outstanding:
+        line += "; " + ", ".join(outstanding)
+    return line
+
+
+def problems(directory: str) -> list[dict[str, Any]]:
+    """What ``gulpio check`` reports about the manifest: chunks it does not record, records
+    that do not match their chunk, operations that did not take effect, or the manifest's own
+    damage."""
+    try:
+        st = status(directory)
+    except Exception as e:  # a damaged manifest file: a finding, not a crash of the check
+        folder = os.path.join(directory, _native.MANIFEST_DIR)
+        return [_problem(folder, "manifest", f"{e}; `gulpio index` rewrites the manifest")]
+    if st is None:
+        return []
+    found = []
+    for k in st["unrecorded"]:
+        found.append(
+            _problem(
+                chunk_paths(directory, k)[1],
+                "unrecorded",
+                f"chunk {k} is not recorded in the dataset manifest (added by a tool that does "
+                "not keep it); `gulpio index` records it",
+            )
+        )
+    for k in st["mismatched"]:
+        found.append(
+            _problem(
+                chunk_paths(directory, k)[1],
+                "manifest",
+                f"the manifest's record of chunk {k} does not match its files (changed or "
+                "removed by a tool that does not keep the manifest); `gulpio index` updates it",
+            )
+        )
+    for k, v in st["pending"]:
+        found.append(
+            _problem(
+                chunk_paths(directory, k)[1],
+                "pending",
+                f"operation on chunk {k} committed in manifest version {v} has not taken "
+                "effect (a writer at work, or one that died); `gulpio index --abort-pending` "
+                "aborts it once no writer is at work",
+            )
+        )
+    return found
+
+
+def _problem(path: str, kind: str, message: str) -> dict[str, Any]:
+    return {"path": path, "video_id": None, "frame": None, "kind": kind, "message": message}

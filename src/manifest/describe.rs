@@ -1,0 +1,96 @@
+//! A chunk's record and videos (docs/FORMAT.md §7.2) from its index and `.gmeta` bytes: what a
+//! writer commits before its commit point, and what `gulpio index` records for a chunk.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::format::bytes::u32_at;
+use crate::format::index::Index;
+use crate::format::manifest::{ChunkInput, ChunkRecord, Op, VideoInput};
+use crate::format::paths::ChunkPaths;
+use crate::format::Storage;
+
+/// The record (op `op`) of chunk `number` whose index and `.gmeta` are these bytes. The index
+/// must be the one written with this `.gmeta` (its header names the `.gmeta`'s length and
+/// CRC): a record is only ever made from a consistent pair.
+pub fn describe(number: u64, op: Op, index: &[u8], meta: &[u8]) -> Result<ChunkInput, String> {
+    let parsed = Index::parse(Storage::Owned(index.to_vec()))?;
+    let h = parsed.header();
+    let gmeta_crc = crc32fast::hash(meta);
+    if h.gmeta_len != meta.len() as u64 || h.gmeta_crc != gmeta_crc {
+        return Err(format!(
+            "the index describes a .gmeta of {} bytes (CRC {:#010x}), not this one of {} \
+             (CRC {gmeta_crc:#010x})",
+            h.gmeta_len,
+            h.gmeta_crc,
+            meta.len()
+        ));
+    }
+    let index_version =
+        u8::try_from(h.version).map_err(|_| format!("index version {}", h.version))?;
+    let mut videos = Vec::with_capacity(parsed.video_count());
+    for i in 0..parsed.video_count() {
+        let v = parsed.video(i);
+        let first = (v.frame_count > 0).then(|| parsed.frame(v.frame_start as usize));
+        videos.push(VideoInput {
+            id: parsed.id(i).to_owned(),
+            frame_count: v.frame_count,
+            height: first.map_or(0, |f| f.height),
+            width: first.map_or(0, |f| f.width),
+            channels: first.map_or(0, |f| f.channels),
+            segments: parsed.stream_of(i).is_some(),
+        });
+    }
+    Ok(ChunkInput {
+        record: ChunkRecord {
+            number,
+            first: 0,
+            video_count: 0,
+            op,
+            index_version,
+            gidx_len: index.len() as u64,
+            gidx_header_crc: u32_at(index, 124),
+            gmeta_crc,
+            gmeta_len: meta.len() as u64,
+            gulp_len: h.gulp_len,
+            // `first`, `video_count` and `frame_count` follow from `videos` when written.
+            frame_count: 0,
+        },
+        videos,
+    })
+}
+
+/// The record of the chunk at `paths` as its files are now (its index must exist: `gulpio
+/// index` writes one first).
+pub fn describe_files(number: u64, op: Op, paths: &ChunkPaths) -> Result<ChunkInput> {
+    let index = crate::io::local::read_whole(&paths.index)?;
+    let meta = crate::io::local::read_whole(&paths.meta)?;
+    describe(number, op, &index, &meta).map_err(|m| Error::format(&paths.index, m))
+}
+
+/// True when the chunk's files are the ones `r` describes (rule M3's comparison, and "took
+/// effect" when two records have the same `.gmeta` length): the index's length and header CRC,
+/// or without an index the `.gmeta`'s length and CRC.
+pub(super) fn files_match(paths: &ChunkPaths, r: &ChunkRecord) -> bool {
+    if r.index_version == 0 {
+        return crate::io::local::read_whole(&paths.meta)
+            .is_ok_and(|m| m.len() as u64 == r.gmeta_len && crc32fast::hash(&m) == r.gmeta_crc);
+    }
+    let Ok((file, len)) = crate::io::local::open_read(&paths.index) else {
+        return false;
+    };
+    let mut crc = [0u8; 4];
+    len == r.gidx_len
+        && std::os::unix::fs::FileExt::read_exact_at(&file, &mut crc, 124).is_ok()
+        && u32::from_le_bytes(crc) == r.gidx_header_crc
+}
+
+/// The `.gmeta`'s length, or None when it does not exist: whether an operation took effect
+/// (§7.3).
+pub(super) fn meta_len(path: &Path) -> Result<Option<u64>> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => Ok(Some(m.len())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}

@@ -1,0 +1,108 @@
+//! The dataset manifest as a whole (docs/FORMAT.md §7.1, §7.3-§7.6): where its files live, the
+//! log of create-only commits, the state at a version, snapshots and `LATEST`. The layout of
+//! each file is `format::manifest`'s; this module decides what the files mean together.
+//!
+//! Local datasets only, so far: a remote dataset with a manifest is refused by writers
+//! (`Store::publish_staged`) rather than published to without a commit, and read by listing.
+//!
+//! Each part has a file of its own: `describe` (a chunk's record from its files), `log` (the
+//! commits and their versions), `state` (the state at the current version), `compact`
+//! (snapshots and `LATEST`).
+
+mod compact;
+mod describe;
+mod index;
+mod log;
+mod state;
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+pub use compact::{compact, write_genesis};
+pub use describe::{describe, describe_files};
+pub use index::{index, status, IndexReport, Status};
+pub use log::{abort_op, commit_ops, current_version, read_commit, Commit};
+pub use state::{load_state, ChunkState, State};
+
+/// The manifest's folder inside the dataset (ignored by gulpio's and gulpio2's globs).
+pub const DIR: &str = "_gulpio";
+
+/// A commit larger than this is written as a body and a header pointing at it (§7.3).
+pub const MAX_COMMIT_LEN: usize = 8 << 20;
+
+/// `_gulpio/log/{v}.glog`, `v` zero-padded to 20 digits so names sort as versions.
+pub fn log_name(v: u64) -> String {
+    format!("{DIR}/log/{v:020}.glog")
+}
+
+/// `_gulpio/snap/{v}-{id}.gman`.
+pub fn snap_name(v: u64, id: &[u8; 16]) -> String {
+    format!("{DIR}/snap/{v:020}-{}.gman", hex(id))
+}
+
+/// `_gulpio/body/{id}.gman`.
+pub fn body_name(id: &[u8; 16]) -> String {
+    format!("{DIR}/body/{}.gman", hex(id))
+}
+
+pub fn latest_path(root: &Path) -> PathBuf {
+    root.join(DIR).join("LATEST")
+}
+
+/// True when the dataset at `root` has a manifest: its genesis commit exists (§7.1).
+pub fn has_manifest(root: &Path) -> bool {
+    crate::io::local::name_exists(&root.join(log_name(0)))
+}
+
+fn hex(id: &[u8; 16]) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// 16 bytes from the kernel's random source (dataset ids, snapshot and body names).
+fn random_id() -> Result<[u8; 16]> {
+    let mut id = [0u8; 16];
+    let mut got = 0;
+    while got < id.len() {
+        // SAFETY: writes at most `id.len() - got` bytes into `id[got..]`, which it owns.
+        let n = unsafe {
+            libc::getrandom(
+                id[got..].as_mut_ptr().cast::<libc::c_void>(),
+                id.len() - got,
+                0,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(Error::Internal(format!("getrandom failed: {e}")));
+        }
+        got += n as usize;
+    }
+    Ok(id)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Refuses remote datasets, which this build reads by listing and does not commit to.
+fn local_only(root: &Path) -> Result<()> {
+    crate::io::local::refuse_url(root)
+}
+
+/// Creates the manifest's folders (the log, snapshots, bodies) if missing.
+fn make_dirs(root: &Path) -> Result<()> {
+    for sub in ["log", "snap", "body"] {
+        let dir = root.join(DIR).join(sub);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,273 @@
+use std::path::Path;
+
+use super::*;
+use crate::chunk::testing::{frames_of, refs, write_chunk};
+use crate::chunk::writer::{ChunkWriter, WriteMode};
+use crate::format::manifest::{ChunkInput, ChunkRecord, Op, VideoInput};
+use crate::format::paths::ChunkPaths;
+
+/// Every chunk of the state: (number, ids in position order).
+fn summary(state: &State) -> Vec<(u64, Vec<String>)> {
+    state
+        .chunks
+        .iter()
+        .map(|c| {
+            (
+                c.input.record.number,
+                c.input.videos.iter().map(|v| v.id.clone()).collect(),
+            )
+        })
+        .collect()
+}
+
+fn ids(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+/// A dataset of two chunks with a manifest made from them, as `gulpio index` makes it.
+fn indexed_dataset(dir: &Path) {
+    write_chunk(dir, 0, &[("a", 2), ("b", 3)]);
+    write_chunk(dir, 1, &[("c", 1)]);
+    let chunks: Vec<ChunkInput> = (0..2)
+        .map(|k| describe_files(k, Op::State, &ChunkPaths::numbered(dir, k)).unwrap())
+        .collect();
+    assert!(write_genesis(dir, &chunks).unwrap());
+}
+
+#[test]
+fn the_genesis_holds_the_chunks_and_their_shapes() {
+    let tmp = tempfile::tempdir().unwrap();
+    indexed_dataset(tmp.path());
+    let state = load_state(tmp.path()).unwrap();
+    assert_eq!(state.version, 0);
+    assert_eq!(
+        summary(&state),
+        vec![(0, ids(&["a", "b"])), (1, ids(&["c"]))]
+    );
+    let b = &state.chunks[0].input.videos[1];
+    assert_eq!((b.frame_count, b.height, b.width, b.channels), (3, 4, 8, 3));
+    assert!(state.pending.is_empty() && state.unrecorded.is_empty());
+    // A second genesis is refused: the first stays.
+    assert!(!write_genesis(tmp.path(), &[]).unwrap());
+}
+
+#[test]
+fn writers_commit_new_chunks_and_appends_before_publishing_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    indexed_dataset(dir);
+    // A new chunk (the next free number) and an append to chunk 0.
+    let mut w = ChunkWriter::open(&ChunkPaths::numbered(dir, 0), WriteMode::Next).unwrap();
+    let frames = frames_of(2);
+    w.append("d", b"{}", &refs(&frames)).unwrap();
+    assert_eq!(w.close().unwrap(), ChunkPaths::numbered(dir, 2));
+    let mut a = ChunkWriter::open(&ChunkPaths::numbered(dir, 0), WriteMode::Append).unwrap();
+    a.append("e", b"{}", &refs(&frames)).unwrap();
+    a.close().unwrap();
+    let state = load_state(dir).unwrap();
+    assert_eq!(state.version, 2);
+    // Base chunks kept first, then the tail's in version order.
+    assert_eq!(
+        summary(&state),
+        vec![
+            (1, ids(&["c"])),
+            (2, ids(&["d"])),
+            (0, ids(&["a", "b", "e"])),
+        ]
+    );
+    assert!(state.chunks.iter().all(|c| !c.changed));
+    // The snapshot puts them back in number order and becomes the base.
+    compact(dir, &state).unwrap();
+    let again = load_state(dir).unwrap();
+    assert!(again.base_is_snapshot);
+    assert_eq!((again.version, again.tail), (2, 0));
+    assert_eq!(
+        summary(&again),
+        vec![
+            (0, ids(&["a", "b", "e"])),
+            (1, ids(&["c"])),
+            (2, ids(&["d"])),
+        ]
+    );
+}
+
+#[test]
+fn an_operation_whose_commit_point_did_not_come_stays_pending_until_it_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    indexed_dataset(dir);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let paths = write_chunk(elsewhere.path(), 5, &[("x", 2)]);
+    let input = describe_files(5, Op::Add, &paths).unwrap();
+    let v = commit_ops(dir, &[input]).unwrap();
+    let state = load_state(dir).unwrap();
+    assert_eq!(state.pending, vec![(5, v)]);
+    assert!(!summary(&state).iter().any(|(k, _)| *k == 5));
+    // Compacted while pending: the snapshot carries it, and it takes effect after.
+    compact(dir, &state).unwrap();
+    let target = ChunkPaths::numbered(dir, 5);
+    for (from, to) in [
+        (&paths.data, &target.data),
+        (&paths.index, &target.index),
+        (&paths.meta, &target.meta),
+    ] {
+        std::fs::copy(from, to).unwrap();
+    }
+    let state = load_state(dir).unwrap();
+    assert!(state.base_is_snapshot);
+    assert!(state.pending.is_empty());
+    assert_eq!(summary(&state).last().unwrap(), &(5, ids(&["x"])));
+}
+
+#[test]
+fn an_abort_cancels_the_operation_it_follows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    indexed_dataset(dir);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let paths = write_chunk(elsewhere.path(), 1, &[("y", 2)]);
+    commit_ops(dir, &[describe_files(1, Op::Replace, &paths).unwrap()]).unwrap();
+    assert_eq!(load_state(dir).unwrap().pending.len(), 1);
+    abort_op(dir, 1).unwrap();
+    let state = load_state(dir).unwrap();
+    assert!(state.pending.is_empty());
+    assert_eq!(summary(&state)[1], (1, ids(&["c"])));
+}
+
+#[test]
+fn a_chunk_changed_by_another_tool_is_marked_and_one_added_is_unrecorded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    indexed_dataset(dir);
+    // Chunk 1 rewritten without the manifest (as gulpio2 would), named by no operation: it
+    // keeps its record (judged at its first read). One named by an operation that did not
+    // take effect, whose files match neither, is marked changed.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let other = write_chunk(elsewhere.path(), 1, &[("z", 4), ("zz", 1)]);
+    commit_ops(dir, &[describe_files(1, Op::Replace, &other).unwrap()]).unwrap();
+    std::fs::write(ChunkPaths::numbered(dir, 1).meta, b"[]").unwrap();
+    let state = load_state(dir).unwrap();
+    let one = state
+        .chunks
+        .iter()
+        .find(|c| c.input.record.number == 1)
+        .unwrap();
+    assert!(one.changed);
+    // A chunk named by an add that did not take effect, with a `.gmeta` of other bytes.
+    commit_ops(dir, &[describe_files(9, Op::Add, &other).unwrap()]).unwrap();
+    std::fs::write(ChunkPaths::numbered(dir, 9).meta, b"[]").unwrap();
+    assert_eq!(load_state(dir).unwrap().unrecorded, vec![9]);
+}
+
+#[test]
+fn concurrent_writers_get_distinct_versions_and_every_chunk_is_in_the_state() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    indexed_dataset(&dir);
+    let per_thread = 12;
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let dir = &dir;
+            s.spawn(move || {
+                for i in 0..per_thread {
+                    let mut w =
+                        ChunkWriter::open(&ChunkPaths::numbered(dir, 2), WriteMode::Next).unwrap();
+                    let frames = frames_of(1);
+                    w.append(&format!("t{t}-{i}"), b"{}", &refs(&frames))
+                        .unwrap();
+                    w.close().unwrap();
+                }
+            });
+        }
+    });
+    let state = load_state(&dir).unwrap();
+    assert_eq!(state.version, 4 * per_thread);
+    assert!(state.pending.is_empty(), "{:?}", state.pending);
+    assert_eq!(state.video_count(), 3 + 4 * per_thread);
+    let mut numbers: Vec<u64> = state.chunks.iter().map(|c| c.input.record.number).collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (0..2 + 4 * per_thread).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_large_commit_is_written_as_a_body_and_read_back_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // Over 8 MiB of tables: 160,000 videos of 48-byte ids over 1,600 chunks.
+    let chunks: Vec<ChunkInput> = (0..1600u64)
+        .map(|k| ChunkInput {
+            record: ChunkRecord {
+                number: k,
+                first: 0,
+                video_count: 0,
+                op: Op::State,
+                index_version: 2,
+                gidx_len: 1000,
+                gidx_header_crc: 1,
+                gmeta_crc: 2,
+                gmeta_len: 300,
+                gulp_len: 4000,
+                frame_count: 0,
+            },
+            videos: (0..100)
+                .map(|i| VideoInput {
+                    id: format!("{k:08}-{i:04}-{}", "v".repeat(34)),
+                    frame_count: 16,
+                    height: 256,
+                    width: 456,
+                    channels: 3,
+                    segments: false,
+                })
+                .collect(),
+        })
+        .collect();
+    assert!(write_genesis(dir, &chunks).unwrap());
+    let genesis = std::fs::metadata(dir.join(log_name(0))).unwrap();
+    assert_eq!(genesis.len(), 256, "a kind 3 commit is its header alone");
+    let commit = read_commit(dir, 0).unwrap().unwrap();
+    assert_eq!(commit.ops.len(), 1600);
+    assert_eq!(commit.ops[1599].videos[99].id, chunks[1599].videos[99].id);
+    let state = load_state(dir).unwrap();
+    assert_eq!(state.video_count(), 160_000);
+}
+
+#[test]
+fn damaged_manifest_files_are_format_errors_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    indexed_dataset(dir);
+    let mut w = ChunkWriter::open(&ChunkPaths::numbered(dir, 0), WriteMode::Next).unwrap();
+    let frames = frames_of(1);
+    w.append("d", b"{}", &refs(&frames)).unwrap();
+    w.close().unwrap();
+    let commit = dir.join(log_name(1));
+    let good = std::fs::read(&commit).unwrap();
+    for at in [0, 100, 255, 256, good.len() / 2, good.len() - 1] {
+        let mut bad = good.clone();
+        bad[at] ^= 0x40;
+        std::fs::write(&commit, &bad).unwrap();
+        let err = load_state(dir).unwrap_err().to_string();
+        assert!(
+            err.contains("00000000000000000001.glog"),
+            "byte {at}: {err}"
+        );
+    }
+    std::fs::write(&commit, &good[..good.len() - 8]).unwrap();
+    assert!(load_state(dir).is_err());
+    std::fs::write(&commit, &good).unwrap();
+    assert_eq!(load_state(dir).unwrap().version, 1);
+}
+
+#[test]
+fn a_chunk_under_another_name_is_refused_in_a_dataset_with_a_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    indexed_dataset(dir);
+    let paths = ChunkPaths::new(dir.join("data-old_7.gulp"), dir.join("meta-old_7.gmeta"));
+    let mut w = ChunkWriter::open(&paths, WriteMode::Create).unwrap();
+    let frames = frames_of(1);
+    w.append("q", b"{}", &refs(&frames)).unwrap();
+    let err = w.close().unwrap_err().to_string();
+    assert!(err.contains("data_{k}.gulp"), "{err}");
+    assert!(!paths.meta.exists());
+}
