@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use gulpio_rs::chunk::reader::IndexKind;
 use gulpio_rs::io::{runtime, LocalIo, RemoteNumber, RemoteSettings, RemoteStore, Store};
+use gulpio_rs::manifest::StagedCommits;
 use gulpio_rs::{ChunkPaths, ChunkWriter, Directory, Error, WriteMode};
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
@@ -218,7 +219,7 @@ fn staged_chunks_publish_with_meta_last_and_read_back() {
     let staged1 = ChunkPaths::numbered(tmp.path(), 1);
     assert_eq!(
         store
-            .publish_staged(root, &staged1, RemoteNumber::Exactly(7))
+            .publish_staged(root, &staged1, RemoteNumber::Exactly(7), &StagedCommits)
             .unwrap(),
         7
     );
@@ -226,7 +227,7 @@ fn staged_chunks_publish_with_meta_last_and_read_back() {
     // number are a conflict, never a replacement.
     assert_eq!(
         store
-            .publish_staged(root, &staged1, RemoteNumber::Exactly(7))
+            .publish_staged(root, &staged1, RemoteNumber::Exactly(7), &StagedCommits)
             .unwrap(),
         7
     );
@@ -234,6 +235,7 @@ fn staged_chunks_publish_with_meta_last_and_read_back() {
         root,
         &ChunkPaths::numbered(tmp.path(), 0),
         RemoteNumber::Exactly(7),
+        &StagedCommits,
     );
     assert!(matches!(clash, Err(Error::Conflict { .. })), "{clash:?}");
     let staged0 = ChunkPaths::numbered(tmp.path(), 0);
@@ -256,7 +258,7 @@ fn staged_chunks_publish_with_meta_last_and_read_back() {
     let staged2 = ChunkPaths::numbered(tmp.path(), 2);
     assert_eq!(
         store
-            .publish_staged(root, &staged2, RemoteNumber::FirstFree(0))
+            .publish_staged(root, &staged2, RemoteNumber::FirstFree(0), &StagedCommits)
             .unwrap(),
         8
     );

@@ -10,10 +10,37 @@ from . import _native
 from ._names import chunk_paths
 from ._plural import plural
 
+#: The manifest's folders where writers create temporaries (``_gulpio/`` for ``LATEST``).
+_FOLDERS = ("", "log", "snap", "body")
+
+
+def beside_chunks(directory: str) -> list[tuple[str, str]]:
+    """``(folder, name)`` of every entry of the dataset's folder and of the manifest's folders
+    (not following a symlinked ``_gulpio``): where writers leave temporaries."""
+    out = [(directory, name) for name in sorted(os.listdir(directory))]
+    top = os.path.join(directory, _native.MANIFEST_DIR)
+    for sub in _FOLDERS:
+        folder = os.path.join(top, sub) if sub else top
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            out += [(folder, name) for name in sorted(os.listdir(folder))]
+    return out
+
+
+MANIFEST_KINDS = ("unrecorded", "manifest", "pending")
+
 
 def status(directory: str) -> _native._ManifestStatus | None:
     """The manifest compared with a listing of the local dataset, ``None`` without one."""
     return _native.manifest_status(directory)
+
+
+def status_or_none(directory: str) -> _native._ManifestStatus | None:
+    """:func:`status`, or ``None`` also when the manifest cannot be read (``gulpio check``
+    reports that)."""
+    try:
+        return status(directory)
+    except Exception:
+        return None
 
 
 def summary(st: _native._ManifestStatus | None) -> str:

@@ -202,6 +202,23 @@ pub enum RemoteNumber {
     FirstFree(u64),
 }
 
+/// What a publication does just before a staged chunk's commit point (its `.gmeta`) and when
+/// that commit point was not reached: the dataset manifest's commit and abort
+/// (`manifest::StagedCommits`), kept out of this module so that storage does not depend on
+/// the manifest.
+pub trait CommitPointHook: Sync {
+    /// Called with the chunk's number, index and `.gmeta` bytes; true when it recorded
+    /// something that [`CommitPointHook::commit_point_missed`] must undo.
+    fn before_commit_point(
+        &self,
+        store: &RemoteStore,
+        number: u64,
+        index: &[u8],
+        meta: &[u8],
+    ) -> Result<bool>;
+    fn commit_point_missed(&self, store: &RemoteStore, number: u64);
+}
+
 /// Attempts at taking a chunk number in a remote dataset before giving up.
 const MAX_REMOTE_CLAIMS: usize = 1000;
 
@@ -220,6 +237,7 @@ impl Store {
         root: &Path,
         staged: &crate::format::paths::ChunkPaths,
         number: RemoteNumber,
+        hook: &dyn CommitPointHook,
     ) -> Result<u64> {
         let Store::Remote(r) = self else {
             return Err(Error::InvalidArgument(
@@ -272,11 +290,18 @@ impl Store {
                 }
             }
             r.put_file(&data_name, &staged.data)?;
+            // A dataset with a manifest records the chunk before its `.gmeta`, the commit
+            // point (docs/FORMAT.md §7.6).
+            let committed = hook.before_commit_point(r, k, &index, &meta)?;
             if r.put_new(&meta_name, meta.clone())? {
                 return Ok(k);
             }
             if exactly && r.read_all(&meta_name)?.as_ref() == meta.as_slice() {
                 return Ok(k);
+            }
+            if committed {
+                // Not pending for ever: this writer knows its add will not take effect.
+                hook.commit_point_missed(r, k);
             }
             return Err(Error::Conflict {
                 path: PathBuf::from(r.url_of(&meta_name)),

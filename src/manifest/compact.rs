@@ -65,7 +65,7 @@ pub fn compact(root: &Path, state: &State) -> Result<u64> {
 pub fn write_genesis(root: &Path, chunks: &[ChunkInput]) -> Result<bool> {
     super::local_only(root)?;
     let dataset_id = random_id()?;
-    if !create_genesis(root, dataset_id, chunks)? {
+    if !create_genesis(super::io::ManifestIo::Local(root), dataset_id, chunks)? {
         return Ok(false);
     }
     let genesis = super::log::read_commit(root, 0)?
@@ -94,6 +94,7 @@ pub fn write_genesis(root: &Path, chunks: &[ChunkInput]) -> Result<bool> {
 /// Replaces `LATEST` with `hint` unless it names a newer base, under `_gulpio/.lock` so that
 /// two writers do not interleave their read and their rename.
 fn replace_latest(root: &Path, hint: &Hint) -> Result<bool> {
+    super::check_dirs(root)?;
     let dir = root.join(DIR);
     let lock_path = dir.join(".lock");
     let lock = std::fs::OpenOptions::new()

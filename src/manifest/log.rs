@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use super::{body_name, log_name, make_dirs, now_ms, random_id, MAX_COMMIT_LEN};
+use super::io::ManifestIo;
+use super::{body_name, log_name, now_ms, random_id, MAX_COMMIT_LEN};
 use crate::error::{Error, Result};
 use crate::format::manifest::{
     build_table_file, decode_header, decode_hint, encode_header, header_crc, ChunkInput,
@@ -86,13 +87,14 @@ pub(super) fn read_table_path(path: &Path) -> Result<Tables> {
 /// Commit `v`, or None when no file has its name. A kind 3 commit is read with its body,
 /// which must be the one its header names (`body_len`, `body_header_crc`, `dataset_id`).
 pub fn read_commit(root: &Path, v: u64) -> Result<Option<Commit>> {
-    let path = root.join(log_name(v));
-    let bytes = match local::read_whole(&path) {
-        Ok(b) => b,
-        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(None)
-        }
-        Err(e) => return Err(e),
+    read_commit_in(ManifestIo::Local(root), v)
+}
+
+pub fn read_commit_in(io: ManifestIo<'_>, v: u64) -> Result<Option<Commit>> {
+    let name = log_name(v);
+    let path = io.path(&name);
+    let Some(bytes) = io.read(&name)? else {
+        return Ok(None);
     };
     let header = decode_header(&bytes).map_err(|m| Error::format(&path, m))?;
     let bad = |m: String| Error::format(&path, m);
@@ -111,8 +113,11 @@ pub fn read_commit(root: &Path, v: u64) -> Result<Option<Commit>> {
         ));
     }
     let ops = if header.kind == Kind::CommitInBody {
-        let body_path = root.join(body_name(&header.body_id));
-        let body = local::read_whole(&body_path)?;
+        let body_name = body_name(&header.body_id);
+        let body_path = io.path(&body_name);
+        let body = io
+            .read(&body_name)?
+            .ok_or_else(|| Error::format(&path, "the body it names is missing"))?;
         let Tables {
             header: bh,
             chunks: ops,
@@ -148,42 +153,40 @@ pub fn read_commit(root: &Path, v: u64) -> Result<Option<Commit>> {
     }))
 }
 
-/// The header of commit `v` (its first 256 bytes), or None when it does not exist.
-fn commit_header(root: &Path, v: u64) -> Result<Option<Header>> {
-    let path = root.join(log_name(v));
-    let (file, len) = match local::open_read(&path) {
-        Ok(f) => f,
-        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(None)
-        }
-        Err(e) => return Err(e),
+/// The header of commit `v`, or None when it does not exist.
+fn commit_header(io: ManifestIo<'_>, v: u64) -> Result<Option<Header>> {
+    let name = log_name(v);
+    let Some(bytes) = io.read(&name)? else {
+        return Ok(None);
     };
-    let mut b = vec![0u8; HEADER_LEN.min(len as usize)];
-    std::os::unix::fs::FileExt::read_exact_at(&file, &mut b, 0).map_err(|e| Error::io(&path, e))?;
-    decode_header(&b)
+    decode_header(&bytes)
         .map(Some)
-        .map_err(|m| Error::format(&path, m))
+        .map_err(|m| Error::format(io.path(&name), m))
 }
 
-fn exists(root: &Path, v: u64) -> bool {
-    local::name_exists(&root.join(log_name(v)))
+fn exists(io: ManifestIo<'_>, v: u64) -> Result<bool> {
+    io.exists(&log_name(v))
 }
 
 /// The current version: the end of the unbroken run of commits from `from` (a version known
 /// to exist; the genesis 0 always does). Probes `from+1`, `from+2`, `from+4`, ... until one is
 /// missing, then bisects: versions have no gaps (§7.5 step 3).
 pub fn current_version(root: &Path, from: u64) -> Result<u64> {
-    let from = if exists(root, from) { from } else { 0 };
-    if !exists(root, from) {
+    current_version_in(ManifestIo::Local(root), from)
+}
+
+pub fn current_version_in(io: ManifestIo<'_>, from: u64) -> Result<u64> {
+    let from = if exists(io, from)? { from } else { 0 };
+    if !exists(io, from)? {
         return Err(Error::format(
-            root.join(log_name(0)),
+            io.path(&log_name(0)),
             "the manifest has no genesis commit",
         ));
     }
     let (mut found, mut step) = (from, 1u64);
     let missing = loop {
         let probe = from.saturating_add(step);
-        if !exists(root, probe) {
+        if !exists(io, probe)? {
             break probe;
         }
         found = probe;
@@ -192,7 +195,7 @@ pub fn current_version(root: &Path, from: u64) -> Result<u64> {
     let (mut lo, mut hi) = (found, missing);
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
-        if exists(root, mid) {
+        if exists(io, mid)? {
             lo = mid;
         } else {
             hi = mid;
@@ -202,23 +205,23 @@ pub fn current_version(root: &Path, from: u64) -> Result<u64> {
 }
 
 /// The genesis commit's header: the dataset id every later file carries.
-pub(super) fn genesis_header(root: &Path) -> Result<Header> {
-    commit_header(root, 0)?
-        .ok_or_else(|| Error::format(root.join(log_name(0)), "the manifest has no genesis commit"))
+pub(super) fn genesis_header(io: ManifestIo<'_>) -> Result<Header> {
+    commit_header(io, 0)?
+        .ok_or_else(|| Error::format(io.path(&log_name(0)), "the manifest has no genesis commit"))
 }
 
 /// The version `LATEST` names, if it exists and is valid (a hint: anything else means 0).
-pub(super) fn hinted_version(root: &Path) -> u64 {
-    local::read_whole(&super::latest_path(root))
-        .ok()
+pub(super) fn hinted_version(io: ManifestIo<'_>) -> Result<u64> {
+    Ok(io
+        .read(&format!("{}/LATEST", super::DIR))?
         .and_then(|b| decode_hint(&b).ok())
-        .map_or(0, |h| h.version)
+        .map_or(0, |h| h.version))
 }
 
 /// The bytes of commit `v`: one file, or (over [`MAX_COMMIT_LEN`]) a header pointing at a body
 /// already created under a fresh name.
 pub(super) fn commit_bytes(
-    root: &Path,
+    io: ManifestIo<'_>,
     meta: &TableMeta,
     ops: &[ChunkInput],
     body: &mut Option<(Header, [u8; 16])>,
@@ -236,8 +239,7 @@ pub(super) fn commit_bytes(
     body_meta.tail_videos = 0;
     let body_bytes = build_table_file(&body_meta, ops).map_err(Error::InvalidArgument)?;
     let id = random_id()?;
-    let store = crate::io::Store::default();
-    if !store.create_file(root, &body_name(&id), &body_bytes)? {
+    if !io.create(&body_name(&id), &body_bytes)? {
         return Err(Error::Internal("a fresh body name was taken".into()));
     }
     let bh = decode_header(&body_bytes).map_err(Error::Internal)?;
@@ -288,15 +290,19 @@ const MAX_COMMIT_TRIES: usize = 100_000;
 /// this one to the next (§7.6).
 pub fn commit_ops(root: &Path, ops: &[ChunkInput]) -> Result<u64> {
     super::local_only(root)?;
-    let genesis = genesis_header(root)?;
-    let base = hinted_version(root);
+    commit_ops_in(ManifestIo::Local(root), ops)
+}
+
+pub fn commit_ops_in(io: ManifestIo<'_>, ops: &[ChunkInput]) -> Result<u64> {
+    let genesis = genesis_header(io)?;
+    let base = hinted_version(io)?;
     let mut from = base;
     let added: u64 = ops.iter().map(|c| c.videos.len() as u64).sum();
     let mut body = None;
     for _ in 0..MAX_COMMIT_TRIES {
-        let c = current_version(root, from)?;
+        let c = current_version_in(io, from)?;
         let before = if c > base {
-            commit_header(root, c)?.map_or(0, |h| h.tail_videos)
+            commit_header(io, c)?.map_or(0, |h| h.tail_videos)
         } else {
             0
         };
@@ -311,25 +317,27 @@ pub fn commit_ops(root: &Path, ops: &[ChunkInput]) -> Result<u64> {
             tail_videos: before + added,
             pending: Vec::new(),
         };
-        let bytes = commit_bytes(root, &meta, ops, &mut body)?;
-        let store = crate::io::Store::default();
-        if store.create_file(root, &log_name(c + 1), &bytes)? {
-            sync_log(root)?;
+        let bytes = commit_bytes(io, &meta, ops, &mut body)?;
+        if io.create(&log_name(c + 1), &bytes)? {
             return Ok(c + 1);
         }
         from = c + 1;
     }
     Err(Error::Internal(format!(
         "{}: no commit after {MAX_COMMIT_TRIES} lost races",
-        root.display()
+        io.path(super::DIR).display()
     )))
 }
 
 /// Commits an abort of the operation on chunk `number` that this writer committed and will
 /// not carry out (§7.6).
 pub fn abort_op(root: &Path, number: u64) -> Result<u64> {
-    commit_ops(
-        root,
+    abort_op_in(ManifestIo::Local(root), number)
+}
+
+pub fn abort_op_in(io: ManifestIo<'_>, number: u64) -> Result<u64> {
+    commit_ops_in(
+        io,
         &[ChunkInput {
             record: ChunkRecord {
                 number,
@@ -349,22 +357,14 @@ pub fn abort_op(root: &Path, number: u64) -> Result<u64> {
     )
 }
 
-/// Makes the log's new entries durable.
-pub(super) fn sync_log(root: &Path) -> Result<()> {
-    let dir = root.join(super::DIR).join("log");
-    std::fs::File::open(&dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(&dir, e))
-}
-
 /// Creates the genesis commit (version 0) holding `chunks` unless one exists. True when this
 /// call created it.
 pub(super) fn create_genesis(
-    root: &Path,
+    io: ManifestIo<'_>,
     dataset_id: [u8; 16],
     chunks: &[ChunkInput],
 ) -> Result<bool> {
-    make_dirs(root)?;
+    io.make_dirs()?;
     let meta = TableMeta {
         kind: Kind::Commit,
         full: true,
@@ -376,8 +376,6 @@ pub(super) fn create_genesis(
         tail_videos: 0,
         pending: Vec::new(),
     };
-    let bytes = commit_bytes(root, &meta, chunks, &mut None)?;
-    let created = crate::io::Store::default().create_file(root, &log_name(0), &bytes)?;
-    sync_log(root)?;
-    Ok(created)
+    let bytes = commit_bytes(io, &meta, chunks, &mut None)?;
+    io.create(&log_name(0), &bytes)
 }

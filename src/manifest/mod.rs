@@ -2,8 +2,8 @@
 //! log of create-only commits, the state at a version, snapshots and `LATEST`. The layout of
 //! each file is `format::manifest`'s; this module decides what the files mean together.
 //!
-//! Local datasets only, so far: a remote dataset with a manifest is refused by writers
-//! (`Store::publish_staged`) rather than published to without a commit, and read by listing.
+//! Writers commit on local folders and object stores alike (`io`); the state, snapshots and
+//! `gulpio index` are local only, so far.
 //!
 //! Each part has a file of its own: `describe` (a chunk's record from its files), `log` (the
 //! commits and their versions), `state` (the state at the current version), `compact`
@@ -12,6 +12,7 @@
 mod compact;
 mod describe;
 mod index;
+mod io;
 mod log;
 mod state;
 
@@ -22,7 +23,11 @@ use crate::error::{Error, Result};
 pub use compact::{compact, write_genesis};
 pub use describe::{describe, describe_files};
 pub use index::{index, status, IndexReport, Status};
-pub use log::{abort_op, commit_ops, current_version, read_commit, Commit};
+pub use io::ManifestIo;
+pub use log::{
+    abort_op, abort_op_in, commit_ops, commit_ops_in, current_version, current_version_in,
+    read_commit, read_commit_in, Commit,
+};
 pub use state::{load_state, ChunkState, State};
 
 /// The manifest's folder inside the dataset (ignored by gulpio's and gulpio2's globs).
@@ -53,6 +58,40 @@ pub fn latest_path(root: &Path) -> PathBuf {
 /// True when the dataset at `root` has a manifest: its genesis commit exists (§7.1).
 pub fn has_manifest(root: &Path) -> bool {
     crate::io::local::name_exists(&root.join(log_name(0)))
+}
+
+/// The manifest's part in publishing a staged chunk to an object store
+/// (`Store::publish_staged`): commit its add before its `.gmeta` when the dataset has a
+/// manifest, abort it when the `.gmeta` could not be published.
+pub struct StagedCommits;
+
+impl crate::io::CommitPointHook for StagedCommits {
+    fn before_commit_point(
+        &self,
+        store: &crate::io::RemoteStore,
+        number: u64,
+        index: &[u8],
+        meta: &[u8],
+    ) -> Result<bool> {
+        let io = ManifestIo::Remote(store);
+        if !has_manifest_in(io)? {
+            return Ok(false);
+        }
+        let input = describe(number, crate::format::manifest::Op::Add, index, meta)
+            .map_err(|m| Error::Internal(format!("the staged chunk's own index: {m}")))?;
+        commit_ops_in(io, &[input])?;
+        Ok(true)
+    }
+
+    fn commit_point_missed(&self, store: &crate::io::RemoteStore, number: u64) {
+        // A failure leaves the add pending, which readers check: never wrong.
+        let _ = abort_op_in(ManifestIo::Remote(store), number);
+    }
+}
+
+/// [`has_manifest`] for any dataset: one `stat`, or one `HEAD` remotely.
+pub fn has_manifest_in(io: ManifestIo<'_>) -> Result<bool> {
+    io.exists(&log_name(0))
 }
 
 fn hex(id: &[u8; 16]) -> String {
@@ -95,11 +134,55 @@ fn local_only(root: &Path) -> Result<()> {
     crate::io::local::refuse_url(root)
 }
 
-/// Creates the manifest's folders (the log, snapshots, bodies) if missing.
+/// Creates the manifest's folders (the log, snapshots, bodies) if missing, and refuses any
+/// that is a symlink: the manifest's files are written only inside the dataset.
 fn make_dirs(root: &Path) -> Result<()> {
-    for sub in ["log", "snap", "body"] {
-        let dir = root.join(DIR).join(sub);
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    let top = root.join(DIR);
+    // Each folder is checked before anything is created inside it.
+    for dir in [
+        top.clone(),
+        top.join("log"),
+        top.join("snap"),
+        top.join("body"),
+    ] {
+        check_dirs(root)?;
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::io(&dir, e)),
+        }
+    }
+    check_dirs(root)
+}
+
+/// Refuses to write under `_gulpio/` when it or one of its folders is a symlink or not a
+/// folder (it could lead outside the dataset).
+fn check_dirs(root: &Path) -> Result<()> {
+    let top = root.join(DIR);
+    for dir in [
+        top.clone(),
+        top.join("log"),
+        top.join("snap"),
+        top.join("body"),
+    ] {
+        let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+            continue;
+        };
+        if !meta.is_dir() {
+            return Err(Error::Unsafe {
+                path: dir,
+                msg: format!(
+                    "is {}, not a folder; refusing to write the dataset manifest through it \
+                     (gulpio never writes through a symlink: it could lead outside the \
+                     dataset)",
+                    if meta.file_type().is_symlink() {
+                        "a symbolic link"
+                    } else {
+                        "a file"
+                    }
+                ),
+            });
+        }
     }
     Ok(())
 }

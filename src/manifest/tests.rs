@@ -271,3 +271,16 @@ fn a_chunk_under_another_name_is_refused_in_a_dataset_with_a_manifest() {
     assert!(err.contains("data_{k}.gulp"), "{err}");
     assert!(!paths.meta.exists());
 }
+
+#[test]
+fn the_manifest_is_never_written_through_a_symlink() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    write_chunk(dir, 0, &[("a", 1)]);
+    std::os::unix::fs::symlink(outside.path(), dir.join(DIR)).unwrap();
+    let chunks = vec![describe_files(0, Op::State, &ChunkPaths::numbered(dir, 0)).unwrap()];
+    let err = write_genesis(dir, &chunks).unwrap_err();
+    assert!(matches!(err, crate::error::Error::Unsafe { .. }), "{err}");
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+}

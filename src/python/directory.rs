@@ -299,7 +299,11 @@ impl NativeDirectory {
         } else {
             RemoteNumber::Exactly(number)
         };
-        Ok(py.detach(|| dir.store().publish_staged(dir.root(), &staged, number))?)
+        let hook = crate::manifest::StagedCommits;
+        Ok(py.detach(|| {
+            dir.store()
+                .publish_staged(dir.root(), &staged, number, &hook)
+        })?)
     }
 
     /// Uploads a small local file beside the chunks (e.g. `label2idx.json`).

@@ -210,3 +210,33 @@ def test_a_writer_killed_at_any_moment_hides_nothing_and_invents_nothing(dataset
     code, report = _check(capsys, dataset)
     manifest_kinds = {"unrecorded", "manifest", "pending"}
     assert [p for p in report["problems"] if p["kind"] in manifest_kinds] == []
+
+
+def test_repair_records_what_it_changed_and_cleans_the_manifests_leftovers(
+    dataset, make_frame, capsys
+):
+    main(["index", str(dataset)])
+    capsys.readouterr()
+    # A chunk removed by another tool, and a dead writer's temporary in the log's folder.
+    for name in ("meta_1.gmeta", "data_1.gulp", "data_1.gidx"):
+        os.remove(dataset / name)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    leftover = dataset / "_gulpio" / "log" / f".gulpio-tmp.{3:020}.glog.{dead.pid}-0"
+    leftover.write_bytes(b"partial")
+    code, report = _check(capsys, dataset)
+    kinds = sorted(p["kind"] for p in report["problems"])
+    assert code == 1 and kinds == ["leftover", "manifest"]
+    assert main(["repair", str(dataset), "--apply"]) == 0
+    out = capsys.readouterr().out
+    assert "record every chunk in the dataset manifest" in out
+    assert not leftover.exists()
+    code, report = _check(capsys, dataset)
+    assert code == 0, report["problems"]
+    assert _status(dataset)["chunks"] == 1
+
+
+def test_the_manifest_folder_is_ours_so_transcode_does_not_copy_it_as_a_sidecar(dataset):
+    from gulpio_rs._names import is_ours
+
+    assert is_ours("_gulpio") and is_ours(str(dataset / "_gulpio"))

@@ -145,14 +145,14 @@ def leftovers(directory: str) -> list[dict[str, Any]]:
     space; ``gulpio repair --apply`` removes them. Those of a running writer are its work in
     progress, not a problem. Liveness is judged on this machine (as repair judges it)."""
     found = []
-    for name in sorted(os.listdir(directory)):
+    for folder, name in _manifest.beside_chunks(directory):
         temp = temporary_of(name)
         # Our own pid cannot be a live writer's: checking writes nothing.
         if temp is None or (temp[1] != os.getpid() and pid_alive(temp[1])):
             continue
         found.append(
             _problem(
-                os.path.join(directory, name),
+                os.path.join(folder, name),
                 "leftover",
                 f"temporary file of an interrupted write (its writer, process {temp[1]}, is "
                 "gone); `gulpio repair --apply` removes it",

@@ -35,6 +35,7 @@ import stat
 import warnings
 from typing import Any
 
+from .. import _manifest
 from .._atomic import write_json_atomically
 from .._files import open_for_reading
 from .._names import QUARANTINE_DIR, chunk_names, chunk_number
@@ -180,11 +181,24 @@ def plan(directory: str, decode: bool = False) -> list[dict[str, Any]]:
         actions.append({"action": "rewrite_chunk", "path": data, "damaged_videos": videos})
     # A rewrite also produces a fresh index and drops any tail: don't do those twice.
     rewritten = set(damaged)
-    return [
+    planned = [
         _guarded(directory, a)
         for a in actions
         if not (a["action"] in ("cut_tail", "reindex") and a["path"] in rewritten)
     ]
+    # Last, the manifest records what the actions (and other tools) changed.
+    manifest = [p for p in report["problems"] if p["kind"] in _manifest.MANIFEST_KINDS]
+    changes = any(a["action"] not in ("remove_temp", "refuse") for a in planned)
+    if manifest or (changes and _manifest.status_or_none(directory) is not None):
+        reason = manifest[0]["message"] if manifest else "the actions above change chunks"
+        planned.append(
+            {
+                "action": "update_manifest",
+                "path": os.path.join(directory, _native.MANIFEST_DIR),
+                "reason": reason,
+            }
+        )
+    return planned
 
 
 def _data_of(meta: str) -> str:
@@ -322,6 +336,9 @@ def _apply_one(directory: str, a: dict[str, Any]) -> None:
             os.replace(f, os.path.join(_quarantine_dir(directory), os.path.basename(f)))
     elif kind == "rewrite_chunk":
         _rewrite(directory, path, a["damaged_videos"])
+    elif kind == "update_manifest":
+        # No writer is at work (repair's own condition): pending operations are dead.
+        _native.manifest_index(directory, abort_pending=True)
 
 
 def _describe(a: dict[str, Any]) -> str:
@@ -339,6 +356,8 @@ def _describe(a: dict[str, Any]) -> str:
     if kind == "quarantine_file":
         files = ", ".join(os.path.basename(f) for f in _chunk_files(path))
         return f"move {files} to {QUARANTINE}/ ({a['reason']})"
+    if kind == "update_manifest":
+        return f"record every chunk in the dataset manifest {path} ({a['reason']})"
     damaged = sorted(a["damaged_videos"])
     ids = ", ".join(repr(i) for i in damaged)
     return (

@@ -345,8 +345,12 @@ impl RemoteStore {
         format!("{}/{}", self.url, name)
     }
 
+    /// The object key of `name`: a plain name beside the chunks, or a path below the
+    /// dataset's prefix such as the manifest's `_gulpio/log/{v}.glog`, each part a segment
+    /// (a single segment would escape the `/`). Names come from this crate, never from input.
     fn key(&self, name: &str) -> ObjectPath {
-        self.prefix.clone().join(name)
+        name.split('/')
+            .fold(self.prefix.clone(), |key, part| key.join(part))
     }
 
     /// The client for reads, of this process; rebuilt after a fork. Its own retries are off:

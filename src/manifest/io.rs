@@ -1,0 +1,85 @@
+//! Where the manifest's files are read and created: a local folder, or an object store
+//! (`_gulpio/...` keys below the dataset's prefix). One seam, so that the log's rules
+//! (create-only commits, probing for the current version) have one implementation.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, RemoteKind, Result};
+use crate::io::{local, RemoteStore, Store};
+
+/// The dataset a manifest belongs to.
+#[derive(Clone, Copy)]
+pub enum ManifestIo<'a> {
+    Local(&'a Path),
+    Remote(&'a RemoteStore),
+}
+
+fn not_found(e: &Error) -> bool {
+    match e {
+        Error::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+        Error::Remote { kind, .. } => matches!(kind, RemoteKind::NotFound),
+        _ => false,
+    }
+}
+
+impl ManifestIo<'_> {
+    /// The file's path, or its URL (for messages).
+    pub fn path(&self, name: &str) -> PathBuf {
+        match self {
+            ManifestIo::Local(root) => root.join(name),
+            ManifestIo::Remote(r) => PathBuf::from(r.url_of(name)),
+        }
+    }
+
+    pub fn exists(&self, name: &str) -> Result<bool> {
+        match self {
+            ManifestIo::Local(root) => Ok(local::name_exists(&root.join(name))),
+            ManifestIo::Remote(r) => match r.size(name) {
+                Ok(_) => Ok(true),
+                Err(e) if not_found(&e) => Ok(false),
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// The whole file, or None when it does not exist.
+    pub fn read(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let got = match self {
+            ManifestIo::Local(root) => local::read_whole(&root.join(name)),
+            ManifestIo::Remote(r) => r.read_all(name).map(|b| b.to_vec()),
+        };
+        match got {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if not_found(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates `name` with `bytes` unless a file has that name (locally: a complete
+    /// temporary hard-linked under it, then its folder fsynced; remotely: a conditional
+    /// `PUT`). True when this call created it.
+    pub fn create(&self, name: &str, bytes: &[u8]) -> Result<bool> {
+        match self {
+            ManifestIo::Local(root) => {
+                super::check_dirs(root)?;
+                let created = Store::default().create_file(root, name, bytes)?;
+                let target = root.join(name);
+                if let Some(dir) = target.parent() {
+                    std::fs::File::open(dir)
+                        .and_then(|d| d.sync_all())
+                        .map_err(|e| Error::io(dir, e))?;
+                }
+                Ok(created)
+            }
+            ManifestIo::Remote(r) => r.put_new(name, bytes.to_vec()),
+        }
+    }
+
+    /// Creates the manifest's folders where there are folders.
+    pub fn make_dirs(&self) -> Result<()> {
+        if let ManifestIo::Local(root) = self {
+            super::make_dirs(root)?;
+        }
+        Ok(())
+    }
+}
