@@ -34,6 +34,13 @@ pub(super) struct Tables {
 /// Every record of a table file with its videos, every page checked.
 pub(super) fn read_tables(bytes: &[u8]) -> Result<Tables, String> {
     let file = TableFile::open(bytes)?;
+    if bytes.len() as u64 != file.header().file_len {
+        return Err(format!(
+            "is {} bytes; its header says {}",
+            bytes.len(),
+            file.header().file_len
+        ));
+    }
     let n = file.video_count();
     // Walk the ids in slot order (each id page once) to place each id at its position.
     let mut ids: Vec<Option<String>> = vec![None; n as usize];

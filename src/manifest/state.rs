@@ -3,13 +3,15 @@
 //! chunk's files. Materialised whole: what writers, `gulpio index` and `gulpio check` need.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::describe::{files_match, meta_len};
 use super::log::{current_version, read_commit, read_table_path};
-use super::{latest_path, log_name, snap_name};
+use super::{body_name, latest_path, log_name, snap_name};
 use crate::error::{Error, Result};
-use crate::format::manifest::{decode_hint, ChunkInput, Header, Kind, Op};
+use crate::format::manifest::{
+    decode_header, decode_hint, ChunkInput, ChunkRecord, Header, Kind, Op, HEADER_LEN,
+};
 use crate::format::paths::ChunkPaths;
 use crate::io::local;
 
@@ -59,79 +61,102 @@ impl State {
     }
 }
 
-/// Where the state starts from (§7.4 step 1).
-struct Base {
-    version: u64,
+/// The file a state starts from (§7.4 step 1): a snapshot, the genesis commit, or the
+/// genesis commit's body.
+pub(super) struct BaseFile {
+    pub path: PathBuf,
+    pub version: u64,
     /// A snapshot, else the genesis commit.
-    is_snapshot: bool,
-    header: Header,
-    /// In chunk number order.
-    chunks: Vec<ChunkInput>,
-    /// A snapshot's pending table.
-    pending: Vec<(u64, u64)>,
+    pub is_snapshot: bool,
 }
 
-fn genesis_base(root: &Path) -> Result<Base> {
-    let genesis = read_commit(root, 0)?.ok_or_else(|| {
-        Error::format(root.join(log_name(0)), "the manifest has no genesis commit")
-    })?;
-    Ok(Base {
+/// The genesis commit's tables: the commit itself, or the body a kind 3 commit names (its
+/// length and header CRC must be the ones the commit records).
+fn genesis_file(root: &Path) -> Result<BaseFile> {
+    let path = root.join(log_name(0));
+    let head = read_head(&path)?;
+    let h = decode_header(&head).map_err(|m| Error::format(&path, m))?;
+    if h.dataset_version != 0 || !h.full {
+        return Err(Error::format(&path, "is not a genesis commit"));
+    }
+    if h.kind != Kind::CommitInBody {
+        return Ok(BaseFile {
+            path,
+            version: 0,
+            is_snapshot: false,
+        });
+    }
+    let body = root.join(body_name(&h.body_id));
+    let bh_bytes = read_head(&body)?;
+    let bh = decode_header(&bh_bytes).map_err(|m| Error::format(&body, m))?;
+    let crc = u32::from_le_bytes([bh_bytes[252], bh_bytes[253], bh_bytes[254], bh_bytes[255]]);
+    if bh.kind != Kind::Body
+        || bh.file_len != h.body_len
+        || crc != h.body_header_crc
+        || bh.dataset_id != h.dataset_id
+    {
+        return Err(Error::format(
+            &body,
+            "is not the body the genesis commit names",
+        ));
+    }
+    Ok(BaseFile {
+        path: body,
         version: 0,
         is_snapshot: false,
-        header: genesis.header,
-        chunks: genesis.ops,
-        pending: Vec::new(),
     })
 }
 
-fn snapshot_base(path: &Path) -> Result<Base> {
-    let t = read_table_path(path)?;
-    if t.header.kind != Kind::Snapshot || !t.header.full {
-        return Err(Error::format(path, "is not a snapshot"));
-    }
-    Ok(Base {
-        version: t.header.dataset_version,
-        is_snapshot: true,
-        header: t.header,
-        chunks: t.chunks,
-        pending: t.pending,
-    })
+/// A manifest file's first 256 bytes.
+fn read_head(path: &Path) -> Result<Vec<u8>> {
+    let (file, len) = local::open_read(path)?;
+    let mut b = vec![0u8; (len as usize).min(HEADER_LEN)];
+    std::os::unix::fs::FileExt::read_exact_at(&file, &mut b, 0).map_err(|e| Error::io(path, e))?;
+    Ok(b)
 }
 
-/// The base: the one `LATEST` names, else the newest snapshot listed, else the genesis.
-fn load_base(root: &Path) -> Result<Base> {
-    if let Some(base) = hinted_base(root)? {
-        return Ok(base);
+/// The base: the snapshot `LATEST` names, else the newest snapshot listed, else the genesis.
+pub(super) fn locate_base(root: &Path) -> Result<BaseFile> {
+    let hint = local::read_whole(&latest_path(root))
+        .ok()
+        .and_then(|b| decode_hint(&b).ok());
+    if let Some(hint) = hint {
+        if hint.kind == 2 {
+            return genesis_file(root);
+        }
+        let path = root.join(snap_name(hint.version, &hint.file_id));
+        if local::name_exists(&path) {
+            return Ok(BaseFile {
+                path,
+                version: hint.version,
+                is_snapshot: true,
+            });
+        }
     }
-    if let Some((_, name)) = newest_snapshot(root)? {
-        return snapshot_base(&root.join(name));
+    if let Some((version, name)) = newest_snapshot(root)? {
+        return Ok(BaseFile {
+            path: root.join(name),
+            version,
+            is_snapshot: true,
+        });
     }
-    genesis_base(root)
+    genesis_file(root)
 }
 
-/// The base `LATEST` names, if it names one that exists.
-fn hinted_base(root: &Path) -> Result<Option<Base>> {
-    let Ok(bytes) = local::read_whole(&latest_path(root)) else {
-        return Ok(None);
+/// Checks that the base's header is what its place says (kind, version, whole dataset).
+pub(super) fn check_base(base: &BaseFile, h: &Header) -> Result<()> {
+    let fits = if base.is_snapshot {
+        h.kind == Kind::Snapshot
+    } else {
+        matches!(h.kind, Kind::Commit | Kind::Body)
     };
-    let Ok(hint) = decode_hint(&bytes) else {
-        return Ok(None);
-    };
-    if hint.kind == 2 {
-        return genesis_base(root).map(Some);
+    if !fits || !h.full || (base.is_snapshot && h.dataset_version != base.version) {
+        return Err(Error::format(
+            &base.path,
+            "is not the base its name and LATEST say",
+        ));
     }
-    let path = root.join(snap_name(hint.version, &hint.file_id));
-    if !local::name_exists(&path) {
-        return Ok(None);
-    }
-    let base = snapshot_base(&path)?;
-    if base.version != hint.version
-        || base.header.file_len != hint.file_len
-        || base.header.dataset_id != hint.dataset_id
-    {
-        return Err(Error::format(&path, "is not the snapshot LATEST names"));
-    }
-    Ok(Some(base))
+    Ok(())
 }
 
 /// The newest snapshot listed: (version, name).
@@ -161,31 +186,29 @@ fn newest_snapshot(root: &Path) -> Result<Option<(u64, String)>> {
 }
 
 /// One operation of a chunk from the tail or a pending commit.
-struct Candidate {
-    version: u64,
-    input: ChunkInput,
+pub(super) struct Candidate {
+    pub version: u64,
+    pub input: ChunkInput,
 }
 
-/// Computes the state at the current version of the local dataset at `root`.
-pub fn load_state(root: &Path) -> Result<State> {
-    super::local_only(root)?;
-    let Base {
-        version: base_version,
-        is_snapshot: base_is_snapshot,
-        header: base_header,
-        chunks: base_chunks,
-        pending: base_pending,
-    } = load_base(root)?;
+/// The current version and, per chunk the tail or the base's pending table names, its
+/// operations.
+pub(super) fn tail_candidates(
+    root: &Path,
+    base_version: u64,
+    dataset_id: [u8; 16],
+    base_pending: &[(u64, u64)],
+) -> Result<(u64, BTreeMap<u64, Vec<Candidate>>)> {
     let version = current_version(root, base_version)?;
     let mut ops: BTreeMap<u64, Vec<Candidate>> = BTreeMap::new();
-    let add_commit = |v: u64, only: Option<u64>, ops: &mut BTreeMap<u64, Vec<Candidate>>| {
+    let mut add_commit = |v: u64, only: Option<u64>| -> Result<()> {
         let commit = read_commit(root, v)?.ok_or_else(|| {
             Error::format(
                 root.join(log_name(v)),
                 "a commit the manifest names is missing",
             )
         })?;
-        if commit.header.dataset_id != base_header.dataset_id {
+        if commit.header.dataset_id != dataset_id {
             return Err(Error::format(
                 root.join(log_name(v)),
                 "belongs to another dataset (its dataset id differs)",
@@ -201,14 +224,110 @@ pub fn load_state(root: &Path) -> Result<State> {
         Ok(())
     };
     for v in base_version + 1..=version {
-        add_commit(v, None, &mut ops)?;
+        add_commit(v, None)?;
     }
     // Pending operations are older than the base, so never in the tail.
-    for &(k, v) in &base_pending {
-        add_commit(v, Some(k), &mut ops)?;
+    for &(k, v) in base_pending {
+        add_commit(v, Some(k))?;
     }
-    let dir = root.to_path_buf();
-    let mut base: BTreeMap<u64, ChunkInput> = base_chunks
+    Ok((version, ops))
+}
+
+/// What a chunk named by operations is in the state (§7.4 step 3).
+pub(super) enum Chosen {
+    /// Its base record.
+    Base,
+    /// The record of the operation of this version.
+    Tail(u64, ChunkInput),
+    /// Not part of the state: removed, or never published.
+    Gone,
+    /// No candidate took effect: the base record, marked changed.
+    Changed,
+    /// No candidate took effect and the base has no record, but a `.gmeta` exists.
+    Unrecorded,
+}
+
+pub(super) struct Resolved {
+    pub chosen: Chosen,
+    /// The version of the newest operation that has not taken effect.
+    pub pending: Option<u64>,
+}
+
+/// Judges chunk `k`'s operations (any order) against its files, newest first, then its base
+/// record (or "absent").
+pub(super) fn resolve(
+    root: &Path,
+    k: u64,
+    mut list: Vec<Candidate>,
+    base_record: Option<&ChunkRecord>,
+) -> Result<Resolved> {
+    list.sort_by_key(|c| c.version);
+    // An abort deletes the nearest older operation of its chunk.
+    let mut live: Vec<Candidate> = Vec::new();
+    for c in list {
+        if c.input.record.op == Op::Abort {
+            live.pop();
+        } else {
+            live.push(c);
+        }
+    }
+    let paths = ChunkPaths::numbered(root, k);
+    let on_disk = meta_len(&paths.meta)?;
+    let took = |r: &ChunkRecord, others: &[&ChunkRecord]| {
+        if !r.op.has_files() {
+            return on_disk.is_none();
+        }
+        if on_disk != Some(r.gmeta_len) {
+            return false;
+        }
+        let tie = others
+            .iter()
+            .any(|o| o.op.has_files() && o.gmeta_len == r.gmeta_len);
+        !tie || files_match(&paths, r)
+    };
+    let records: Vec<&ChunkRecord> = live
+        .iter()
+        .rev()
+        .map(|c| &c.input.record)
+        .chain(base_record)
+        .collect();
+    let chosen_at = (0..records.len()).find(|&i| took(records[i], &records[i + 1..]));
+    // Operations newer than the one that took effect have not (yet): the newest stays
+    // pending, so that its commit point, if it comes, is seen.
+    let pending = (chosen_at.unwrap_or(live.len()) > 0).then(|| live[live.len() - 1].version);
+    let chosen = match chosen_at {
+        Some(i) if i < live.len() => {
+            let c = &live[live.len() - 1 - i];
+            if c.input.record.op.has_files() {
+                let mut input = c.input.clone();
+                input.record.op = Op::State;
+                Chosen::Tail(c.version, input)
+            } else {
+                Chosen::Gone
+            }
+        }
+        Some(_) => Chosen::Base,
+        None if base_record.is_some() => Chosen::Changed,
+        None if on_disk.is_none() => Chosen::Gone,
+        None => Chosen::Unrecorded,
+    };
+    Ok(Resolved { chosen, pending })
+}
+
+/// Computes the state at the current version of the local dataset at `root`.
+pub fn load_state(root: &Path) -> Result<State> {
+    super::local_only(root)?;
+    let base_file = locate_base(root)?;
+    let tables = read_table_path(&base_file.path)?;
+    check_base(&base_file, &tables.header)?;
+    let (version, ops) = tail_candidates(
+        root,
+        base_file.version,
+        tables.header.dataset_id,
+        &tables.pending,
+    )?;
+    let mut base: BTreeMap<u64, ChunkInput> = tables
+        .chunks
         .into_iter()
         .map(|c| (c.record.number, c))
         .collect();
@@ -216,89 +335,30 @@ pub fn load_state(root: &Path) -> Result<State> {
     let mut from_tail: Vec<(u64, ChunkState)> = Vec::new();
     let mut pending = Vec::new();
     let mut unrecorded = Vec::new();
-    for (k, mut list) in ops {
-        list.sort_by_key(|c| c.version);
-        // An abort deletes the nearest older operation of its chunk.
-        let mut live: Vec<Candidate> = Vec::new();
-        for c in list {
-            if c.input.record.op == Op::Abort {
-                live.pop();
-            } else {
-                live.push(c);
-            }
-        }
-        let paths = ChunkPaths::numbered(&dir, k);
-        let on_disk = meta_len(&paths.meta)?;
+    for (k, list) in ops {
         let base_record = base.remove(&k);
-        let took = |r: &crate::format::manifest::ChunkRecord,
-                    others: &[&crate::format::manifest::ChunkRecord]| {
-            if !r.op.has_files() {
-                return on_disk.is_none();
-            }
-            if on_disk != Some(r.gmeta_len) {
-                return false;
-            }
-            let tie = others
-                .iter()
-                .any(|o| o.op.has_files() && o.gmeta_len == r.gmeta_len);
-            !tie || files_match(&paths, r)
+        let r = resolve(root, k, list, base_record.as_ref().map(|b| &b.record))?;
+        if let Some(v) = r.pending {
+            pending.push((k, v));
+        }
+        let kept = |input, changed| ChunkState {
+            input,
+            version: None,
+            changed,
         };
-        // Newest first: the live operations, then the base record (or "absent").
-        let records: Vec<&crate::format::manifest::ChunkRecord> = live
-            .iter()
-            .rev()
-            .map(|c| &c.input.record)
-            .chain(base_record.as_ref().map(|b| &b.record))
-            .collect();
-        let mut chosen = None;
-        for (i, r) in records.iter().enumerate() {
-            if took(r, &records[i + 1..]) {
-                chosen = Some(i);
-                break;
-            }
-        }
-        let absent_took = chosen.is_none() && base_record.is_none() && on_disk.is_none();
-        // Operations newer than the one that took effect have not (yet): the newest stays
-        // pending, so that its commit point, if it comes, is seen.
-        if chosen.unwrap_or(live.len()) > 0 {
-            pending.push((k, live[live.len() - 1].version));
-        }
-        match chosen {
-            Some(i) if i < live.len() => {
-                let c = &live[live.len() - 1 - i];
-                if c.input.record.op.has_files() {
-                    let mut input = c.input.clone();
-                    input.record.op = Op::State;
-                    from_tail.push((
-                        c.version,
-                        ChunkState {
-                            input,
-                            version: Some(c.version),
-                            changed: false,
-                        },
-                    ));
-                }
-            }
-            Some(_) => {
-                if let Some(b) = base_record {
-                    kept_base.push(ChunkState {
-                        input: b,
-                        version: None,
-                        changed: false,
-                    });
-                }
-            }
-            None => match base_record {
-                Some(b) => {
-                    kept_base.push(ChunkState {
-                        input: b,
-                        version: None,
-                        changed: true,
-                    });
-                }
-                None if !absent_took => unrecorded.push(k),
-                None => {}
-            },
+        match (r.chosen, base_record) {
+            (Chosen::Tail(v, input), _) => from_tail.push((
+                v,
+                ChunkState {
+                    input,
+                    version: Some(v),
+                    changed: false,
+                },
+            )),
+            (Chosen::Base, Some(b)) => kept_base.push(kept(b, false)),
+            (Chosen::Changed, Some(b)) => kept_base.push(kept(b, true)),
+            (Chosen::Unrecorded, _) => unrecorded.push(k),
+            _ => {}
         }
     }
     // Chunks no operation names keep their base record, unchecked until read (rule M3).
@@ -312,13 +372,13 @@ pub fn load_state(root: &Path) -> Result<State> {
     let mut chunks = kept_base;
     chunks.extend(from_tail.into_iter().map(|(_, c)| c));
     Ok(State {
-        dataset_id: base_header.dataset_id,
+        dataset_id: tables.header.dataset_id,
         version,
-        base_version,
-        base_is_snapshot,
+        base_version: base_file.version,
+        base_is_snapshot: base_file.is_snapshot,
         chunks,
         pending,
         unrecorded,
-        tail: version - base_version,
+        tail: version - base_file.version,
     })
 }
