@@ -75,25 +75,6 @@ fn described(root: &Path, k: u64, op: Op) -> Result<ChunkInput> {
     describe_files(k, op, &paths)
 }
 
-fn removal(number: u64) -> ChunkInput {
-    ChunkInput {
-        record: ChunkRecord {
-            number,
-            first: 0,
-            video_count: 0,
-            op: Op::Remove,
-            index_version: 0,
-            gidx_len: 0,
-            gidx_header_crc: 0,
-            gmeta_crc: 0,
-            gmeta_len: 0,
-            gulp_len: 0,
-            frame_count: 0,
-        },
-        videos: Vec::new(),
-    }
-}
-
 /// True when the record is the chunk's files as they are now.
 fn matches_files(root: &Path, r: &ChunkRecord) -> Result<bool> {
     let paths = ChunkPaths::numbered(root, r.number);
@@ -139,7 +120,7 @@ pub fn index(root: &Path, abort_pending: bool) -> Result<IndexReport> {
     }
     for &k in recorded.keys() {
         if listed.binary_search(&k).is_err() {
-            ops.push(removal(k));
+            ops.push(ChunkInput::without_files(k, Op::Remove));
             report.removed += 1;
         }
     }

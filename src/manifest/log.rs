@@ -7,8 +7,8 @@ use super::io::ManifestIo;
 use super::{body_name, log_name, now_ms, random_id, MAX_COMMIT_LEN};
 use crate::error::{Error, Result};
 use crate::format::manifest::{
-    build_table_file, decode_header, decode_hint, encode_header, header_crc, ChunkInput,
-    ChunkRecord, Header, Kind, TableFile, TableMeta, VideoInput, HEADER_LEN, NONE, PAGE_SHIFT,
+    build_table_file, decode_header, decode_hint, encode_header, header_crc, ChunkInput, Header,
+    Kind, TableFile, TableMeta, VideoInput, HEADER_LEN, NONE, PAGE_SHIFT,
 };
 use crate::io::local;
 
@@ -345,22 +345,10 @@ pub fn abort_op(root: &Path, number: u64) -> Result<u64> {
 pub fn abort_op_in(io: ManifestIo<'_>, number: u64) -> Result<u64> {
     commit_ops_in(
         io,
-        &[ChunkInput {
-            record: ChunkRecord {
-                number,
-                first: 0,
-                video_count: 0,
-                op: crate::format::manifest::Op::Abort,
-                index_version: 0,
-                gidx_len: 0,
-                gidx_header_crc: 0,
-                gmeta_crc: 0,
-                gmeta_len: 0,
-                gulp_len: 0,
-                frame_count: 0,
-            },
-            videos: Vec::new(),
-        }],
+        &[ChunkInput::without_files(
+            number,
+            crate::format::manifest::Op::Abort,
+        )],
     )
 }
 

@@ -136,17 +136,22 @@ fn local_only(root: &Path) -> Result<()> {
     crate::io::local::refuse_url(root)
 }
 
-/// Creates the manifest's folders (the log, snapshots, bodies) if missing, and refuses any
-/// that is a symlink: the manifest's files are written only inside the dataset.
-fn make_dirs(root: &Path) -> Result<()> {
+/// `_gulpio/` and its folders, outermost first.
+fn folders(root: &Path) -> [PathBuf; 4] {
     let top = root.join(DIR);
-    // Each folder is checked before anything is created inside it.
-    for dir in [
+    [
         top.clone(),
         top.join("log"),
         top.join("snap"),
         top.join("body"),
-    ] {
+    ]
+}
+
+/// Creates the manifest's folders (the log, snapshots, bodies) if missing, and refuses any
+/// that is a symlink: the manifest's files are written only inside the dataset.
+fn make_dirs(root: &Path) -> Result<()> {
+    // Each folder is checked before anything is created inside it.
+    for dir in folders(root) {
         check_dirs(root)?;
         match std::fs::create_dir(&dir) {
             Ok(()) => {}
@@ -160,13 +165,7 @@ fn make_dirs(root: &Path) -> Result<()> {
 /// Refuses to write under `_gulpio/` when it or one of its folders is a symlink or not a
 /// folder (it could lead outside the dataset).
 fn check_dirs(root: &Path) -> Result<()> {
-    let top = root.join(DIR);
-    for dir in [
-        top.clone(),
-        top.join("log"),
-        top.join("snap"),
-        top.join("body"),
-    ] {
+    for dir in folders(root) {
         let Ok(meta) = std::fs::symlink_metadata(&dir) else {
             continue;
         };

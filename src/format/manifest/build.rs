@@ -136,19 +136,7 @@ pub fn build_table_file(meta: &TableMeta, chunks: &[ChunkInput]) -> Result<Vec<u
         rec.video_count = c.videos.len() as u32;
         rec.frame_count = chunk_frames;
         if !rec.op.has_files() {
-            rec = ChunkRecord {
-                number: rec.number,
-                first: rec.first,
-                op: rec.op,
-                video_count: 0,
-                index_version: 0,
-                gidx_len: 0,
-                gidx_header_crc: 0,
-                gmeta_crc: 0,
-                gmeta_len: 0,
-                gulp_len: 0,
-                frame_count: 0,
-            };
+            rec = ChunkRecord::without_files(rec.number, rec.op, rec.first);
         }
         if rec.index_version > 3 {
             return Err(format!(

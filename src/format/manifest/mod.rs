@@ -69,6 +69,36 @@ pub struct ChunkRecord {
     pub frame_count: u64,
 }
 
+impl ChunkRecord {
+    /// A record that describes no files (remove and abort records, §7.2: every field after
+    /// `op` zero), at position `first`.
+    pub fn without_files(number: u64, op: Op, first: u64) -> ChunkRecord {
+        ChunkRecord {
+            number,
+            first,
+            video_count: 0,
+            op,
+            index_version: 0,
+            gidx_len: 0,
+            gidx_header_crc: 0,
+            gmeta_crc: 0,
+            gmeta_len: 0,
+            gulp_len: 0,
+            frame_count: 0,
+        }
+    }
+}
+
+impl ChunkInput {
+    /// An operation on chunk `number` that describes no files: a remove or an abort.
+    pub fn without_files(number: u64, op: Op) -> ChunkInput {
+        ChunkInput {
+            record: ChunkRecord::without_files(number, op, 0),
+            videos: Vec::new(),
+        }
+    }
+}
+
 /// One row of the video table (16 bytes on disk): what `video_shapes()` reports, and the
 /// slot of the video's id in the sorted id table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
