@@ -157,13 +157,14 @@ def modes(manifest: bool) -> list[Mode]:
 
 
 def how_opened(gd) -> str:
-    """How ``gd`` was opened, from what the library reports (FORMAT.md §7.5: a directory
-    opened through the manifest has a ``manifest_state``); this build has none, so every
-    open read each chunk's index."""
-    if not hasattr(gd, "manifest_state"):
+    """How ``gd`` was opened, as the library reports it (``GulpDirectory.opened``, FORMAT.md
+    §7.5: through the manifest, or by listing and why)."""
+    if not hasattr(gd, "opened"):
         return "per-chunk indexes (no manifest support)"
-    state = gd.manifest_state
-    return "per-chunk indexes (listing)" if state is None else "manifest"
+    opened = gd.opened
+    if opened["how"] == "manifest":
+        return f"manifest (version {opened['version']}, tail {opened['tail']})"
+    return f"per-chunk indexes (listing: {opened['reason']})"
 
 
 def write_manifest(folder: Path) -> None:

@@ -1,22 +1,31 @@
-//! A dataset directory: many chunks, one id namespace. Opening reads only the indexes' video
-//! and id tables (legacy chunks without an index are parsed from their `.gmeta`); each
-//! indexed chunk is fully checked and its data mapped the first time it is read from.
+//! A dataset directory: many chunks, one id namespace. It opens through the dataset manifest
+//! when there is a usable one (docs/FORMAT.md §7.5: a mapped base and the commits after it,
+//! nothing per chunk or per video), else by listing (every chunk's index front probed, every id
+//! held). Either way each chunk is fully checked and its data mapped the first time it is read
+//! from: against its index as probed, or against its manifest record (rule M3).
+//!
+//! Each part has a file of its own: `listing` (opening by listing), `recorded` (opening through
+//! the manifest), `slot` (one chunk and its reader).
 
-use std::collections::HashMap;
-use std::hash::BuildHasher;
+mod listing;
+mod recorded;
+mod slot;
+
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use hashbrown::{DefaultHashBuilder, HashTable};
-
-use crate::chunk::probe::{probe_index_in, KnownSizes, Probe};
 use crate::chunk::reader::ChunkReader;
 use crate::decode::{plan, FrameJob};
 use crate::error::{At, Error, Result};
-use crate::format::index::{front_ids, HEADER_LEN};
-use crate::format::paths::{chunk_number, glob_kind, ChunkPaths, FileKind};
+use crate::format::paths::{chunk_number, glob_kind};
 use crate::io::Store;
 use crate::pixels::Colorspace;
+
+pub use listing::IdTable;
+use listing::Listing;
+use recorded::Recorded;
+pub use slot::{ChunkSlot, HowOpened};
 
 /// Something wrong with one chunk that did not stop the directory from opening.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,173 +39,145 @@ pub struct Problem {
     pub at: Option<At>,
 }
 
-pub struct ChunkSlot {
-    pub number: u64,
-    pub paths: ChunkPaths,
-    /// Global position of the chunk's first video.
-    pub first: usize,
-    pub video_count: usize,
-    /// File sizes the listing gave (object stores), saving a request per file.
-    pub sizes: KnownSizes,
-    /// Header of the index probed at open (None for legacy chunks, opened at once).
-    probed: Option<[u8; HEADER_LEN]>,
-    reader: OnceLock<Result<Arc<ChunkReader>>>,
+/// Whether a directory opens through the dataset manifest (docs/FORMAT.md §7.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ManifestMode {
+    /// Through the manifest when it is usable, else by listing (with a warning when a manifest
+    /// exists but cannot be used).
+    #[default]
+    Auto,
+    /// By listing, as before the manifest.
+    Off,
+    /// Through the manifest, or a `FormatError` saying why not.
+    Require,
+    /// Through the manifest, then listed and compared as `gulpio check` does: a chunk the
+    /// manifest does not record, or a record whose files differ, is a `FormatError`.
+    Verify,
 }
 
-impl ChunkSlot {
-    /// True once the reader was opened (or failed to open): `reader()` then does no I/O.
-    pub fn is_loaded(&self) -> bool {
-        self.reader.get().is_some()
-    }
-
-    /// The chunk's reader, opening it on first use. A failure is remembered and reported on
-    /// every later use, so a damaged chunk fails the same way each time; a remote fault that
-    /// outlasted the retries is not remembered (the next use tries again). `ids` are the ids
-    /// the directory registered for this chunk when it was opened.
-    fn reader(&self, ids: &IdTable, store: &Store) -> Result<Arc<ChunkReader>> {
-        if let Some(done) = self.reader.get() {
-            return done.clone();
-        }
-        let opened = match &self.probed {
-            Some(header) => {
-                match ChunkReader::from_index_in(store, &self.paths, header, self.sizes) {
-                    Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
-                        self.fall_back(ids, store, e)
-                    }
-                    other => other,
-                }
+impl std::str::FromStr for ManifestMode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<ManifestMode> {
+        Ok(match s {
+            "auto" => ManifestMode::Auto,
+            "off" => ManifestMode::Off,
+            "require" => ManifestMode::Require,
+            "verify" => ManifestMode::Verify,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "manifest={other:?}: expected \"auto\", \"off\", \"require\" or \"verify\""
+                )))
             }
-            None => Err(Error::Internal("chunk has no reader".into())),
-        }
-        .map(Arc::new);
-        if matches!(opened, Err(Error::Remote { .. })) {
-            return opened;
-        }
-        // Another thread may have opened it meanwhile: every caller gets the same reader.
-        self.reader.get_or_init(|| opened).clone()
-    }
-
-    /// The index passed the open-time checks but not the full one (a damaged frame table, or
-    /// a `.gmeta` changed without changing size): read through the `.gmeta` if it still lists
-    /// the videos the directory registered, in the same order; otherwise the directory must
-    /// be reopened.
-    fn fall_back(&self, ids: &IdTable, store: &Store, why: Error) -> Result<ChunkReader> {
-        let mut legacy = ChunkReader::open_legacy_in(store, &self.paths, self.sizes)?;
-        let same = legacy.video_count() == self.video_count
-            && (0..self.video_count).all(|i| legacy.id(i) == ids.get(self.first + i));
-        if !same {
-            return Err(Error::stale(
-                &self.paths.index,
-                format!("{why}; the chunk changed after the directory was opened: reopen it"),
-            ));
-        }
-        legacy.set_index_problem(why.to_string());
-        Ok(legacy)
+        })
     }
 }
 
-/// Every id of a directory in one string, with a hash table of positions: two allocations
-/// for any number of ids, instead of one or more per id.
-#[derive(Default)]
-pub struct IdTable {
-    blob: String,
-    ends: Vec<usize>,
-    table: HashTable<u32>,
-    hasher: DefaultHashBuilder,
+/// How a directory was opened (`gulpio info` prints it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Opened {
+    /// By listing; `reason` says why not through a manifest, `warned` whether a manifest
+    /// exists that could not be used.
+    Listing { reason: String, warned: bool },
+    /// Through the manifest's state at `version`.
+    Manifest {
+        version: u64,
+        base_version: u64,
+        /// Commits after the base, operations not yet in effect, base chunks changed by
+        /// another tool (checked at their first read).
+        tail: u64,
+        pending: usize,
+        changed: usize,
+    },
 }
 
-impl IdTable {
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    /// Panics if `i >= len()`.
-    pub fn get(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.blob[start..self.ends[i]]
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
-        (0..self.len()).map(|i| self.get(i))
-    }
-
-    pub fn lookup(&self, id: &str) -> Option<usize> {
-        let hash = self.hasher.hash_one(id);
-        self.table
-            .find(hash, |&i| self.get(i as usize) == id)
-            .map(|&i| i as usize)
-    }
-
-    /// Adds `id` at position `len()`; if it is already present, returns its position instead.
-    fn insert(&mut self, id: &str) -> std::result::Result<usize, usize> {
-        if let Some(existing) = self.lookup(id) {
-            return Err(existing);
-        }
-        let pos = self.len();
-        self.blob.push_str(id);
-        self.ends.push(self.blob.len());
-        let hash = self.hasher.hash_one(id);
-        let (blob, ends, hasher) = (&self.blob, &self.ends, &self.hasher);
-        self.table.insert_unique(hash, pos as u32, |&i| {
-            let i = i as usize;
-            let start = if i == 0 { 0 } else { ends[i - 1] };
-            hasher.hash_one(&blob[start..ends[i]])
-        });
-        Ok(pos)
-    }
-
-    fn reserve(&mut self, ids: usize, bytes: usize) {
-        self.blob.reserve(bytes);
-        self.ends.reserve(ids);
-        let (blob, ends, hasher) = (&self.blob, &self.ends, &self.hasher);
-        self.table.reserve(ids, |&i| {
-            let i = i as usize;
-            let start = if i == 0 { 0 } else { ends[i - 1] };
-            hasher.hash_one(&blob[start..ends[i]])
-        });
-    }
+/// Where the directory's ids and chunks come from.
+enum Catalog {
+    Listed(Listing),
+    // Boxed: one per directory, and the view holds its front inline.
+    Recorded(Box<Recorded>),
 }
 
 pub struct Directory {
     root: PathBuf,
     store: Store,
-    chunks: Vec<ChunkSlot>,
-    ids: IdTable,
-    /// Chunk position of each video, parallel to `ids`.
-    chunk_of: Vec<u32>,
+    catalog: Catalog,
+    opened: Opened,
     problems: Vec<Problem>,
 }
 
-/// gulpio's globs: `data*.gulp` and `meta*.gmeta` (hidden files never match).
 impl Directory {
     /// Opens the dataset in the local directory `root`, memory-mapping its files.
     pub fn open(root: impl AsRef<Path>) -> Result<Directory> {
         Self::open_in(Store::default(), root)
     }
 
-    /// Opens the dataset at `root` in `store` (for object stores `root` is the dataset's URL).
-    /// Index fronts are fetched concurrently for remote stores (one round trip per chunk,
-    /// overlapped), after one listing.
+    /// Opens the dataset at `root` in `store` (for object stores `root` is the dataset's URL),
+    /// through its manifest when it is usable ([`ManifestMode::Auto`]).
     pub fn open_in(store: Store, root: impl AsRef<Path>) -> Result<Directory> {
+        Self::open_with(store, root, ManifestMode::Auto)
+    }
+
+    /// Opens the dataset at `root` in `store` as `mode` says. Listing fetches index fronts
+    /// concurrently for remote stores (one round trip per chunk, overlapped), after one
+    /// listing.
+    pub fn open_with(
+        store: Store,
+        root: impl AsRef<Path>,
+        mode: ManifestMode,
+    ) -> Result<Directory> {
         let root = root.as_ref().to_path_buf();
-        let mut problems = Vec::new();
-        let pairs = find_chunks(&store, &root, &mut problems)?;
-        let probes = probe_all(&store, &pairs);
-        let mut dir = Directory {
+        let declined = match mode {
+            ManifestMode::Off => recorded::Declined {
+                reason: "manifest=\"off\"".into(),
+                warn: false,
+            },
+            _ => match Recorded::open(&store, &root) {
+                Ok(recorded) => {
+                    if mode == ManifestMode::Verify {
+                        verify(&root)?;
+                    }
+                    let v = &recorded.view;
+                    let opened = Opened::Manifest {
+                        version: v.version,
+                        base_version: v.base_version,
+                        tail: v.tail_commits(),
+                        pending: v.pending.len(),
+                        changed: v.changed.len(),
+                    };
+                    return Ok(Directory {
+                        root,
+                        store,
+                        catalog: Catalog::Recorded(Box::new(recorded)),
+                        opened,
+                        problems: Vec::new(),
+                    });
+                }
+                Err(d) if mode == ManifestMode::Auto => d,
+                Err(d) => {
+                    return Err(Error::format(
+                        root.join(crate::manifest::DIR),
+                        format!("cannot open the dataset through its manifest: {}", d.reason),
+                    ))
+                }
+            },
+        };
+        let listing = Listing::open(&store, &root)?;
+        let problems = listing.problems.clone();
+        Ok(Directory {
             root,
             store,
-            chunks: Vec::with_capacity(pairs.len()),
-            ids: IdTable::default(),
-            chunk_of: Vec::new(),
+            catalog: Catalog::Listed(listing),
+            opened: Opened::Listing {
+                reason: declined.reason,
+                warned: declined.warn,
+            },
             problems,
-        };
-        for ((number, paths, sizes), probe) in pairs.into_iter().zip(probes) {
-            dir.add_chunk(number, paths, sizes, probe)?;
-        }
-        Ok(dir)
+        })
+    }
+
+    /// How the directory was opened.
+    pub fn opened(&self) -> &Opened {
+        &self.opened
     }
 
     /// Where the dataset's bytes come from.
@@ -267,170 +248,123 @@ impl Directory {
         }
     }
 
-    fn add_chunk(
-        &mut self,
-        number: u64,
-        paths: ChunkPaths,
-        sizes: KnownSizes,
-        probe: Option<Result<Probe>>,
-    ) -> Result<()> {
-        let first = self.ids.len();
-        if let Some(probed) = probe {
-            match probed {
-                Ok(probe) if probe.meta_size_matches() => {
-                    let ids = front_ids(&probe.front, &probe.header)
-                        .map_err(|m| Error::format(&paths.index, m))?;
-                    let slot = ChunkSlot {
-                        number,
-                        paths,
-                        first,
-                        video_count: probe.header.video_count as usize,
-                        sizes,
-                        probed: Some(probe.header_bytes),
-                        reader: OnceLock::new(),
-                    };
-                    self.ids
-                        .reserve(slot.video_count, probe.header.ids_len as usize);
-                    return self.register(slot, ids);
-                }
-                // The `.gmeta` changed size since the index was written: appended to by
-                // another tool, or damaged. Which one decides whose ids count, so the chunk is
-                // opened now (only such chunks pay for it).
-                Ok(probe) => {
-                    match ChunkReader::from_index_in(
-                        &self.store,
-                        &paths,
-                        &probe.header_bytes,
-                        sizes,
-                    ) {
-                        // A damaged `.gmeta` is the reader's `meta_problem`, reported when the
-                        // chunk is first used, as for one found before the first read.
-                        Ok(reader) => return self.add_opened(number, paths, sizes, reader),
-                        Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
-                            self.problems.push(Problem {
-                                path: paths.index.clone(),
-                                message: format!(
-                                    "{e}; reading the chunk through its .gmeta instead"
-                                ),
-                                chunk_skipped: false,
-                                at: e.at(),
-                            })
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-                // A remote index that arrived different every time: never read without it.
-                Err(e @ Error::Remote { .. }) => return Err(e),
-                Err(e) => self.problems.push(Problem {
-                    path: paths.index.clone(),
-                    message: format!("{e}; reading the chunk through its .gmeta instead"),
-                    chunk_skipped: false,
-                    at: e.at(),
-                }),
-            }
-        }
-        match ChunkReader::open_legacy_in(&self.store, &paths, sizes) {
-            Ok(r) => self.add_opened(number, paths, sizes, r),
-            Err(e) => {
-                self.problems.push(Problem {
-                    path: paths.meta.clone(),
-                    message: format!("{e}; the chunk's videos are unavailable"),
-                    chunk_skipped: true,
-                    at: e.at(),
-                });
-                Ok(())
-            }
-        }
-    }
-
-    /// Adds a chunk whose reader is already open.
-    fn add_opened(
-        &mut self,
-        number: u64,
-        paths: ChunkPaths,
-        sizes: KnownSizes,
-        reader: ChunkReader,
-    ) -> Result<()> {
-        let reader = Arc::new(reader);
-        let slot = ChunkSlot {
-            number,
-            paths,
-            first: self.ids.len(),
-            video_count: reader.video_count(),
-            sizes,
-            probed: None,
-            reader: OnceLock::from(Ok(reader.clone())),
-        };
-        self.register(slot, (0..reader.video_count()).map(|i| reader.id(i)))
-    }
-
-    /// Adds a chunk's ids (refusing duplicates, also inside the chunk) and the chunk.
-    fn register<'a>(&mut self, slot: ChunkSlot, ids: impl Iterator<Item = &'a str>) -> Result<()> {
-        let pos = u32::try_from(self.chunks.len())
-            .map_err(|_| Error::InvalidArgument("too many chunks".into()))?;
-        if u32::try_from(self.ids.len() + slot.video_count).is_err() {
-            return Err(Error::InvalidArgument(
-                "more than 4 billion videos in one directory".into(),
-            ));
-        }
-        for id in ids {
-            if let Err(other) = self.ids.insert(id) {
-                // `other` may be in this very chunk, which is not in `self.chunks` yet.
-                let first = match self
-                    .chunk_of
-                    .get(other)
-                    .and_then(|&c| self.chunks.get(c as usize))
-                {
-                    Some(c) => c.paths.meta.clone(),
-                    None => slot.paths.meta.clone(),
-                };
-                return Err(Error::DuplicateId {
-                    id: id.to_owned(),
-                    first,
-                    second: slot.paths.meta.clone(),
-                });
-            }
-            self.chunk_of.push(pos);
-        }
-        self.chunks.push(slot);
-        Ok(())
-    }
-
     pub fn root(&self) -> &Path {
         &self.root
     }
     pub fn len(&self) -> usize {
-        self.ids.len()
+        match &self.catalog {
+            Catalog::Listed(l) => l.ids.len(),
+            Catalog::Recorded(r) => r.view.len() as usize,
+        }
     }
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.len() == 0
     }
-    pub fn ids(&self) -> &IdTable {
-        &self.ids
+
+    /// The id of global video `g` (InvalidArgument past the end).
+    pub fn id(&self, g: usize) -> Result<Cow<'_, str>> {
+        match &self.catalog {
+            Catalog::Listed(l) if g < l.ids.len() => Ok(Cow::Borrowed(l.ids.get(g))),
+            Catalog::Listed(l) => Err(Error::InvalidArgument(format!(
+                "video position {g} is past the {} videos",
+                l.ids.len()
+            ))),
+            Catalog::Recorded(r) => r.view.id(g as u64).map(Cow::Owned),
+        }
     }
-    pub fn lookup(&self, id: &str) -> Option<usize> {
-        self.ids.lookup(id)
+
+    /// The ids of global videos `start..end` (clamped to the videos there are), in order.
+    pub fn ids_in(&self, start: usize, end: usize) -> Result<Vec<String>> {
+        let end = end.min(self.len());
+        (start.min(end)..end)
+            .map(|g| self.id(g).map(Cow::into_owned))
+            .collect()
     }
-    pub fn chunks(&self) -> &[ChunkSlot] {
-        &self.chunks
+
+    /// The global position of `id`, or None. Through a manifest this reads one id page (an
+    /// error when the page is damaged, rule M2).
+    pub fn lookup(&self, id: &str) -> Result<Option<usize>> {
+        match &self.catalog {
+            Catalog::Listed(l) => Ok(l.ids.lookup(id)),
+            Catalog::Recorded(r) => Ok(r.view.locate(id)?.map(|at| at.position as usize)),
+        }
     }
+
+    /// Chunks in the directory.
+    pub fn chunk_count(&self) -> usize {
+        match &self.catalog {
+            Catalog::Listed(l) => l.chunks.len(),
+            Catalog::Recorded(r) => r.view.chunk_count(),
+        }
+    }
+
+    /// The chunk at position `pos` (chunk-number order by listing; through a manifest, the
+    /// state's order, §7.4 step 4).
+    pub fn chunk(&self, pos: usize) -> Result<Arc<ChunkSlot>> {
+        match &self.catalog {
+            Catalog::Listed(l) => l.chunks.get(pos).cloned().ok_or_else(|| {
+                Error::InvalidArgument(format!("chunk position {pos} out of range"))
+            }),
+            Catalog::Recorded(r) => r.slot(&self.root, pos),
+        }
+    }
+
     pub fn problems(&self) -> &[Problem] {
         &self.problems
     }
 
     /// The reader of chunk position `pos`, opened (and fully checked) on first use.
     pub fn reader(&self, pos: usize) -> Result<Arc<ChunkReader>> {
-        let slot = self
-            .chunks
-            .get(pos)
-            .ok_or_else(|| Error::InvalidArgument(format!("chunk position {pos} out of range")))?;
-        slot.reader(&self.ids, &self.store)
+        let slot = self.chunk(pos)?;
+        slot.reader_with(|slot| self.open_chunk(slot))
     }
 
-    /// `(chunk position, video position inside the chunk)` of global video `g`.
-    pub fn location(&self, g: usize) -> Option<(usize, usize)> {
-        let c = *self.chunk_of.get(g)? as usize;
-        Some((c, g - self.chunks[c].first))
+    fn open_chunk(&self, slot: &ChunkSlot) -> Result<ChunkReader> {
+        match (&slot.how, &self.catalog) {
+            (HowOpened::Probed(header), Catalog::Listed(l)) => {
+                match ChunkReader::from_index_in(&self.store, &slot.paths, header, slot.sizes) {
+                    Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
+                        fall_back(l, slot, &self.store, e)
+                    }
+                    other => other,
+                }
+            }
+            (HowOpened::Recorded(record), Catalog::Recorded(r)) => {
+                r.open_chunk(&self.store, slot, record)
+            }
+            _ => Err(Error::Internal("chunk has no reader".into())),
+        }
+    }
+
+    /// `(chunk position, video position inside the chunk)` of global video `g`, or None past
+    /// the end.
+    pub fn location(&self, g: usize) -> Result<Option<(usize, usize)>> {
+        match &self.catalog {
+            Catalog::Listed(l) => Ok(l.location(g)),
+            Catalog::Recorded(_) if g >= self.len() => Ok(None),
+            Catalog::Recorded(r) => {
+                let at = r.view.locate_position(g as u64)?;
+                Ok(Some((at.chunk, at.index as usize)))
+            }
+        }
+    }
+
+    /// `(chunk position, video position inside the chunk)` of the video `id`, or None.
+    pub fn locate(&self, id: &str) -> Result<Option<(usize, usize)>> {
+        match &self.catalog {
+            Catalog::Listed(l) => Ok(l.ids.lookup(id).and_then(|g| l.location(g))),
+            Catalog::Recorded(r) => Ok(r.view.locate(id)?.map(|at| (at.chunk, at.index as usize))),
+        }
+    }
+
+    /// A video's frame count and first frame's `[height, width, channels]` as the manifest
+    /// records them, or None when the directory was opened by listing.
+    fn recorded_shape(&self, g: usize) -> Result<Option<(u32, [u16; 3])>> {
+        let Catalog::Recorded(r) = &self.catalog else {
+            return Ok(None);
+        };
+        let (count, (h, w, c)) = r.view.shape(g as u64)?;
+        Ok(Some((count, [h, w, u16::from(c)])))
     }
 
     /// Per video, from the binary indexes alone (no frame read, no `.gmeta` parsed): its frame
@@ -450,21 +384,36 @@ impl Directory {
         let n = videos.map_or(self.len(), <[usize]>::len);
         let mut counts = Vec::with_capacity(n);
         let mut shapes = Vec::with_capacity(n);
-        let mut readers: Vec<Option<Arc<ChunkReader>>> = vec![None; self.chunks.len()];
+        let mut readers: std::collections::HashMap<usize, Arc<ChunkReader>> = Default::default();
+        let out_of_range =
+            |g: usize| Error::InvalidArgument(format!("video position {g} out of range"));
         for k in 0..n {
             let g = videos.map_or(k, |v| v[k]);
-            let (c, v) = self.location(g).ok_or_else(|| {
-                Error::InvalidArgument(format!("video position {g} out of range"))
-            })?;
-            let reader = match &readers[c] {
-                Some(r) => r,
-                None => readers[c].insert(self.reader(c)?),
+            if g >= self.len() {
+                return Err(out_of_range(g));
+            }
+            // Through a manifest the counts and shapes are its video rows: no chunk is opened.
+            let (count, mut shape) = match self.recorded_shape(g)? {
+                Some(recorded) => recorded,
+                None => {
+                    let (c, v) = self.location(g)?.ok_or_else(|| out_of_range(g))?;
+                    let reader = match readers.get(&c) {
+                        Some(r) => r,
+                        None => readers.entry(c).or_insert(self.reader(c)?),
+                    };
+                    let first = reader.frames(v).next().unwrap_or_default();
+                    (
+                        reader.frame_count(v) as u32,
+                        [first.height, first.width, first.channels as u16],
+                    )
+                }
             };
-            let first = reader.frames(v).next().unwrap_or_default();
-            let count = reader.frame_count(v);
-            counts.push(count as u32);
-            let mut shape = [first.height, first.width, first.channels as u16];
             if headers && count > 0 && shape[0] == 0 {
+                let (c, v) = self.location(g)?.ok_or_else(|| out_of_range(g))?;
+                let reader = match readers.get(&c) {
+                    Some(r) => r,
+                    None => readers.entry(c).or_insert(self.reader(c)?),
+                };
                 let jobs = plan(reader, v, &[0], Colorspace::Auto, false, None)?;
                 if let Some(&FrameJob {
                     shape: (h, w, c), ..
@@ -475,6 +424,7 @@ impl Directory {
                     shape = [dim(h), dim(w), dim(c)];
                 }
             }
+            counts.push(count);
             shapes.push(shape);
         }
         Ok((counts, shapes))
@@ -482,14 +432,68 @@ impl Directory {
 
     /// The reader and local position of the video with this id.
     pub fn resolve(&self, id: &str) -> Result<(Arc<ChunkReader>, usize)> {
-        let g = self
-            .lookup(id)
-            .ok_or_else(|| Error::UnknownId(id.to_owned()))?;
         let (c, v) = self
-            .location(g)
+            .locate(id)?
             .ok_or_else(|| Error::UnknownId(id.to_owned()))?;
         Ok((self.reader(c)?, v))
     }
+}
+
+/// The index passed the open-time checks but not the full one (a damaged frame table, or a
+/// `.gmeta` changed without changing size): read through the `.gmeta` if it still lists the
+/// videos the listing registered, in the same order; otherwise the directory must be reopened.
+fn fall_back(
+    listing: &Listing,
+    slot: &ChunkSlot,
+    store: &Store,
+    why: Error,
+) -> Result<ChunkReader> {
+    let mut legacy = ChunkReader::open_legacy_in(store, &slot.paths, slot.sizes)?;
+    let same = legacy.video_count() == slot.video_count
+        && listing
+            .registered(slot)
+            .enumerate()
+            .all(|(i, id)| legacy.id(i) == id);
+    if !same {
+        return Err(Error::stale(
+            &slot.paths.index,
+            format!("{why}; the chunk changed after the directory was opened: reopen it"),
+        ));
+    }
+    legacy.set_index_problem(why.to_string());
+    Ok(legacy)
+}
+
+/// `manifest="verify"`: the manifest compared with a listing, as `gulpio check` does.
+fn verify(root: &Path) -> Result<()> {
+    let Some(status) = crate::manifest::status(root)? else {
+        return Ok(());
+    };
+    let mut wrong = Vec::new();
+    if !status.unrecorded.is_empty() {
+        wrong.push(format!(
+            "chunks it does not record: {:?}",
+            status.unrecorded
+        ));
+    }
+    if !status.mismatched.is_empty() {
+        wrong.push(format!(
+            "records whose files differ or are gone: {:?}",
+            status.mismatched
+        ));
+    }
+    if wrong.is_empty() {
+        return Ok(());
+    }
+    Err(Error::format(
+        root.join(crate::manifest::DIR),
+        format!(
+            "the dataset manifest (version {}) does not match the folder: {}; `gulpio index` \
+             records what it lacks",
+            status.version,
+            wrong.join("; ")
+        ),
+    ))
 }
 
 /// Only plain names: ids and other input never become paths.
@@ -500,125 +504,6 @@ fn check_plain_name(name: &str) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Probes the index of every chunk that has one (None for chunks without an index). Remote
-/// probes run concurrently, each a round trip or two; local ones are cheap reads in order.
-fn probe_all(store: &Store, pairs: &[(u64, ChunkPaths, KnownSizes)]) -> Vec<Option<Result<Probe>>> {
-    let probe = |(_, paths, sizes): &(u64, ChunkPaths, KnownSizes)| {
-        sizes.index.map(|_| probe_index_in(store, paths, *sizes))
-    };
-    let Store::Remote(remote) = store else {
-        return pairs.iter().map(probe).collect();
-    };
-    let workers = remote.settings().concurrency.clamp(1, 64).min(pairs.len());
-    if workers <= 1 {
-        return pairs.iter().map(probe).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<OnceLock<Option<Result<Probe>>>> =
-        pairs.iter().map(|_| OnceLock::new()).collect();
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(pair) = pairs.get(i) else { break };
-                let _ = results[i].set(probe(pair));
-            });
-        }
-    });
-    results
-        .into_iter()
-        .map(|r| {
-            r.into_inner().unwrap_or_else(|| {
-                Some(Err(Error::Internal("an index probe did not finish".into())))
-            })
-        })
-        .collect()
-}
-
-/// Pairs `data*.gulp` with `meta*.gmeta` by chunk number, sorted numerically (gulpio sorted
-/// file names, which put `data_10` before `data_2`). Unpaired files are reported, not fatal.
-/// One listing gives every file, with sizes for object stores.
-fn find_chunks(
-    store: &Store,
-    root: &Path,
-    problems: &mut Vec<Problem>,
-) -> Result<Vec<(u64, ChunkPaths, KnownSizes)>> {
-    let mut data: HashMap<u64, PathBuf> = HashMap::new();
-    let mut meta: HashMap<u64, PathBuf> = HashMap::new();
-    let entries = store.list(root)?;
-    let known = |n: u64| (n != u64::MAX).then_some(n);
-    let sizes: HashMap<&Path, u64> = entries.iter().map(|(p, n)| (p.as_path(), *n)).collect();
-    for (path, _) in &entries {
-        let path = path.clone();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        let (table, what) = match glob_kind(name) {
-            Some(FileKind::Data) => (&mut data, "data"),
-            Some(FileKind::Meta) => (&mut meta, "meta"),
-            _ => continue,
-        };
-        let Some(k) = chunk_number(&path) else {
-            problems.push(Problem {
-                path,
-                message: format!("{what} file name has no chunk number; ignored"),
-                chunk_skipped: true,
-                at: None,
-            });
-            continue;
-        };
-        if let Some(prev) = table.get(&k) {
-            return Err(Error::format(
-                root,
-                format!(
-                    "{} and {} both claim chunk number {k}",
-                    prev.display(),
-                    path.display()
-                ),
-            ));
-        }
-        table.insert(k, path);
-    }
-    let mut numbers: Vec<u64> = data.keys().chain(meta.keys()).copied().collect();
-    numbers.sort_unstable();
-    numbers.dedup();
-    let mut pairs = Vec::new();
-    for k in numbers {
-        match (data.remove(&k), meta.remove(&k)) {
-            (Some(d), Some(m)) => {
-                let paths = ChunkPaths::new(d, m);
-                let sizes = KnownSizes {
-                    data: sizes.get(paths.data.as_path()).copied().and_then(known),
-                    meta: sizes.get(paths.meta.as_path()).copied().and_then(known),
-                    // Listed means present; local listings carry no sizes (u64::MAX).
-                    index: sizes.get(paths.index.as_path()).copied(),
-                };
-                pairs.push((k, paths, sizes))
-            }
-            (Some(d), None) => problems.push(Problem {
-                message: format!(
-                    "chunk {k} has a data file but no meta file (an interrupted write?); its \
-                     videos are unavailable. Restore the meta file, or remove the data file if it is \
-                     the leftover of an interrupted write"
-                ),
-                path: d,
-                chunk_skipped: true,
-                at: None,
-            }),
-            (None, Some(m)) => problems.push(Problem {
-                message: format!(
-                    "chunk {k} has a meta file but no data file; its videos are unavailable"
-                ),
-                path: m,
-                chunk_skipped: true,
-                at: None,
-            }),
-            (None, None) => {}
-        }
-    }
-    Ok(pairs)
 }
 
 #[cfg(test)]

@@ -18,6 +18,11 @@ Colorspace = Literal["RGB", "GRAY"]
 #: How local ``.gulp`` files are read: positional reads (the default) or memory-mapped.
 Io = Literal["pread", "mmap"]
 
+#: Whether ``GulpDirectory`` opens through the dataset manifest (docs/FORMAT.md §7.5): when it
+#: is usable, else by listing (``"auto"``); by listing (``"off"``); through it or a
+#: ``FormatError`` (``"require"``); through it, then listed and compared (``"verify"``).
+ManifestMode = Literal["auto", "off", "require", "verify"]
+
 #: How frames are stored: a JPEG per frame, or each video as AV1 segments.
 Encoding = Literal["jpeg", "video"]
 

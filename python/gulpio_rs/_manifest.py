@@ -4,6 +4,7 @@ one place that turns ``_native.manifest_status`` into words and problems."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from . import _native
@@ -64,6 +65,24 @@ def summary(st: _native._ManifestStatus | None) -> str:
     if outstanding:
         line += "; " + ", ".join(outstanding)
     return line
+
+
+def opened_line(opened: Mapping[str, Any]) -> str:
+    """How a ``GulpDirectory`` was opened (its ``opened``), in words."""
+    if opened["how"] == "manifest":
+        extra = [
+            plural(opened[key], what)
+            for key, what in (
+                ("tail", "commit after its base"),
+                ("pending", "pending operation"),
+                ("changed", "chunk changed by another tool"),
+            )
+            if opened[key]
+        ]
+        return f"through the manifest (version {opened['version']}" + (
+            ", " + ", ".join(extra) + ")" if extra else ")"
+        )
+    return f"by listing its chunks (one index read per chunk): {opened['reason']}"
 
 
 def problems(directory: str) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from typing import Any, Literal, Protocol, Self, TypedDict, final
 import numpy as np
 import numpy.typing as npt
 
-from gulpio_rs._choices import Colorspace, Subsampling
+from gulpio_rs._choices import Colorspace, ManifestMode, Subsampling
 
 #: A frame selection in gulpio2's forms, resolved by the core against the video's frame count.
 _Selection = int | slice | Sequence[int] | npt.NDArray[np.integer[Any]] | None
@@ -147,8 +147,12 @@ class NativeDirectory:
         path: str,
         storage_options: list[tuple[str, str]] | None = None,
         io: str | None = None,
+        manifest: ManifestMode | None = None,
     ) -> Self: ...
     def is_remote(self) -> bool: ...
+    def opened(self) -> _Opened:
+        """How the directory was opened: through the manifest (its version, base, tail,
+        pending operations, changed chunks) or by listing (why)."""
     def chunk_sizes(self) -> list[tuple[int, int]]: ...
     def listed_numbers(self) -> list[int]: ...
     def file_names(self) -> list[str]:
@@ -162,10 +166,13 @@ class NativeDirectory:
     def upload_file(self, local_path: str, name: str) -> None: ...
     def read_file(self, name: str) -> bytes | None: ...
     def __len__(self) -> int: ...
-    def ids(self) -> list[str]: ...
+    def ids(self, start: int = 0, end: int | None = None) -> list[str]: ...
     def lookup(self, id: str) -> int | None: ...
     def location(self, g: int) -> tuple[int, int]: ...
-    def chunk_table(self) -> list[tuple[int, str, str, str, int, int]]: ...
+    def chunk_count(self) -> int: ...
+    def chunk_table(
+        self, start: int = 0, end: int | None = None
+    ) -> list[tuple[int, str, str, str, int, int]]: ...
     def chunk(self, pos: int) -> Chunk: ...
     def resolve(self, id: str) -> tuple[Chunk, int]: ...
     def read_batch(
@@ -358,6 +365,16 @@ def parse_temp_name(name: str) -> tuple[str, int] | None:
 
 #: The manifest's folder inside a dataset (``_gulpio``).
 MANIFEST_DIR: str
+
+class _Opened(TypedDict, total=False):
+    how: Literal["manifest", "listing"]
+    version: int
+    base_version: int
+    tail: int
+    pending: int
+    changed: int
+    reason: str
+    warned: bool
 
 class _IndexReport(TypedDict):
     created: bool

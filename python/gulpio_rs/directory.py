@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import json
+import operator
 import os
 import warnings
 from collections import OrderedDict
@@ -18,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _native
-from ._choices import Colorspace, Io
+from ._choices import Colorspace, Io, ManifestMode
 from ._directory_chunks import DirectoryChunk, RemoteNewChunk
 from ._metadict import LazyMetaDict
 from ._names import chunk_paths
@@ -36,7 +37,12 @@ from ._reading import (
 from ._storage import StorageOptions, storage_options_list
 from ._times import VideoTimes, find_times
 from .chunk import GulpChunk, new_chunk
-from .errors import BrokenChunkWarning, EmptyDirectoryWarning, UnsupportedJpegError
+from .errors import (
+    BrokenChunkWarning,
+    EmptyDirectoryWarning,
+    ManifestWarning,
+    UnsupportedJpegError,
+)
 
 
 class Problem(TypedDict):
@@ -58,8 +64,15 @@ def problem_text(problem: Problem) -> str:
 class GulpDirectory:
     """A directory of gulp chunks, read through the Rust core.
 
-    Opening reads only the chunks' binary indexes (no JSON), so it takes milliseconds for
-    100,000 videos; chunks without an index (written by gulpio/gulpio2) are parsed once.
+    A dataset with a manifest (``gulpio index`` makes one; docs/FORMAT.md §7) opens through it:
+    a mapped, paged table of every chunk and video, so opening costs the same for 100 videos or
+    10 million and holds nothing per video; each chunk's files are checked against the manifest
+    before its first read. ``manifest="off"`` lists the chunks instead, ``"require"`` raises
+    ``FormatError`` when the manifest cannot be used (``"auto"``, the default, then lists with a
+    :class:`ManifestWarning`), ``"verify"`` also lists and compares. :attr:`opened` says how the
+    directory was opened. Without a manifest, opening reads only the chunks' binary indexes (no
+    JSON), so it takes milliseconds for 100,000 videos; chunks without an index (written by
+    gulpio/gulpio2) are parsed once.
 
     ``gd[id]``, ``gd[id, slice]``, ``gd[id, [0, 2]]``, ``gd[id, ndarray]`` and ``gd[id, 3]``
     return ``(frames, meta)`` as gulpio2 does. Every frame's CRC32 is verified on read unless
@@ -101,6 +114,7 @@ class GulpDirectory:
         io: Io | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         cache_size: int | str | None = None,
+        manifest: ManifestMode = "auto",
     ) -> None:
         self.output_dir = output_dir  # as given (gulpio2 code compares it with its own Path)
         self._path = os.fsdecode(output_dir)
@@ -121,11 +135,13 @@ class GulpDirectory:
                 extra["cache_size"] = str(cache_size)
             self._storage_options = StorageOptions({**(self._storage_options or {}), **extra})
         self._io = io
+        self._manifest: ManifestMode = manifest
         try:
             self._dir: _native.NativeDirectory | None = _native.NativeDirectory(
                 self._path,
                 None if self._storage_options is None else self._storage_options.pairs(),
                 io,
+                manifest,
             )
         except FileNotFoundError:
             if _native.is_remote_url(self._path) or os.path.isdir(self._path):
@@ -136,8 +152,9 @@ class GulpDirectory:
                 "data_*.gulp + meta_*.gmeta chunk files)",
                 self._path,
             ) from None
-        self._table = self._dir.chunk_table()
-        # Built on first use (the properties below).
+        # Built on first use (the properties below): through a manifest, a dataset of 100k
+        # chunks holds nothing per chunk until asked.
+        self._table_rows: list[tuple[int, str, str, str, int, int]] | None = None
         self._chunk_objs: OrderedDict[int, GulpChunk] | None = None
         self._merged: LazyMetaDict | None = None
         self._all_meta: list[dict[str, Any]] | None = None
@@ -155,7 +172,15 @@ class GulpDirectory:
                 err.frame = problem["frame"]
                 raise err
             warnings.warn(problem_text(problem), BrokenChunkWarning, stacklevel=2)
-        if not self._table and not self.problems:
+        how = self._dir.opened()
+        if how["how"] == "listing" and how["warned"]:
+            warnings.warn(
+                f"{_native.redact_url(self._path)}: {how['reason']}; opened by listing every "
+                "chunk instead",
+                ManifestWarning,
+                stacklevel=2,
+            )
+        if self._dir.chunk_count() == 0 and not self.problems:
             warnings.warn(
                 f"{self._path}: no gulp chunks here (data_*.gulp + meta_*.gmeta), so the "
                 "directory is empty (len 0); fine before writing into it, else check the path",
@@ -193,8 +218,30 @@ class GulpDirectory:
 
     def chunk_table(self) -> list[tuple[int, str, str, str, int, int]]:
         """``(number, data file, meta file, index file, first position, videos)`` for each
-        readable chunk, in chunk-number order."""
-        return self._handle().chunk_table()
+        readable chunk, in position order: chunk-number order when opened by listing; through
+        a manifest, its state's order (docs/FORMAT.md §7.4), which is chunk-number order once
+        ``gulpio index`` has compacted it."""
+        return list(self._table)
+
+    @property
+    def _table(self) -> list[tuple[int, str, str, str, int, int]]:
+        if self._table_rows is None:
+            self._table_rows = self._handle().chunk_table()
+        return self._table_rows
+
+    @property
+    def opened(self) -> dict[str, Any]:
+        """How the directory was opened: ``{"how": "manifest", "version", "base_version",
+        "tail", "pending", "changed"}`` (through the manifest's state at ``version``: commits
+        after its base, operations not yet in effect, chunks another tool changed) or
+        ``{"how": "listing", "reason", "warned"}`` (why not through a manifest; ``warned`` when
+        one exists but could not be used)."""
+        return dict(self._handle().opened())
+
+    @property
+    def manifest(self) -> ManifestMode:
+        """The ``manifest=`` given (:attr:`opened` says what it led to)."""
+        return self._manifest
 
     def chunk_sizes(self) -> list[tuple[int, int]]:
         """``(data bytes, meta bytes)`` of each row of :meth:`chunk_table` (from the listing for
@@ -213,10 +260,24 @@ class GulpDirectory:
         return self._handle().lookup(id_str(id_)) is not None
 
     def keys(self) -> list[str]:
-        """All video ids, chunk by chunk in chunk-number order."""
+        """All video ids, in position order: chunk by chunk, in chunk-number order when opened
+        by listing, in the manifest's state order through one (docs/FORMAT.md §7.4). Builds
+        the whole list: at millions of videos prefer ``len``, ``in`` and lookups by id."""
         return self._handle().ids()
 
     ids = property(keys, doc="All video ids (a list).")
+
+    def id_at(self, position: int) -> str:
+        """The id of the video at ``position`` in :meth:`keys` order (negative counts from the
+        end, as for a list), without building the list: what samplers and datasets index by.
+        ``IndexError`` out of range."""
+        n = len(self)
+        index = operator.index(position)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(f"video position {position} out of range ({n:,} videos)")
+        return self._handle().ids(index, index + 1)[0]
 
     def num_frames(self, id_: object) -> int:
         """Number of frames of a video."""
@@ -543,7 +604,7 @@ class GulpDirectory:
     # -- gulpio2 attributes ------------------------------------------------------------------
     @property
     def num_chunks(self) -> int:
-        return len(self._table)
+        return self._handle().chunk_count()
 
     @property
     def merged_meta_dict(self) -> LazyMetaDict:
@@ -687,6 +748,7 @@ class GulpDirectory:
             "fallback_decoder": self.fallback_decoder,
             "storage_options": self._storage_options,
             "io": self._io,
+            "manifest": self._manifest,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -702,6 +764,7 @@ class GulpDirectory:
                 fallback_decoder=state["fallback_decoder"],
                 storage_options=state.get("storage_options"),
                 io=state.get("io"),
+                manifest=state.get("manifest", "auto"),
             )
 
     @property

@@ -130,6 +130,12 @@ class EmptyDirectoryWarning(GulpWarning):
     with ``warnings.filterwarnings("ignore", category=EmptyDirectoryWarning)``."""
 
 
+class ManifestWarning(GulpWarning):
+    """A dataset has a manifest (docs/FORMAT.md §7) that could not be used, so it was opened by
+    listing every chunk (slower at scale, never wrong): the message says why, and ``gulpio
+    index`` brings the manifest up to date."""
+
+
 class PickleMetadataWarning(GulpWarning):
     """A chunk was given ``pickle_serializer``: its metadata is unpickled, which runs code
     from the file. gulpio-rs never does this unless the caller passes that serializer."""
@@ -160,6 +166,7 @@ __all__ = [
     "GulpWarning",
     "BrokenChunkWarning",
     "EmptyDirectoryWarning",
+    "ManifestWarning",
     "PickleMetadataWarning",
     "NoTimestampsWarning",
 ]

@@ -4,8 +4,18 @@
 use std::fs;
 
 use super::*;
+use crate::chunk::probe::KnownSizes;
 use crate::chunk::testing::{fake_jpeg, flip, gray_jpeg, write_chunk};
 use crate::chunk::writer::{ChunkWriter, WriteMode};
+use crate::format::paths::ChunkPaths;
+
+fn slots(d: &Directory) -> Vec<Arc<ChunkSlot>> {
+    (0..d.chunk_count()).map(|c| d.chunk(c).unwrap()).collect()
+}
+
+fn all_ids(d: &Directory) -> Vec<String> {
+    d.ids_in(0, usize::MAX).unwrap()
+}
 
 #[test]
 fn chunks_are_ordered_by_number_and_ids_by_chunk() {
@@ -16,26 +26,24 @@ fn chunks_are_ordered_by_number_and_ids_by_chunk() {
     write_chunk(dir.path(), 0, &[("a", 1), ("b", 2)]);
     let d = Directory::open(dir.path()).unwrap();
     assert!(d.problems().is_empty(), "{:?}", d.problems());
-    let numbers: Vec<u64> = d.chunks().iter().map(|c| c.number).collect();
+    let numbers: Vec<u64> = slots(&d).iter().map(|c| c.number).collect();
     assert_eq!(numbers, [0, 2, 10]);
-    let firsts: Vec<(usize, usize)> = d
-        .chunks()
-        .iter()
-        .map(|c| (c.first, c.video_count))
-        .collect();
+    let firsts: Vec<(usize, usize)> = slots(&d).iter().map(|c| (c.first, c.video_count)).collect();
     assert_eq!(firsts, [(0, 2), (2, 1), (3, 1)]);
-    assert_eq!(d.ids().iter().collect::<Vec<_>>(), ["a", "b", "c", "d"]);
+    assert_eq!(all_ids(&d), ["a", "b", "c", "d"]);
+    assert_eq!(d.ids_in(1, 3).unwrap(), ["b", "c"]);
     assert_eq!((d.len(), d.is_empty()), (4, false));
-    assert_eq!(d.lookup("c"), Some(2));
-    assert_eq!(d.lookup("e"), None);
-    assert_eq!(d.location(1), Some((0, 1)));
-    assert_eq!(d.location(2), Some((1, 0)));
-    assert_eq!(d.location(3), Some((2, 0)));
-    assert_eq!(d.location(4), None);
+    assert_eq!(d.lookup("c").unwrap(), Some(2));
+    assert_eq!(d.lookup("e").unwrap(), None);
+    assert_eq!(d.location(1).unwrap(), Some((0, 1)));
+    assert_eq!(d.location(2).unwrap(), Some((1, 0)));
+    assert_eq!(d.location(3).unwrap(), Some((2, 0)));
+    assert_eq!(d.location(4).unwrap(), None);
+    assert!(matches!(d.opened(), Opened::Listing { warned: false, .. }));
     // Indexed chunks are opened on first use only.
-    assert!(!d.chunks()[1].is_loaded());
+    assert!(!d.chunk(1).unwrap().is_loaded());
     let r = d.reader(1).unwrap();
-    assert!(d.chunks()[1].is_loaded());
+    assert!(d.chunk(1).unwrap().is_loaded());
     assert_eq!((r.id(0), r.frame_count(0)), ("c", 3));
     assert!(matches!(d.reader(3), Err(Error::InvalidArgument(_))));
 }
@@ -69,7 +77,7 @@ fn damaged_chunks_are_reported_and_readable_ones_kept() {
     fs::remove_file(&broken.index).unwrap();
     fs::write(&broken.meta, b"{\"d\": {\"frame_info\": [[0, 0").unwrap();
     let d = Directory::open(dir.path()).unwrap();
-    assert_eq!(d.ids().iter().collect::<Vec<_>>(), ["a", "b"]);
+    assert_eq!(all_ids(&d), ["a", "b"]);
     let problems: Vec<(&Path, bool)> = d
         .problems()
         .iter()
@@ -167,4 +175,169 @@ fn only_plain_file_names_are_read_from_a_directory() {
             "{bad:?}"
         );
     }
+}
+
+/// A dataset of three chunks with a manifest (made by `gulpio index`'s core).
+fn with_manifest(dir: &Path) {
+    write_chunk(dir, 0, &[("a", 1), ("b", 2)]);
+    write_chunk(dir, 1, &[("c", 3)]);
+    write_chunk(dir, 2, &[("d", 1), ("e", 0)]);
+    crate::manifest::index(dir, false).unwrap();
+}
+
+/// What a directory answers (ids, chunks, counts, shapes), to compare one opened through the
+/// manifest with one listed.
+type Answers = (
+    Vec<String>,
+    Vec<(u64, usize, usize)>,
+    Vec<u32>,
+    Vec<[u16; 3]>,
+);
+
+fn answers(d: &Directory) -> Answers {
+    let chunks = slots(d)
+        .iter()
+        .map(|c| (c.number, c.first, c.video_count))
+        .collect();
+    let (counts, shapes) = d.video_shapes(None, false).unwrap();
+    (all_ids(d), chunks, counts, shapes)
+}
+
+#[test]
+fn a_directory_opens_through_its_manifest_and_answers_as_a_listing_does() {
+    let dir = tempfile::tempdir().unwrap();
+    with_manifest(dir.path());
+    // A chunk published after the manifest was made: the writer committed it.
+    write_chunk(dir.path(), 3, &[("f", 2)]);
+    let d = Directory::open(dir.path()).unwrap();
+    match d.opened() {
+        Opened::Manifest { version, tail, .. } => assert_eq!((*version, *tail), (1, 1)),
+        other => panic!("{other:?}"),
+    }
+    // Nothing is opened per chunk until it is read.
+    assert!(!d.chunk(1).unwrap().is_loaded());
+    assert_eq!(d.chunk(1).unwrap().sizes, KnownSizes::default());
+    let listed = Directory::open_with(Store::default(), dir.path(), ManifestMode::Off).unwrap();
+    assert!(matches!(listed.opened(), Opened::Listing { .. }));
+    assert_eq!(answers(&d), answers(&listed));
+    for (g, id) in all_ids(&listed).iter().enumerate() {
+        assert_eq!(d.lookup(id).unwrap(), Some(g));
+        assert_eq!(d.location(g).unwrap(), listed.location(g).unwrap());
+        let (r, v) = d.resolve(id).unwrap();
+        assert_eq!(r.id(v), id);
+        assert!(r.index_problem().is_none());
+    }
+    assert_eq!(d.lookup("zz").unwrap(), None);
+    assert!(matches!(d.resolve("zz"), Err(Error::UnknownId(_))));
+    assert!(d.chunk(1).unwrap().is_loaded());
+    assert!(d.chunk(4).is_err());
+    for mode in [ManifestMode::Require, ManifestMode::Verify] {
+        let again = Directory::open_with(Store::default(), dir.path(), mode).unwrap();
+        assert_eq!(answers(&again), answers(&listed));
+    }
+}
+
+#[test]
+fn without_a_usable_manifest_a_directory_opens_by_listing_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    write_chunk(dir.path(), 0, &[("a", 1)]);
+    let d = Directory::open(dir.path()).unwrap();
+    match d.opened() {
+        Opened::Listing { reason, warned } => {
+            assert!(reason.contains("no manifest"), "{reason}");
+            assert!(!warned);
+        }
+        other => panic!("{other:?}"),
+    }
+    match Directory::open_with(Store::default(), dir.path(), ManifestMode::Require) {
+        Err(Error::Format { msg, .. }) => assert!(msg.contains("no manifest"), "{msg}"),
+        other => panic!("{:?}", other.map(|d| d.len())),
+    }
+    assert!("sometimes".parse::<ManifestMode>().is_err());
+
+    // The canary: a chunk added by a tool that does not keep the manifest.
+    let dir = tempfile::tempdir().unwrap();
+    with_manifest(dir.path());
+    let keep = tempfile::tempdir().unwrap();
+    let foreign = write_chunk(keep.path(), 3, &[("x", 1)]);
+    for p in [&foreign.data, &foreign.index, &foreign.meta] {
+        fs::copy(p, dir.path().join(p.file_name().unwrap())).unwrap();
+    }
+    let d = Directory::open(dir.path()).unwrap();
+    match d.opened() {
+        Opened::Listing { reason, warned } => {
+            assert!(reason.contains("meta_3.gmeta"), "{reason}");
+            assert!(warned);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(d.len(), 6);
+    let err = Directory::open_with(Store::default(), dir.path(), ManifestMode::Require)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("meta_3.gmeta"), "{err}");
+
+    // A damaged base: listed, with a warning naming the file.
+    let dir = tempfile::tempdir().unwrap();
+    with_manifest(dir.path());
+    // `gulpio index` made the genesis commit the base.
+    let genesis = dir.path().join(crate::manifest::log_name(0));
+    flip(&genesis, 300, 0x40);
+    let d = Directory::open(dir.path()).unwrap();
+    match d.opened() {
+        Opened::Listing { reason, warned } => {
+            assert!(reason.contains(".glog"), "{reason}");
+            assert!(warned);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(all_ids(&d), ["a", "b", "c", "d", "e"]);
+}
+
+#[test]
+fn a_chunk_changed_behind_the_manifest_is_read_only_if_it_still_holds_its_recorded_videos() {
+    let dir = tempfile::tempdir().unwrap();
+    with_manifest(dir.path());
+    // Another tool appends to chunk 1 (no commit): its first video is still the recorded one.
+    let paths = ChunkPaths::numbered(dir.path(), 1);
+    let keep = tempfile::tempdir().unwrap();
+    let grown = write_chunk(keep.path(), 1, &[("c", 3), ("c2", 1)]);
+    fs::copy(&grown.data, &paths.data).unwrap();
+    fs::copy(&grown.index, &paths.index).unwrap();
+    fs::copy(&grown.meta, &paths.meta).unwrap();
+    // And replaces chunk 2 with other videos.
+    let other = write_chunk(keep.path(), 2, &[("q", 1)]);
+    let two = ChunkPaths::numbered(dir.path(), 2);
+    fs::copy(&other.data, &two.data).unwrap();
+    fs::copy(&other.index, &two.index).unwrap();
+    fs::copy(&other.meta, &two.meta).unwrap();
+    let d = Directory::open(dir.path()).unwrap();
+    assert!(
+        matches!(d.opened(), Opened::Manifest { .. }),
+        "{:?}",
+        d.opened()
+    );
+    assert_eq!(d.len(), 5);
+    let (r, v) = d.resolve("c").unwrap();
+    assert_eq!((r.id(v), r.frame_count(v)), ("c", 3));
+    let why = r.index_problem().unwrap();
+    assert!(
+        why.contains("manifest") && why.contains("gulpio index"),
+        "{why}"
+    );
+    assert_eq!(d.lookup("c2").unwrap(), None);
+    match d.resolve("d") {
+        Err(Error::StaleIndex { path, msg }) => {
+            assert_eq!(path, two.meta);
+            assert!(msg.contains("manifest=\"off\""), "{msg}");
+        }
+        other => panic!("{:?}", other.map(|(_, v)| v)),
+    }
+    // The same failure every time, and `verify` finds both at open.
+    assert!(matches!(d.resolve("e"), Err(Error::StaleIndex { .. })));
+    let err = Directory::open_with(Store::default(), dir.path(), ManifestMode::Verify)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("files differ"), "{err}");
 }

@@ -30,7 +30,7 @@ pub use log::{
     read_commit, read_commit_in, Commit,
 };
 pub use state::{load_state, ChunkState, State};
-pub use view::{VideoAt, View};
+pub use view::{ChunkAt, Located, VideoAt, View};
 
 /// The manifest's folder inside the dataset (ignored by gulpio's and gulpio2's globs).
 pub const DIR: &str = "_gulpio";

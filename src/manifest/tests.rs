@@ -292,8 +292,25 @@ fn assert_view_matches_state(dir: &Path, gone: &[String]) {
     let view = View::open(dir).unwrap();
     assert_eq!(view.version, state.version);
     assert_eq!(view.len(), state.video_count());
+    assert_eq!(view.chunk_count(), state.chunks.len());
     let mut p = 0u64;
-    for c in &state.chunks {
+    for (cpos, c) in state.chunks.iter().enumerate() {
+        let chunk = view.chunk(cpos).unwrap();
+        assert_eq!(
+            (
+                chunk.record.number,
+                chunk.first,
+                chunk.video_count,
+                chunk.changed
+            ),
+            (
+                c.input.record.number,
+                p,
+                c.input.videos.len() as u64,
+                c.changed
+            ),
+            "chunk position {cpos}"
+        );
         for (i, v) in c.input.videos.iter().enumerate() {
             let at = view.video(p).unwrap();
             assert_eq!(
@@ -302,12 +319,33 @@ fn assert_view_matches_state(dir: &Path, gone: &[String]) {
                 "position {p}"
             );
             assert_eq!(view.lookup(&v.id).unwrap(), Some(p), "id {}", v.id);
+            let located = Located {
+                position: p,
+                chunk: cpos,
+                index: i as u32,
+            };
+            assert_eq!(view.locate(&v.id).unwrap(), Some(located), "id {}", v.id);
+            assert_eq!(view.locate_position(p).unwrap(), located);
+            assert_eq!(view.id(p).unwrap(), v.id);
+            assert_eq!(
+                view.shape(p).unwrap(),
+                (v.frame_count, (v.height, v.width, v.channels))
+            );
             p += 1;
         }
     }
     assert!(view.video(p).is_err());
+    assert!(view.locate_position(p).is_err());
+    assert!(view.chunk(state.chunks.len()).is_err());
+    assert_eq!(
+        view.max_chunk().unwrap(),
+        state
+            .max_chunk()
+            .max(state.unrecorded.iter().copied().max())
+    );
     for id in gone {
         assert_eq!(view.lookup(id).unwrap(), None, "id {id}");
+        assert_eq!(view.locate(id).unwrap(), None, "id {id}");
     }
     let mut pending = view.pending.clone();
     pending.sort_unstable();

@@ -26,6 +26,27 @@ pub struct VideoAt {
     pub segments: bool,
 }
 
+/// One chunk of the state, at its chunk position (§7.4 step 4's order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkAt {
+    /// The record the state holds for it (`first` is the record's own, in its file).
+    pub record: ChunkRecord,
+    /// The state position of its first video.
+    pub first: u64,
+    pub video_count: u64,
+    /// No operation of the chunk took effect and its files no longer match its base record.
+    pub changed: bool,
+}
+
+/// Where a video of the state is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Located {
+    pub position: u64,
+    /// Its chunk's position, and its place in the chunk.
+    pub chunk: usize,
+    pub index: u32,
+}
+
 pub struct View {
     base_path: PathBuf,
     base: TableFile<Storage>,
@@ -35,7 +56,11 @@ pub struct View {
     /// the videos excluded before each.
     excluded: Vec<(u64, u64)>,
     excluded_before: Vec<u64>,
+    /// Kept-numbering position where each excluded range would start.
+    excluded_kept_start: Vec<u64>,
     base_kept: u64,
+    /// Indices (in the base's number order) of base chunks not in the state, sorted.
+    excluded_chunks: Vec<u64>,
     /// Base chunks no candidate of which took effect (rule M3 judges their reads).
     pub changed: Vec<u64>,
     /// The tail's chunks in position order, and the state position of each one's first video.
@@ -44,6 +69,7 @@ pub struct View {
     tail_ids: HashMap<String, (u32, u32)>,
     pub pending: Vec<(u64, u64)>,
     pub unrecorded: Vec<u64>,
+    total: u64,
 }
 
 impl View {
@@ -54,7 +80,18 @@ impl View {
         super::local_only(root)?;
         let base_file = locate_base(root)?;
         let storage = crate::io::map_file(&base_file.path)?;
+        let len = storage.len() as u64;
         let base = TableFile::open(storage).map_err(|m| Error::format(&base_file.path, m))?;
+        // Rule M1: the file's exact length (a cut file may still hold a whole front).
+        if len != base.header().file_len {
+            return Err(Error::format(
+                &base_file.path,
+                format!(
+                    "the file is {len} bytes, its header says {}",
+                    base.header().file_len
+                ),
+            ));
+        }
         check_base(&base_file, base.header())?;
         let bad = |m: String| Error::format(&base_file.path, m);
         let (version, ops) = tail_candidates(
@@ -64,18 +101,21 @@ impl View {
             base.pending(),
         )?;
         let mut excluded = Vec::new();
+        let mut excluded_chunks = Vec::new();
         let mut changed = Vec::new();
         let mut from_tail: Vec<(u64, ChunkInput)> = Vec::new();
         let mut pending = Vec::new();
         let mut unrecorded = Vec::new();
         for (k, list) in ops {
-            let record: Option<ChunkRecord> = base.chunk(k).map_err(bad)?;
+            let found = base.chunk_indexed(k).map_err(bad)?;
+            let record = found.as_ref().map(|(_, r)| r.clone());
             let r = resolve(root, k, list, record.as_ref())?;
             if let Some(v) = r.pending {
                 pending.push((k, v));
             }
             let leaves_base = !matches!(r.chosen, Chosen::Base | Chosen::Changed);
-            if let (true, Some(rec)) = (leaves_base, &record) {
+            if let (true, Some((i, rec))) = (leaves_base, &found) {
+                excluded_chunks.push(*i);
                 if rec.video_count > 0 {
                     excluded.push((rec.first, rec.first + u64::from(rec.video_count)));
                 }
@@ -88,10 +128,13 @@ impl View {
             }
         }
         excluded.sort_unstable();
+        excluded_chunks.sort_unstable();
         let mut excluded_before = Vec::with_capacity(excluded.len());
+        let mut excluded_kept_start = Vec::with_capacity(excluded.len());
         let mut total = 0;
         for &(first, end) in &excluded {
             excluded_before.push(total);
+            excluded_kept_start.push(first - total);
             total += end - first;
         }
         let base_kept = base.video_count() - total;
@@ -103,13 +146,16 @@ impl View {
             base_version: base_file.version,
             excluded,
             excluded_before,
+            excluded_kept_start,
             base_kept,
+            excluded_chunks,
             changed,
             tail: Vec::with_capacity(from_tail.len()),
             tail_first: Vec::with_capacity(from_tail.len()),
             tail_ids: HashMap::new(),
             pending,
             unrecorded,
+            total: base_kept,
         };
         let mut next = base_kept;
         for (_, input) in from_tail {
@@ -131,12 +177,13 @@ impl View {
             next += input.videos.len() as u64;
             view.tail.push(input);
         }
+        view.total = next;
         Ok(view)
     }
 
     /// Videos in the state.
     pub fn len(&self) -> u64 {
-        self.base_kept + self.tail.iter().map(|c| c.videos.len() as u64).sum::<u64>()
+        self.total
     }
 
     pub fn is_empty(&self) -> bool {
@@ -180,22 +227,186 @@ impl View {
         self.lookup_base(id)
     }
 
-    /// The base position of the base's `p`-th kept video.
+    /// The base position of the base's `p`-th kept video: ranges whose kept-numbering start
+    /// is at or before it are skipped.
     fn base_position(&self, p: u64) -> u64 {
-        // Ranges starting at or before the kept position (in the kept numbering) are skipped.
-        let n = self
-            .excluded
-            .iter()
-            .zip(&self.excluded_before)
-            .take_while(|((first, _), before)| first - *before <= p)
-            .count();
-        match n {
+        match self.excluded_kept_start.partition_point(|&k| k <= p) {
             0 => p,
             n => {
                 let r = n - 1;
                 p + self.excluded_before[r] + self.excluded[r].1 - self.excluded[r].0
             }
         }
+    }
+
+    /// Base videos not in the state before base position `p`.
+    fn excluded_videos_before(&self, p: u64) -> u64 {
+        match self.excluded.partition_point(|&(first, _)| first < p) {
+            0 => 0,
+            n => self.excluded_before[n - 1] + self.excluded[n - 1].1 - self.excluded[n - 1].0,
+        }
+    }
+
+    /// Base chunks kept in the state.
+    fn base_chunks_kept(&self) -> usize {
+        (self.base.chunk_count() as usize).saturating_sub(self.excluded_chunks.len())
+    }
+
+    /// Chunks in the state.
+    pub fn chunk_count(&self) -> usize {
+        self.base_chunks_kept() + self.tail.len()
+    }
+
+    /// The chunk position of the base's chunk of index `i` (which the state keeps).
+    fn kept_chunk_position(&self, i: u64) -> usize {
+        (i - self.excluded_chunks.partition_point(|&e| e < i) as u64) as usize
+    }
+
+    /// The chunk at chunk position `c`.
+    pub fn chunk(&self, c: usize) -> Result<ChunkAt> {
+        let kept = self.base_chunks_kept();
+        if c >= kept {
+            let t = c - kept;
+            let input = self.tail.get(t).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "chunk position {c} is past the {} chunks",
+                    self.chunk_count()
+                ))
+            })?;
+            return Ok(ChunkAt {
+                record: input.record.clone(),
+                first: self.tail_first[t],
+                video_count: input.videos.len() as u64,
+                changed: false,
+            });
+        }
+        // The `c`-th base index not excluded.
+        let mut i = c as u64;
+        for &e in &self.excluded_chunks {
+            if e <= i {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        let record = self.base.chunk_at(i).map_err(|m| self.format(m))?;
+        Ok(ChunkAt {
+            first: record.first - self.excluded_videos_before(record.first),
+            video_count: u64::from(record.video_count),
+            changed: self.changed.binary_search(&record.number).is_ok(),
+            record,
+        })
+    }
+
+    /// Where the video at state position `position` is.
+    pub fn locate_position(&self, position: u64) -> Result<Located> {
+        self.check(position)?;
+        if position >= self.base_kept {
+            let c = self.tail_first.partition_point(|&f| f <= position) - 1;
+            return Ok(Located {
+                position,
+                chunk: self.base_chunks_kept() + c,
+                index: (position - self.tail_first[c]) as u32,
+            });
+        }
+        self.locate_base(position, self.base_position(position))
+    }
+
+    fn locate_base(&self, position: u64, p: u64) -> Result<Located> {
+        let (i, rec) = self.base.chunk_of_indexed(p).map_err(|m| self.format(m))?;
+        Ok(Located {
+            position,
+            chunk: self.kept_chunk_position(i),
+            index: (p - rec.first) as u32,
+        })
+    }
+
+    /// Where the video `id` is, or None when the state does not hold it.
+    pub fn locate(&self, id: &str) -> Result<Option<Located>> {
+        if let Some(&(c, i)) = self.tail_ids.get(id) {
+            return Ok(Some(Located {
+                position: self.tail_first[c as usize] + u64::from(i),
+                chunk: self.base_chunks_kept() + c as usize,
+                index: i,
+            }));
+        }
+        let Some((_, p)) = self.base.find(id).map_err(|m| self.format(m))? else {
+            return Ok(None);
+        };
+        if self.excluded_at(p).is_ok() {
+            return Ok(None);
+        }
+        self.locate_base(p - self.excluded_videos_before(p), p)
+            .map(Some)
+    }
+
+    /// The id of the video at `position`.
+    pub fn id(&self, position: u64) -> Result<String> {
+        self.check(position)?;
+        if position >= self.base_kept {
+            let c = self.tail_first.partition_point(|&f| f <= position) - 1;
+            return Ok(
+                self.tail[c].videos[(position - self.tail_first[c]) as usize]
+                    .id
+                    .clone(),
+            );
+        }
+        let p = self.base_position(position);
+        self.base.id_at(p).map_err(|m| self.format(m))
+    }
+
+    /// The frame count and first frame's `(height, width, channels)` of the video at
+    /// `position` (one video page, no id page).
+    pub fn shape(&self, position: u64) -> Result<(u32, (u16, u16, u8))> {
+        self.check(position)?;
+        if position >= self.base_kept {
+            let c = self.tail_first.partition_point(|&f| f <= position) - 1;
+            let v = &self.tail[c].videos[(position - self.tail_first[c]) as usize];
+            return Ok((v.frame_count, (v.height, v.width, v.channels)));
+        }
+        let row = self
+            .base
+            .row(self.base_position(position))
+            .map_err(|m| self.format(m))?;
+        Ok((row.frame_count, (row.height, row.width, row.channels)))
+    }
+
+    /// The largest chunk number of the state, its pending operations and the chunks found
+    /// unrecorded (the canary's reference, §7.5 step 4: a tool that does not know the manifest
+    /// numbers its new chunk after the largest one on disk).
+    pub fn max_chunk(&self) -> Result<Option<u64>> {
+        let mut i = self.base.chunk_count();
+        let mut base = None;
+        while i > 0 {
+            i -= 1;
+            if self.excluded_chunks.binary_search(&i).is_err() {
+                base = Some(self.base.chunk_at(i).map_err(|m| self.format(m))?.number);
+                break;
+            }
+        }
+        Ok(self
+            .tail
+            .iter()
+            .map(|c| c.record.number)
+            .chain(self.pending.iter().map(|p| p.0))
+            .chain(self.unrecorded.iter().copied())
+            .chain(base)
+            .max())
+    }
+
+    /// Commits after the base.
+    pub fn tail_commits(&self) -> u64 {
+        self.version - self.base_version
+    }
+
+    fn check(&self, position: u64) -> Result<()> {
+        if position >= self.len() {
+            return Err(Error::InvalidArgument(format!(
+                "video position {position} is past the {} videos",
+                self.len()
+            )));
+        }
+        Ok(())
     }
 
     /// The video at `position`.

@@ -1,19 +1,20 @@
 //! `NativeDirectory`: a dataset directory, read side.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::exceptions::{PyIndexError, PyKeyError};
 use pyo3::prelude::*;
 
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyDict, PyString};
 
 use super::chunk::Chunk;
 use super::decode::{self, Item};
 use super::errors::Class;
 use super::ids;
 use super::read_spec::{frames_of, ReadSpec};
-use crate::directory::Directory;
+use crate::directory::{Directory, ManifestMode, Opened};
 use crate::format::paths::ChunkPaths;
 use crate::io::{LocalIo, RemoteNumber, RemoteStore, Store};
 use crate::pixels::Colorspace;
@@ -24,18 +25,18 @@ type VideoShapes<'py> = (Bound<'py, PyArray1<u32>>, Bound<'py, PyArray2<u16>>);
 #[pyclass(frozen, module = "gulpio_rs._native")]
 pub struct NativeDirectory {
     inner: Arc<Directory>,
-    /// One Python `Chunk` per chunk position, made on first use and handed out again.
-    chunk_objs: Vec<OnceLock<Py<Chunk>>>,
+    /// One Python `Chunk` per chunk position read so far, made on first use and handed out
+    /// again (a map: a dataset of 100k chunks holds nothing for those not read).
+    chunk_objs: Mutex<HashMap<usize, Py<Chunk>>>,
 }
 
 impl NativeDirectory {
     fn chunk_obj(&self, py: Python<'_>, pos: usize) -> PyResult<Py<Chunk>> {
-        let cell = self
-            .chunk_objs
-            .get(pos)
-            .ok_or_else(|| PyIndexError::new_err(pos))?;
-        if let Some(c) = cell.get() {
+        if let Some(c) = self.objs()?.get(&pos) {
             return Ok(c.clone_ref(py));
+        }
+        if pos >= self.inner.chunk_count() {
+            return Err(PyIndexError::new_err(pos));
         }
         // Opening may do I/O (and fails the same way every time for a damaged chunk).
         let reader = py.detach(|| self.inner.reader(pos))?;
@@ -52,7 +53,14 @@ impl NativeDirectory {
             )?;
         }
         let obj = Py::new(py, Chunk::new(reader))?;
-        Ok(cell.get_or_init(|| obj).clone_ref(py))
+        // Another thread may have made one meanwhile: every caller gets the first.
+        Ok(self.objs()?.entry(pos).or_insert(obj).clone_ref(py))
+    }
+
+    fn objs(&self) -> PyResult<std::sync::MutexGuard<'_, HashMap<usize, Py<Chunk>>>> {
+        self.chunk_objs
+            .lock()
+            .map_err(|_| crate::Error::Internal("the chunk table was poisoned".into()).into())
     }
 
     /// Each id's `(chunk, video position, frames)`, `frames[i]` being the `i`-th id's
@@ -87,15 +95,21 @@ impl NativeDirectory {
 impl NativeDirectory {
     /// `path` is a local directory or a dataset URL (`s3://`, `gs://`, `az://`, `http(s)://`);
     /// `storage_options` configure object stores; `io` is `"mmap"` or `"pread"` for local
-    /// directories.
+    /// directories; `manifest` is `"auto"`, `"off"`, `"require"` or `"verify"`
+    /// (docs/FORMAT.md §7.5).
     #[new]
-    #[pyo3(signature = (path, storage_options=None, io=None))]
+    #[pyo3(signature = (path, storage_options=None, io=None, manifest=None))]
     fn new(
         py: Python<'_>,
         path: &str,
         storage_options: Option<Vec<(String, String)>>,
         io: Option<&str>,
+        manifest: Option<&str>,
     ) -> PyResult<Self> {
+        let mode: ManifestMode = match manifest {
+            Some(m) => m.parse()?,
+            None => ManifestMode::Auto,
+        };
         let store = if crate::io::is_remote_url(path) {
             let options = storage_options.unwrap_or_default();
             let remote = py.detach(|| RemoteStore::new(path, &options))?;
@@ -111,11 +125,10 @@ impl NativeDirectory {
             Store::Remote(r) => r.url().to_owned(),
             Store::Local(_) => path.to_owned(),
         };
-        let dir = py.detach(|| Directory::open_in(store, root))?;
-        let chunk_objs = (0..dir.chunks().len()).map(|_| OnceLock::new()).collect();
+        let dir = py.detach(|| Directory::open_with(store, root, mode))?;
         Ok(NativeDirectory {
             inner: Arc::new(dir),
-            chunk_objs,
+            chunk_objs: Mutex::new(HashMap::new()),
         })
     }
 
@@ -123,37 +136,88 @@ impl NativeDirectory {
         self.inner.len()
     }
 
-    fn ids(&self) -> Vec<&str> {
-        self.inner.ids().iter().collect()
+    /// The ids of videos `start` to `end` (default: to the last), in position order.
+    #[pyo3(signature = (start=0, end=None))]
+    fn ids(&self, py: Python<'_>, start: usize, end: Option<usize>) -> PyResult<Vec<String>> {
+        let dir = &self.inner;
+        Ok(py.detach(|| dir.ids_in(start, end.unwrap_or(usize::MAX)))?)
     }
 
-    fn lookup(&self, id: &Bound<'_, PyString>) -> Option<usize> {
-        self.inner.lookup(&ids::stored(id)?)
+    fn lookup(&self, id: &Bound<'_, PyString>) -> PyResult<Option<usize>> {
+        match ids::stored(id) {
+            Some(id) => Ok(self.inner.lookup(&id)?),
+            None => Ok(None),
+        }
     }
 
     /// `(chunk position, video position in chunk)` of global video `g`.
     fn location(&self, g: usize) -> PyResult<(usize, usize)> {
         self.inner
-            .location(g)
+            .location(g)?
             .ok_or_else(|| PyIndexError::new_err(g))
     }
 
-    /// `[(number, data_path, meta_path, index_path, first_video, video_count), ...]`
-    fn chunk_table(&self) -> Vec<(u64, String, String, String, usize, usize)> {
-        self.inner
-            .chunks()
-            .iter()
-            .map(|c| {
-                (
-                    c.number,
-                    c.paths.data.display().to_string(),
-                    c.paths.meta.display().to_string(),
-                    c.paths.index.display().to_string(),
-                    c.first,
-                    c.video_count,
-                )
-            })
-            .collect()
+    /// How many chunks the directory reads (`chunk_table()`'s rows, without building them).
+    fn chunk_count(&self) -> usize {
+        self.inner.chunk_count()
+    }
+
+    /// `[(number, data_path, meta_path, index_path, first_video, video_count), ...]`, for
+    /// chunk positions `start` to `end` (default: every chunk).
+    #[pyo3(signature = (start=0, end=None))]
+    #[allow(clippy::type_complexity)]
+    fn chunk_table(
+        &self,
+        py: Python<'_>,
+        start: usize,
+        end: Option<usize>,
+    ) -> PyResult<Vec<(u64, String, String, String, usize, usize)>> {
+        let dir = &self.inner;
+        let end = end.unwrap_or(usize::MAX).min(dir.chunk_count());
+        let rows = py.detach(|| {
+            (start.min(end)..end)
+                .map(|pos| {
+                    let c = dir.chunk(pos)?;
+                    Ok((
+                        c.number,
+                        c.paths.data.display().to_string(),
+                        c.paths.meta.display().to_string(),
+                        c.paths.index.display().to_string(),
+                        c.first,
+                        c.video_count,
+                    ))
+                })
+                .collect::<crate::Result<Vec<_>>>()
+        })?;
+        Ok(rows)
+    }
+
+    /// How the directory was opened: `{"how": "manifest", "version", "base_version", "tail",
+    /// "pending", "changed"}` or `{"how": "listing", "reason", "warned"}`.
+    fn opened<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        match self.inner.opened() {
+            Opened::Listing { reason, warned } => {
+                d.set_item("how", "listing")?;
+                d.set_item("reason", reason)?;
+                d.set_item("warned", *warned)?;
+            }
+            Opened::Manifest {
+                version,
+                base_version,
+                tail,
+                pending,
+                changed,
+            } => {
+                d.set_item("how", "manifest")?;
+                d.set_item("version", *version)?;
+                d.set_item("base_version", *base_version)?;
+                d.set_item("tail", *tail)?;
+                d.set_item("pending", *pending)?;
+                d.set_item("changed", *changed)?;
+            }
+        }
+        Ok(d)
     }
 
     /// The reader of chunk position `pos`, opened (and fully checked) on first use.
@@ -163,10 +227,11 @@ impl NativeDirectory {
 
     /// `(chunk, video position)` of a video id; KeyError if unknown.
     fn resolve(&self, py: Python<'_>, id: &Bound<'_, PyString>) -> PyResult<(Py<Chunk>, usize)> {
-        let (pos, video) = ids::stored(id)
-            .and_then(|id| self.inner.lookup(&id))
-            .and_then(|g| self.inner.location(g))
-            .ok_or_else(|| ids::unknown(id))?;
+        let found = match ids::stored(id) {
+            Some(stored) => self.inner.locate(&stored)?,
+            None => None,
+        };
+        let (pos, video) = found.ok_or_else(|| ids::unknown(id))?;
         Ok((self.chunk_obj(py, pos)?, video))
     }
 
@@ -245,7 +310,10 @@ impl NativeDirectory {
         let positions = ids
             .map(|ids| {
                 ids.into_iter()
-                    .map(|id| dir.lookup(&id).ok_or_else(|| PyKeyError::new_err(id)))
+                    .map(|id| match dir.lookup(&id)? {
+                        Some(g) => Ok(g),
+                        None => Err(PyKeyError::new_err(id)),
+                    })
                     .collect::<PyResult<Vec<usize>>>()
             })
             .transpose()?;
@@ -316,9 +384,12 @@ impl NativeDirectory {
     fn chunk_sizes(&self, py: Python<'_>) -> PyResult<Vec<(u64, u64)>> {
         let dir = &self.inner;
         let sizes = py.detach(|| {
-            dir.chunks()
-                .iter()
-                .map(|c| {
+            (0..dir.chunk_count())
+                .map(|pos| {
+                    let c = dir.chunk(pos)?;
+                    if let crate::directory::HowOpened::Recorded(r) = &c.how {
+                        return Ok((r.gulp_len, r.gmeta_len));
+                    }
                     let store = dir.store();
                     Ok((
                         store.size(&c.paths.data, c.sizes.data)?,

@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec, TextIO
 
+from .._choices import ManifestMode
 from .._terminal import printable
 from ..errors import BrokenChunkWarning, EmptyDirectoryWarning, GulpError
 
@@ -134,12 +135,15 @@ def refuse_remote(directory: str, command: str, why: str) -> None:
         raise GulpError(f"{shown}: `gulpio {command}` works on local directories only: {why}")
 
 
-def open_directory(directory: str, *, quiet: bool = False) -> GulpDirectory:
+def open_directory(
+    directory: str, *, quiet: bool = False, manifest: ManifestMode = "auto"
+) -> GulpDirectory:
     """A ``GulpDirectory`` for ``directory`` (a local path or a dataset URL, with credentials
     from the environment); GulpError if it is missing or holds no chunks.
 
     With ``quiet``, broken-chunk warnings are suppressed (the caller reports
-    ``gd.problems`` itself).
+    ``gd.problems`` itself). Tools that must see every chunk on disk (check, index) open with
+    ``manifest="off"``.
     """
     from ..directory import GulpDirectory
 
@@ -154,7 +158,7 @@ def open_directory(directory: str, *, quiet: bool = False) -> GulpDirectory:
         if quiet:
             warnings.simplefilter("ignore", BrokenChunkWarning)
         warnings.simplefilter("ignore", EmptyDirectoryWarning)  # said below, as an error
-        gd = GulpDirectory(directory)
+        gd = GulpDirectory(directory, manifest=manifest)
     if gd.num_chunks == 0 and not gd.problems:
         raise GulpError(f"{directory}: not a gulp directory (no data*.gulp / meta*.gmeta)")
     return gd

@@ -73,7 +73,8 @@ def verify(
     """The check as data: a report dict (see ``--json``)."""
     threads = thread_count(threads, "--threads")
     start = time.perf_counter()
-    gd = open_directory(directory, quiet=True)  # problems are reported below instead
+    # Problems are reported below instead; every chunk on disk is checked, recorded or not.
+    gd = open_directory(directory, quiet=True, manifest="off")
     # A skipped chunk is unreadable; otherwise only its index was ignored.
     problems = [
         _problem(

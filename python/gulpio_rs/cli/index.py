@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         "index",
         "index a local copy and upload the data_*.gidx files (they are only ever added)",
     )
-    gd = open_directory(args.directory)
+    gd = open_directory(args.directory, manifest="off")
     written = gd.write_indexes()
     say(
         f"{args.directory}: wrote {plural(written, 'index file')}; "
@@ -56,12 +56,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     r = _native.manifest_index(args.directory, abort_pending=args.abort_pending)
     changes = ", ".join(
-        plural(r[key], what)  # type: ignore[literal-required]
+        plural(r[key], *what)  # type: ignore[literal-required]
         for key, what in (
-            ("added", "chunk added"),
-            ("replaced", "record updated"),
-            ("removed", "record removed"),
-            ("aborted", "pending operation aborted"),
+            ("added", ("chunk added", "chunks added")),
+            ("replaced", ("record updated", "records updated")),
+            ("removed", ("record removed", "records removed")),
+            ("aborted", ("pending operation aborted", "pending operations aborted")),
         )
         if r[key]  # type: ignore[literal-required]
     )

@@ -93,9 +93,9 @@ def describe(directory: str, label_field: str = "label") -> dict[str, Any]:
         "frame_sizes": dict(sizes.most_common()),
         "channels": dict(channels.most_common()),
         "labels": dict(labels.most_common()),
-        # How the dataset opens: readers list its chunks (the manifest, where there is one, is
-        # kept current by every writer of ours, and checked by `gulpio check`).
-        "opened_by": "listing",
+        # How the dataset opened: through its manifest, or by listing and why.
+        "opened_by": gd.opened["how"],
+        "opened": gd.opened,
         "manifest": None if is_url(directory) else _manifest.status(directory),
     }
 
@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if not is_url(info["directory"]):
         say(f"  manifest {_manifest.summary(info['manifest'])}")
-    say("  opened   by listing its chunks (one index read per chunk)")
+    say(f"  opened   {_manifest.opened_line(info['opened'])}")
     if args.shapes:
         _print_shapes(info["video_frame_sizes"])
     return 0

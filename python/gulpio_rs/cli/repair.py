@@ -214,7 +214,7 @@ def _meta_path(data: str) -> str:
     root = os.path.dirname(data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BrokenChunkWarning)
-        for _n, d, meta, _i, _f, _c in GulpDirectory(root).chunk_table():
+        for _n, d, meta, _i, _f, _c in GulpDirectory(root, manifest="off").chunk_table():
             if d == data:
                 return meta
     raise GulpError(f"{data}: not a readable chunk")

@@ -250,7 +250,8 @@ def stored_ids(folder: str) -> dict[str, tuple[int, str]]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an empty or damaged folder: nothing stored there
-        gd = GulpDirectory(folder)
+        # What is on disk, recorded in a manifest or not.
+        gd = GulpDirectory(folder, manifest="off")
     try:
         return ids_by_chunk(gd)
     finally:

@@ -384,7 +384,8 @@ def _open_output(folder: str, storage_options: StorageOptions | None) -> GulpDir
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EmptyDirectoryWarning)
         warnings.simplefilter("ignore", BrokenChunkWarning)
-        return GulpDirectory(folder, storage_options=storage_options)
+        # The chunks on disk, whose numbers this run must not take.
+        return GulpDirectory(folder, storage_options=storage_options, manifest="off")
 
 
 def write_gulp(

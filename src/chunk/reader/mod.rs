@@ -81,6 +81,13 @@ impl ChunkReader {
     pub(crate) fn set_index_problem(&mut self, why: String) {
         self.index_problem = Some(why);
     }
+    /// Adds to what is said about the chunk's index (a first read warns with it).
+    pub(crate) fn add_index_problem(&mut self, why: String) {
+        self.index_problem = Some(match self.index_problem.take() {
+            Some(before) => format!("{before}; {why}"),
+            None => why,
+        });
+    }
     pub fn index(&self) -> &Index {
         &self.index
     }

@@ -30,6 +30,11 @@ impl Index {
         })
     }
 
+    /// The index file's length.
+    pub fn byte_len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
     /// The raw 128-byte header (it carries the CRCs of every section).
     pub fn header_bytes(&self) -> &[u8] {
         &self.bytes[..HEADER_LEN]

@@ -327,34 +327,25 @@ impl<S: Source> TableFile<S> {
         Ok(id)
     }
 
-    fn chunk_page_records(&self, p: usize) -> Result<Vec<ChunkRecord>, String> {
-        let (bytes, _) = self.page(Table::Chunks, p)?;
+    /// Chunk page `p`, its CRC and structure checked the first time it is read (§7.7 M2):
+    /// numbers increasing from the directory's, videos tiling from its first position, ops this
+    /// kind of file holds, reserved bytes zero.
+    fn chunk_page(&self, p: usize) -> Result<Cow<'_, [u8]>, String> {
+        let (bytes, first_time) = self.page(Table::Chunks, p)?;
+        if !first_time {
+            return Ok(bytes);
+        }
         let (number0, first0) = self.front.chunk_pages[p];
-        let mut out = Vec::with_capacity(bytes.len() / CHUNK_RECORD_LEN);
+        let mut prev: Option<u64> = None;
         let mut next_first = first0;
         for (i, b) in bytes.chunks_exact(CHUNK_RECORD_LEN).enumerate() {
             let bad = |what: &str| format!("chunk page {p} record {i}: {what}");
             let op = Op::from_u8(b[20]).ok_or_else(|| bad("unknown op"))?;
-            let r = ChunkRecord {
-                number: u64_at(b, 0),
-                first: u64_at(b, 8),
-                video_count: u32_at(b, 16),
-                op,
-                index_version: b[21],
-                gidx_len: u64_at(b, 24),
-                gidx_header_crc: u32_at(b, 32),
-                gmeta_crc: u32_at(b, 36),
-                gmeta_len: u64_at(b, 40),
-                gulp_len: u64_at(b, 48),
-                frame_count: u64_at(b, 56),
-            };
+            let r = decode_record(b, op);
             if i == 0 && r.number != number0 {
                 return Err(bad("its number is not the one the page directory names"));
             }
-            if out
-                .last()
-                .is_some_and(|q: &ChunkRecord| q.number >= r.number)
-            {
+            if prev.is_some_and(|q| q >= r.number) {
                 return Err(bad("numbers out of order"));
             }
             if r.first != next_first || r.first + u64::from(r.video_count) > self.header.video_count
@@ -372,7 +363,7 @@ impl<S: Source> TableFile<S> {
                 return Err(bad("a remove or abort record with fields set"));
             }
             next_first = r.first + u64::from(r.video_count);
-            out.push(r);
+            prev = Some(r.number);
         }
         // The last page ends the video table; a page before another ends where it begins.
         let expected_end = self
@@ -387,40 +378,121 @@ impl<S: Source> TableFile<S> {
             ));
         }
         self.checked(Table::Chunks, p);
-        Ok(out)
+        Ok(bytes)
     }
 
-    /// The record of the chunk holding the video at `position`.
-    pub fn chunk_of(&self, position: u64) -> Result<ChunkRecord, String> {
+    /// Record `i` of a checked chunk page.
+    fn record_in(page: &[u8], i: usize) -> ChunkRecord {
+        let b = &page[i * CHUNK_RECORD_LEN..(i + 1) * CHUNK_RECORD_LEN];
+        // The page's check accepted every op byte.
+        decode_record(b, Op::from_u8(b[20]).unwrap_or(Op::State))
+    }
+
+    /// The chunk record at `index` in number order (its rank among the file's chunks).
+    pub fn chunk_at(&self, index: u64) -> Result<ChunkRecord, String> {
+        if index >= self.header.chunk_count {
+            return Err(format!(
+                "chunk {index} is past the {} chunks",
+                self.header.chunk_count
+            ));
+        }
+        let per = self.header.chunks_per_page();
+        let page = self.chunk_page((index / per) as usize)?;
+        Ok(Self::record_in(&page, (index % per) as usize))
+    }
+
+    /// The chunk holding the video at `position`: its index in number order and its record.
+    pub fn chunk_of_indexed(&self, position: u64) -> Result<(u64, ChunkRecord), String> {
         self.check_position(position)?;
         let p = self
             .front
             .chunk_page_of_position(position)
             .ok_or_else(|| format!("no chunk page holds position {position}"))?;
-        self.chunk_page_records(p)?
-            .into_iter()
-            .find(|r| r.first <= position && position < r.first + u64::from(r.video_count))
-            .ok_or_else(|| format!("no chunk record holds position {position}"))
+        let page = self.chunk_page(p)?;
+        let n = page.len() / CHUNK_RECORD_LEN;
+        // Records tile the positions in order; chunks without videos hold none of them.
+        let (mut lo, mut hi) = (0usize, n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if u64_at(&page, mid * CHUNK_RECORD_LEN + 8) <= position {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        // Records without videos share `first` with the next one: the last record starting
+        // at or before `position` holds it.
+        let i = lo
+            .checked_sub(1)
+            .ok_or_else(|| format!("no chunk record holds position {position}"))?;
+        let r = Self::record_in(&page, i);
+        if !(r.first <= position && position < r.first + u64::from(r.video_count)) {
+            return Err(format!("no chunk record holds position {position}"));
+        }
+        let per = self.header.chunks_per_page();
+        Ok((p as u64 * per + i as u64, r))
+    }
+
+    /// The record of the chunk holding the video at `position`.
+    pub fn chunk_of(&self, position: u64) -> Result<ChunkRecord, String> {
+        self.chunk_of_indexed(position).map(|(_, r)| r)
+    }
+
+    /// The record of chunk number `k` and its index in number order, if the file has one.
+    pub fn chunk_indexed(&self, k: u64) -> Result<Option<(u64, ChunkRecord)>, String> {
+        let Some(p) = self.front.chunk_page_of_number(k) else {
+            return Ok(None);
+        };
+        let page = self.chunk_page(p)?;
+        let n = page.len() / CHUNK_RECORD_LEN;
+        let (mut lo, mut hi) = (0usize, n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match u64_at(&page, mid * CHUNK_RECORD_LEN).cmp(&k) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => {
+                    let per = self.header.chunks_per_page();
+                    return Ok(Some((
+                        p as u64 * per + mid as u64,
+                        Self::record_in(&page, mid),
+                    )));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// The record of chunk number `k`, if the file has one.
     pub fn chunk(&self, k: u64) -> Result<Option<ChunkRecord>, String> {
-        let Some(p) = self.front.chunk_page_of_number(k) else {
-            return Ok(None);
-        };
-        Ok(self
-            .chunk_page_records(p)?
-            .into_iter()
-            .find(|r| r.number == k))
+        self.chunk_indexed(k).map(|f| f.map(|(_, r)| r))
     }
 
     /// Every chunk record, in number order (reads every chunk page).
     pub fn chunks(&self) -> Result<Vec<ChunkRecord>, String> {
         let mut out = Vec::with_capacity(self.header.chunk_count as usize);
         for p in 0..self.front.chunk_pages.len() {
-            out.extend(self.chunk_page_records(p)?);
+            let page = self.chunk_page(p)?;
+            out.extend((0..page.len() / CHUNK_RECORD_LEN).map(|i| Self::record_in(&page, i)));
         }
         Ok(out)
+    }
+}
+
+/// A chunk record's fields (`op` decoded by the caller).
+fn decode_record(b: &[u8], op: Op) -> ChunkRecord {
+    ChunkRecord {
+        number: u64_at(b, 0),
+        first: u64_at(b, 8),
+        video_count: u32_at(b, 16),
+        op,
+        index_version: b[21],
+        gidx_len: u64_at(b, 24),
+        gidx_header_crc: u32_at(b, 32),
+        gmeta_crc: u32_at(b, 36),
+        gmeta_len: u64_at(b, 40),
+        gulp_len: u64_at(b, 48),
+        frame_count: u64_at(b, 56),
     }
 }
 

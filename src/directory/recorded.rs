@@ -1,0 +1,181 @@
+//! Opening a dataset through its manifest (docs/FORMAT.md §7.5): the state's base mapped, its
+//! tail resolved, the canary checked; nothing per chunk until a chunk is first read, when its
+//! files are compared with its record (rule M3, §7.7).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::slot::{ChunkSlot, HowOpened};
+use crate::chunk::probe::KnownSizes;
+use crate::chunk::reader::{ChunkReader, IndexKind};
+use crate::error::{Error, Result};
+use crate::format::manifest::ChunkRecord;
+use crate::format::paths::ChunkPaths;
+use crate::io::Store;
+use crate::manifest::View;
+
+/// A tail longer than this is not read at open: listing is then cheaper (§7.8).
+const MAX_TAIL: u64 = 65_536;
+
+/// The state a directory opened through, and the slots of the chunks read so far (the only
+/// per-chunk memory, growing with what is read, not with the dataset).
+pub(super) struct Recorded {
+    pub view: View,
+    slots: Mutex<HashMap<usize, Arc<ChunkSlot>>>,
+}
+
+/// Why a dataset was not opened through its manifest.
+pub(super) struct Declined {
+    pub reason: String,
+    /// The manifest exists but could not be used: users are warned (and `"require"` raises).
+    pub warn: bool,
+}
+
+impl Declined {
+    fn quiet(reason: impl Into<String>) -> Declined {
+        Declined {
+            reason: reason.into(),
+            warn: false,
+        }
+    }
+    fn loud(reason: impl Into<String>) -> Declined {
+        Declined {
+            reason: reason.into(),
+            warn: true,
+        }
+    }
+}
+
+impl Recorded {
+    /// Opens the state at `root`, or says why not (steps 1-4 of §7.5).
+    pub fn open(store: &Store, root: &Path) -> std::result::Result<Recorded, Declined> {
+        if store.is_remote() {
+            return Err(Declined::quiet(
+                "datasets on object stores open by listing in this version (their manifest is \
+                 kept, not yet read)",
+            ));
+        }
+        if !crate::manifest::has_manifest(root) {
+            return Err(Declined::quiet("no manifest (`gulpio index` creates one)"));
+        }
+        let view = View::open(root).map_err(|e| {
+            Declined::loud(format!(
+                "the manifest cannot be used: {e}; `gulpio index` rewrites it"
+            ))
+        })?;
+        if view.tail_commits() > MAX_TAIL {
+            return Err(Declined::loud(format!(
+                "the manifest has {} commits after its last snapshot, more than the {MAX_TAIL} \
+                 read at open; `gulpio index` compacts it",
+                view.tail_commits()
+            )));
+        }
+        if let Some(k) = view.unrecorded.first() {
+            return Err(Declined::loud(format!(
+                "{} is on disk but the manifest does not record it (written by a tool that does \
+                 not keep the manifest); `gulpio index` records it",
+                ChunkPaths::numbered(root, *k).meta.display()
+            )));
+        }
+        let next = view
+            .max_chunk()
+            .map_err(|e| Declined::loud(format!("the manifest cannot be used: {e}")))?
+            .map_or(0, |m| m.saturating_add(1));
+        let canary = ChunkPaths::numbered(root, next).meta;
+        if std::fs::symlink_metadata(&canary).is_ok() {
+            return Err(Declined::loud(format!(
+                "{} exists but the manifest does not record it (added by a tool that does not \
+                 keep the manifest, after its last commit); `gulpio index` records it",
+                canary.display()
+            )));
+        }
+        Ok(Recorded {
+            view,
+            slots: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The slot of chunk position `c`, made on first use.
+    pub fn slot(&self, root: &Path, c: usize) -> Result<Arc<ChunkSlot>> {
+        let mut slots = self
+            .slots
+            .lock()
+            .map_err(|_| Error::Internal("a chunk slot table was poisoned".into()))?;
+        if let Some(s) = slots.get(&c) {
+            return Ok(s.clone());
+        }
+        let at = self.view.chunk(c)?;
+        let slot = Arc::new(ChunkSlot {
+            number: at.record.number,
+            paths: ChunkPaths::numbered(root, at.record.number),
+            first: at.first as usize,
+            video_count: at.video_count as usize,
+            sizes: KnownSizes::default(),
+            how: HowOpened::Recorded(at.record),
+            reader: OnceLock::new(),
+        });
+        slots.insert(c, slot.clone());
+        Ok(slot)
+    }
+
+    /// Rule M3: opens the chunk as a listing would, then believes it only if its files are
+    /// the ones its record describes, or, when they are not (another tool changed the chunk),
+    /// if its first videos are still the ones the manifest gives for its positions.
+    pub fn open_chunk(
+        &self,
+        store: &Store,
+        slot: &ChunkSlot,
+        record: &ChunkRecord,
+    ) -> Result<ChunkReader> {
+        let (mut reader, _) = ChunkReader::open_in(store, &slot.paths, KnownSizes::default())?;
+        if matches_record(store, &reader, record)? {
+            return Ok(reader);
+        }
+        let mut same = reader.video_count() >= slot.video_count;
+        for i in 0..slot.video_count {
+            if !same {
+                break;
+            }
+            let g = (slot.first + i) as u64;
+            same = self.view.id(g)? == reader.id(i)
+                && self.view.shape(g)?.0 as usize == reader.frame_count(i);
+        }
+        if !same {
+            return Err(Error::stale(
+                &slot.paths.meta,
+                format!(
+                    "the chunk changed after the dataset manifest recorded it (version {}): its \
+                     videos are not the ones the manifest lists; run `gulpio index` to record \
+                     it, or open the directory with manifest=\"off\"",
+                    self.view.version
+                ),
+            ));
+        }
+        reader.add_index_problem(format!(
+            "the dataset manifest (version {}) is behind for this chunk: it was changed by a \
+             tool that does not keep the manifest; its first {} videos are the recorded ones \
+             and are read, videos it gained are not part of this open; `gulpio index` updates \
+             the manifest",
+            self.view.version, slot.video_count
+        ));
+        Ok(reader)
+    }
+}
+
+/// True when the chunk's files are the ones `r` describes: the index the reader uses has the
+/// recorded length and header CRC, or, for a record without index, the `.gmeta` has the
+/// recorded length and CRC.
+fn matches_record(store: &Store, reader: &ChunkReader, r: &ChunkRecord) -> Result<bool> {
+    if r.index_version > 0 {
+        if reader.kind() != IndexKind::Binary {
+            return Ok(false);
+        }
+        let index = reader.index();
+        let h = index.header_bytes();
+        let crc = u32::from_le_bytes([h[124], h[125], h[126], h[127]]);
+        return Ok(index.byte_len() == r.gidx_len && crc == r.gidx_header_crc);
+    }
+    let meta = store.read_all(&reader.paths().meta)?;
+    Ok(meta.len() as u64 == r.gmeta_len && crc32fast::hash(&meta) == r.gmeta_crc)
+}
