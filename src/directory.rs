@@ -305,7 +305,7 @@ impl Directory {
             Catalog::Listed(l) => l.chunks.get(pos).cloned().ok_or_else(|| {
                 Error::InvalidArgument(format!("chunk position {pos} out of range"))
             }),
-            Catalog::Recorded(r) => r.slot(&self.root, pos),
+            Catalog::Recorded(r) => r.slot(&self.store, &self.root, pos),
         }
     }
 

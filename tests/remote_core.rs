@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use gulpio_rs::chunk::reader::IndexKind;
+use gulpio_rs::directory::{ManifestMode, Opened};
 use gulpio_rs::io::{runtime, LocalIo, RemoteNumber, RemoteSettings, RemoteStore, Store};
 use gulpio_rs::manifest::StagedCommits;
 use gulpio_rs::{ChunkPaths, ChunkWriter, Directory, Error, WriteMode};
@@ -43,9 +44,26 @@ fn write_dataset(dir: &Path) {
 /// file's bytes on the way.
 fn upload(dir: &Path, prefix: &str, edit: impl Fn(&str, &mut Vec<u8>)) -> Arc<dyn ObjectStore> {
     let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    upload_into(&store, dir, prefix, &edit);
+    store
+}
+
+/// [`upload`] into `store`, folders (the manifest's `_gulpio/`) as nested keys; `edit` sees
+/// names relative to `dir`.
+fn upload_into(
+    store: &Arc<dyn ObjectStore>,
+    dir: &Path,
+    prefix: &str,
+    edit: &dyn Fn(&str, &mut Vec<u8>),
+) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        if path.is_dir() {
+            let inner = |n: &str, b: &mut Vec<u8>| edit(&format!("{name}/{n}"), b);
+            upload_into(store, &path, &format!("{prefix}/{name}"), &inner);
+            continue;
+        }
         let mut bytes = std::fs::read(&path).unwrap();
         edit(&name, &mut bytes);
         let key = ObjectPath::from(format!("{prefix}/{name}"));
@@ -54,7 +72,6 @@ fn upload(dir: &Path, prefix: &str, edit: impl Fn(&str, &mut Vec<u8>)) -> Arc<dy
             .unwrap()
             .unwrap();
     }
-    store
 }
 
 fn remote(store: Arc<dyn ObjectStore>) -> Directory {
@@ -108,6 +125,63 @@ fn remote_reads_equal_local_reads() {
             whole[3].clone()
         ]
     );
+}
+
+#[test]
+fn a_remote_dataset_opens_through_its_manifest_and_reads_as_listed() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_dataset(tmp.path());
+    gulpio_rs::manifest::index(tmp.path(), false).unwrap();
+    // A chunk committed after the manifest was made: the tail.
+    let paths = ChunkPaths::numbered(tmp.path(), 3);
+    let mut w = ChunkWriter::open(&paths, WriteMode::Create).unwrap();
+    w.append("late", b"{}", &[&fake_jpeg(8, 4, 9)]).unwrap();
+    w.close().unwrap();
+    let local = Directory::open_with(Store::default(), tmp.path(), ManifestMode::Off).unwrap();
+    let dir = remote(upload(tmp.path(), "ds", |_, _| {}));
+    match dir.opened() {
+        Opened::Manifest { version, tail, .. } => assert_eq!((*version, *tail), (1, 1)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(dir.len(), 13);
+    assert_eq!(all_frames(&dir), all_frames(&local));
+    let (counts, shapes) = dir.video_shapes(None, false).unwrap();
+    assert_eq!((counts, shapes), local.video_shapes(None, false).unwrap());
+    // Damage to the manifest in the store: its front, opened by listing with the reason;
+    // `LATEST` (a hint), the genesis found without it.
+    for (victim, at) in [
+        ("_gulpio/log/00000000000000000000.glog", 300),
+        ("_gulpio/LATEST", 20),
+    ] {
+        let dir = remote(upload(tmp.path(), "ds", |name, b| {
+            if name == victim {
+                b[at] ^= 0x08;
+            }
+        }));
+        match dir.opened() {
+            Opened::Listing { reason, warned } if victim.ends_with(".glog") => {
+                assert!(reason.contains("cannot be used") && *warned, "{reason}")
+            }
+            Opened::Manifest { .. } if victim.ends_with("LATEST") => {}
+            other => panic!("{victim}: {other:?}"),
+        }
+        assert_eq!(all_frames(&dir), all_frames(&local));
+    }
+    // A damaged page: the reads that need it fail, naming the manifest file's URL.
+    let dir = remote(upload(tmp.path(), "ds", |name, b| {
+        if name.ends_with("0000.glog") {
+            let at = b.len() - 3;
+            b[at] ^= 0x08;
+        }
+    }));
+    assert!(matches!(dir.opened(), Opened::Manifest { .. }));
+    let err = dir.ids_in(0, usize::MAX).unwrap_err().to_string();
+    assert!(
+        err.contains("memory:///ds/_gulpio/log/") && err.contains("CRC"),
+        "{err}"
+    );
+    // Ids whose pages are intact still resolve.
+    assert!(dir.resolve("late").is_ok());
 }
 
 #[test]

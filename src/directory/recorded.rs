@@ -11,9 +11,19 @@ use crate::chunk::probe::KnownSizes;
 use crate::chunk::reader::{ChunkReader, IndexKind};
 use crate::error::{Error, Result};
 use crate::format::manifest::ChunkRecord;
-use crate::format::paths::ChunkPaths;
+use crate::format::paths::{ChunkPaths, FileKind};
 use crate::io::Store;
-use crate::manifest::View;
+use crate::manifest::{ManifestIo, View};
+
+const NO_MANIFEST: &str = "no manifest (`gulpio index` creates one)";
+
+/// A chunk's files in the dataset, as a listing names them.
+fn chunk_paths(store: &Store, root: &Path, k: u64) -> ChunkPaths {
+    ChunkPaths::new(
+        store.join(root, &FileKind::Data.file_name(k)),
+        store.join(root, &FileKind::Meta.file_name(k)),
+    )
+}
 
 /// A tail longer than this is not read at open: listing is then cheaper (§7.8).
 const MAX_TAIL: u64 = 65_536;
@@ -50,20 +60,28 @@ impl Declined {
 impl Recorded {
     /// Opens the state at `root`, or says why not (steps 1-4 of §7.5).
     pub fn open(store: &Store, root: &Path) -> std::result::Result<Recorded, Declined> {
-        if store.is_remote() {
-            return Err(Declined::quiet(
-                "datasets on object stores open by listing in this version (their manifest is \
-                 kept, not yet read)",
-            ));
-        }
-        if !crate::manifest::has_manifest(root) {
-            return Err(Declined::quiet("no manifest (`gulpio index` creates one)"));
-        }
-        let view = View::open(root).map_err(|e| {
+        let unusable = |e: Error| {
             Declined::loud(format!(
                 "the manifest cannot be used: {e}; `gulpio index` rewrites it"
             ))
-        })?;
+        };
+        let (view, io) = match store {
+            Store::Remote(r) => {
+                let io = ManifestIo::Remote(r);
+                // One request decides: without `LATEST` there is no manifest to read.
+                let latest = io
+                    .read(crate::manifest::LATEST)
+                    .map_err(unusable)?
+                    .ok_or_else(|| Declined::quiet(NO_MANIFEST))?;
+                (View::open_remote(r, latest).map_err(unusable)?, io)
+            }
+            Store::Local(_) => {
+                if !crate::manifest::has_manifest(root) {
+                    return Err(Declined::quiet(NO_MANIFEST));
+                }
+                (View::open(root).map_err(unusable)?, ManifestIo::Local(root))
+            }
+        };
         if view.tail_commits() > MAX_TAIL {
             return Err(Declined::loud(format!(
                 "the manifest has {} commits after its last snapshot, more than the {MAX_TAIL} \
@@ -75,19 +93,19 @@ impl Recorded {
             return Err(Declined::loud(format!(
                 "{} is on disk but the manifest does not record it (written by a tool that does \
                  not keep the manifest); `gulpio index` records it",
-                ChunkPaths::numbered(root, *k).meta.display()
+                store.join(root, &FileKind::Meta.file_name(*k)).display()
             )));
         }
         let next = view
             .max_chunk()
-            .map_err(|e| Declined::loud(format!("the manifest cannot be used: {e}")))?
+            .map_err(unusable)?
             .map_or(0, |m| m.saturating_add(1));
-        let canary = ChunkPaths::numbered(root, next).meta;
-        if std::fs::symlink_metadata(&canary).is_ok() {
+        let canary = FileKind::Meta.file_name(next);
+        if io.size(&canary).map_err(unusable)?.is_some() {
             return Err(Declined::loud(format!(
                 "{} exists but the manifest does not record it (added by a tool that does not \
                  keep the manifest, after its last commit); `gulpio index` records it",
-                canary.display()
+                store.join(root, &canary).display()
             )));
         }
         Ok(Recorded {
@@ -97,7 +115,7 @@ impl Recorded {
     }
 
     /// The slot of chunk position `c`, made on first use.
-    pub fn slot(&self, root: &Path, c: usize) -> Result<Arc<ChunkSlot>> {
+    pub fn slot(&self, store: &Store, root: &Path, c: usize) -> Result<Arc<ChunkSlot>> {
         let mut slots = self
             .slots
             .lock()
@@ -108,10 +126,19 @@ impl Recorded {
         let at = self.view.chunk(c)?;
         let slot = Arc::new(ChunkSlot {
             number: at.record.number,
-            paths: ChunkPaths::numbered(root, at.record.number),
+            paths: chunk_paths(store, root, at.record.number),
             first: at.first as usize,
             video_count: at.video_count as usize,
-            sizes: KnownSizes::default(),
+            // Remotely the record's sizes save a request per file; M3 compares the files with
+            // the record before anything else is believed.
+            sizes: match store {
+                Store::Remote(_) => KnownSizes {
+                    data: Some(at.record.gulp_len),
+                    meta: Some(at.record.gmeta_len),
+                    index: (at.record.index_version > 0).then_some(at.record.gidx_len),
+                },
+                Store::Local(_) => KnownSizes::default(),
+            },
             how: HowOpened::Recorded(at.record),
             reader: OnceLock::new(),
         });
@@ -128,7 +155,7 @@ impl Recorded {
         slot: &ChunkSlot,
         record: &ChunkRecord,
     ) -> Result<ChunkReader> {
-        let (mut reader, _) = ChunkReader::open_in(store, &slot.paths, KnownSizes::default())?;
+        let (mut reader, _) = ChunkReader::open_in(store, &slot.paths, slot.sizes)?;
         if matches_record(store, &reader, record)? {
             return Ok(reader);
         }

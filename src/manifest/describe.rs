@@ -85,6 +85,26 @@ pub(super) fn files_match(paths: &ChunkPaths, r: &ChunkRecord) -> bool {
         && u32::from_le_bytes(crc) == r.gidx_header_crc
 }
 
+/// [`files_match`] for chunk `k` of any dataset: a `HEAD` and a 4-byte range of the index
+/// remotely (or the whole `.gmeta` for a record without index).
+pub(super) fn files_match_in(io: super::ManifestIo<'_>, k: u64, r: &ChunkRecord) -> bool {
+    use crate::format::paths::FileKind;
+    if r.index_version == 0 {
+        return io
+            .read(&FileKind::Meta.file_name(k))
+            .ok()
+            .flatten()
+            .is_some_and(|m| m.len() as u64 == r.gmeta_len && crc32fast::hash(&m) == r.gmeta_crc);
+    }
+    let name = FileKind::Index.file_name(k);
+    io.size(&name).ok().flatten() == Some(r.gidx_len)
+        && io
+            .read_range(&name, 124..128)
+            .ok()
+            .flatten()
+            .is_some_and(|b| b == r.gidx_header_crc.to_le_bytes())
+}
+
 /// The `.gmeta`'s length, or None when it does not exist: whether an operation took effect
 /// (§7.3).
 pub(super) fn meta_len(path: &Path) -> Result<Option<u64>> {

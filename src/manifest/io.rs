@@ -55,6 +55,51 @@ impl ManifestIo<'_> {
         }
     }
 
+    /// The file's length, or None when it does not exist (one `stat`, one `HEAD`).
+    pub fn size(&self, name: &str) -> Result<Option<u64>> {
+        let got = match self {
+            ManifestIo::Local(root) => {
+                let path = root.join(name);
+                std::fs::symlink_metadata(&path)
+                    .map(|m| m.len())
+                    .map_err(|e| Error::io(&path, e))
+            }
+            ManifestIo::Remote(r) => r.size(name),
+        };
+        match got {
+            Ok(n) => Ok(Some(n)),
+            Err(e) if not_found(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Bytes `range` of the file, exactly, or None when it does not exist.
+    pub fn read_range(&self, name: &str, range: std::ops::Range<u64>) -> Result<Option<Vec<u8>>> {
+        let got = match self {
+            ManifestIo::Local(root) => {
+                let path = root.join(name);
+                local::open_read(&path).and_then(|(file, len)| {
+                    if range.end > len {
+                        return Err(Error::format(
+                            &path,
+                            format!("the file is {len} bytes; bytes {range:?} were asked for"),
+                        ));
+                    }
+                    let mut b = vec![0u8; (range.end - range.start) as usize];
+                    std::os::unix::fs::FileExt::read_exact_at(&file, &mut b, range.start)
+                        .map_err(|e| Error::io(&path, e))?;
+                    Ok(b)
+                })
+            }
+            ManifestIo::Remote(r) => r.read_range(name, range).map(|b| b.to_vec()),
+        };
+        match got {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if not_found(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Creates `name` with `bytes` unless a file has that name (locally: a complete
     /// temporary hard-linked under it, then its folder fsynced; remotely: a conditional
     /// `PUT`). True when this call created it.

@@ -183,13 +183,23 @@ pub fn current_version(root: &Path, from: u64) -> Result<u64> {
 }
 
 pub fn current_version_in(io: ManifestIo<'_>, from: u64) -> Result<u64> {
-    let from = if exists(io, from)? { from } else { 0 };
-    if !exists(io, from)? {
+    let from = if from > 0 && exists(io, from)? {
+        from
+    } else {
+        0
+    };
+    if from == 0 && !exists(io, 0)? {
         return Err(Error::format(
             io.path(&log_name(0)),
             "the manifest has no genesis commit",
         ));
     }
+    current_version_after(io, from)
+}
+
+/// [`current_version_in`] from a version the caller knows exists (a reader's base): only the
+/// probes after it.
+pub(super) fn current_version_after(io: ManifestIo<'_>, from: u64) -> Result<u64> {
     let (mut found, mut step) = (from, 1u64);
     let missing = loop {
         let probe = from.saturating_add(step);

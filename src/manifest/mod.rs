@@ -14,6 +14,7 @@ mod describe;
 mod index;
 mod io;
 mod log;
+mod pages;
 mod state;
 mod view;
 
@@ -53,8 +54,11 @@ pub fn body_name(id: &[u8; 16]) -> String {
     format!("{DIR}/body/{}.gman", hex(id))
 }
 
+/// `_gulpio/LATEST`.
+pub const LATEST: &str = "_gulpio/LATEST";
+
 pub fn latest_path(root: &Path) -> PathBuf {
-    root.join(DIR).join("LATEST")
+    root.join(LATEST)
 }
 
 /// True when the dataset at `root` has a manifest: its genesis commit exists (§7.1).

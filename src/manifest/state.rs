@@ -5,15 +5,15 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::describe::{files_match, meta_len};
-use super::log::{current_version, read_commit, read_table_path};
-use super::{body_name, latest_path, log_name, snap_name};
+use super::describe::files_match_in;
+use super::io::ManifestIo;
+use super::log::{current_version_after, read_commit_in, read_table_path};
+use super::{body_name, log_name, snap_name, LATEST};
 use crate::error::{Error, Result};
 use crate::format::manifest::{
-    decode_header, decode_hint, ChunkInput, ChunkRecord, Header, Kind, Op, HEADER_LEN,
+    decode_header, decode_hint, ChunkInput, ChunkRecord, Header, Hint, Kind, Op, HEADER_LEN,
 };
-use crate::format::paths::ChunkPaths;
-use crate::io::local;
+use crate::format::paths::FileKind;
 
 /// A chunk of the state: its record (op `State`) and videos.
 #[derive(Debug, Clone)]
@@ -64,30 +64,38 @@ impl State {
 /// The file a state starts from (§7.4 step 1): a snapshot, the genesis commit, or the
 /// genesis commit's body.
 pub(super) struct BaseFile {
+    /// Its name in the dataset, and its path (or URL) for messages.
+    pub name: String,
     pub path: PathBuf,
     pub version: u64,
     /// A snapshot, else the genesis commit.
     pub is_snapshot: bool,
+    /// `LATEST`, when it named this base (its front and file lengths).
+    pub hint: Option<Hint>,
 }
 
 /// The genesis commit's tables: the commit itself, or the body a kind 3 commit names (its
 /// length and header CRC must be the ones the commit records).
-fn genesis_file(root: &Path) -> Result<BaseFile> {
-    let path = root.join(log_name(0));
-    let head = read_head(&path)?;
+fn genesis_file(io: ManifestIo<'_>) -> Result<BaseFile> {
+    let name = log_name(0);
+    let path = io.path(&name);
+    let head = read_head(io, &name)?;
     let h = decode_header(&head).map_err(|m| Error::format(&path, m))?;
     if h.dataset_version != 0 || !h.full {
         return Err(Error::format(&path, "is not a genesis commit"));
     }
     if h.kind != Kind::CommitInBody {
         return Ok(BaseFile {
+            name,
             path,
             version: 0,
             is_snapshot: false,
+            hint: None,
         });
     }
-    let body = root.join(body_name(&h.body_id));
-    let bh_bytes = read_head(&body)?;
+    let body_name = body_name(&h.body_id);
+    let body = io.path(&body_name);
+    let bh_bytes = read_head(io, &body_name)?;
     let bh = decode_header(&bh_bytes).map_err(|m| Error::format(&body, m))?;
     let crc = u32::from_le_bytes([bh_bytes[252], bh_bytes[253], bh_bytes[254], bh_bytes[255]]);
     if bh.kind != Kind::Body
@@ -101,46 +109,75 @@ fn genesis_file(root: &Path) -> Result<BaseFile> {
         ));
     }
     Ok(BaseFile {
+        name: body_name,
         path: body,
         version: 0,
         is_snapshot: false,
+        hint: None,
     })
 }
 
-/// A manifest file's first 256 bytes.
-fn read_head(path: &Path) -> Result<Vec<u8>> {
-    let (file, len) = local::open_read(path)?;
-    let mut b = vec![0u8; (len as usize).min(HEADER_LEN)];
-    std::os::unix::fs::FileExt::read_exact_at(&file, &mut b, 0).map_err(|e| Error::io(path, e))?;
-    Ok(b)
+/// A manifest file's first 256 bytes (fewer when it is shorter: its header check says so).
+fn read_head(io: ManifestIo<'_>, name: &str) -> Result<Vec<u8>> {
+    let missing = || Error::format(io.path(name), "is missing");
+    let len = io.size(name)?.ok_or_else(missing)?;
+    io.read_range(name, 0..len.min(HEADER_LEN as u64))?
+        .ok_or_else(missing)
 }
 
-/// The base: the snapshot `LATEST` names, else the newest snapshot listed, else the genesis.
-pub(super) fn locate_base(root: &Path) -> Result<BaseFile> {
-    let hint = local::read_whole(&latest_path(root))
-        .ok()
-        .and_then(|b| decode_hint(&b).ok());
+/// The base: the snapshot `LATEST` names, else (locally) the newest snapshot listed, else the
+/// genesis. `latest` is `LATEST`'s bytes when the caller read them already.
+pub(super) fn locate_base(io: ManifestIo<'_>, latest: Option<Vec<u8>>) -> Result<BaseFile> {
+    let latest = match latest {
+        Some(b) => Some(b),
+        None => io.read(LATEST)?,
+    };
+    let hint = latest.and_then(|b| decode_hint(&b).ok());
     if let Some(hint) = hint {
         if hint.kind == 2 {
-            return genesis_file(root);
-        }
-        let path = root.join(snap_name(hint.version, &hint.file_id));
-        if local::name_exists(&path) {
+            // LATEST names the genesis's tables (the commit, or its body) and their lengths:
+            // nothing to read before the front (its header is checked as any base's).
+            let name = if hint.file_id == [0; 16] {
+                log_name(0)
+            } else {
+                body_name(&hint.file_id)
+            };
             return Ok(BaseFile {
-                path,
+                path: io.path(&name),
+                name,
+                version: 0,
+                is_snapshot: false,
+                hint: Some(hint),
+            });
+        }
+        let name = snap_name(hint.version, &hint.file_id);
+        // Remotely the front's fetch finds out (one request fewer); locally a `stat`.
+        let named = match io {
+            ManifestIo::Local(root) => crate::io::local::name_exists(&root.join(&name)),
+            ManifestIo::Remote(_) => true,
+        };
+        if named {
+            return Ok(BaseFile {
+                path: io.path(&name),
+                name,
                 version: hint.version,
                 is_snapshot: true,
+                hint: Some(hint),
             });
         }
     }
-    if let Some((version, name)) = newest_snapshot(root)? {
-        return Ok(BaseFile {
-            path: root.join(name),
-            version,
-            is_snapshot: true,
-        });
+    if let ManifestIo::Local(root) = io {
+        if let Some((version, name)) = newest_snapshot(root)? {
+            return Ok(BaseFile {
+                path: root.join(&name),
+                name,
+                version,
+                is_snapshot: true,
+                hint: None,
+            });
+        }
     }
-    genesis_file(root)
+    genesis_file(io)
 }
 
 /// Checks that the base's header is what its place says (kind, version, whole dataset).
@@ -150,7 +187,12 @@ pub(super) fn check_base(base: &BaseFile, h: &Header) -> Result<()> {
     } else {
         matches!(h.kind, Kind::Commit | Kind::Body)
     };
-    if !fits || !h.full || (base.is_snapshot && h.dataset_version != base.version) {
+    let version = if base.is_snapshot { base.version } else { 0 };
+    let hinted = base
+        .hint
+        .as_ref()
+        .is_none_or(|hint| hint.dataset_id == h.dataset_id);
+    if !fits || !h.full || h.dataset_version != version || !hinted {
         return Err(Error::format(
             &base.path,
             "is not the base its name and LATEST say",
@@ -194,23 +236,24 @@ pub(super) struct Candidate {
 /// The current version and, per chunk the tail or the base's pending table names, its
 /// operations.
 pub(super) fn tail_candidates(
-    root: &Path,
+    io: ManifestIo<'_>,
     base_version: u64,
     dataset_id: [u8; 16],
     base_pending: &[(u64, u64)],
 ) -> Result<(u64, BTreeMap<u64, Vec<Candidate>>)> {
-    let version = current_version(root, base_version)?;
+    // The base was read: only the commits after it are probed.
+    let version = current_version_after(io, base_version)?;
     let mut ops: BTreeMap<u64, Vec<Candidate>> = BTreeMap::new();
     let mut add_commit = |v: u64, only: Option<u64>| -> Result<()> {
-        let commit = read_commit(root, v)?.ok_or_else(|| {
+        let commit = read_commit_in(io, v)?.ok_or_else(|| {
             Error::format(
-                root.join(log_name(v)),
+                io.path(&log_name(v)),
                 "a commit the manifest names is missing",
             )
         })?;
         if commit.header.dataset_id != dataset_id {
             return Err(Error::format(
-                root.join(log_name(v)),
+                io.path(&log_name(v)),
                 "belongs to another dataset (its dataset id differs)",
             ));
         }
@@ -256,7 +299,7 @@ pub(super) struct Resolved {
 /// Judges chunk `k`'s operations (any order) against its files, newest first, then its base
 /// record (or "absent").
 pub(super) fn resolve(
-    root: &Path,
+    io: ManifestIo<'_>,
     k: u64,
     mut list: Vec<Candidate>,
     base_record: Option<&ChunkRecord>,
@@ -271,8 +314,7 @@ pub(super) fn resolve(
             live.push(c);
         }
     }
-    let paths = ChunkPaths::numbered(root, k);
-    let on_disk = meta_len(&paths.meta)?;
+    let on_disk = io.size(&FileKind::Meta.file_name(k))?;
     let took = |r: &ChunkRecord, others: &[&ChunkRecord]| {
         if !r.op.has_files() {
             return on_disk.is_none();
@@ -283,7 +325,7 @@ pub(super) fn resolve(
         let tie = others
             .iter()
             .any(|o| o.op.has_files() && o.gmeta_len == r.gmeta_len);
-        !tie || files_match(&paths, r)
+        !tie || files_match_in(io, k, r)
     };
     let records: Vec<&ChunkRecord> = live
         .iter()
@@ -317,11 +359,12 @@ pub(super) fn resolve(
 /// Computes the state at the current version of the local dataset at `root`.
 pub fn load_state(root: &Path) -> Result<State> {
     super::local_only(root)?;
-    let base_file = locate_base(root)?;
+    let io = ManifestIo::Local(root);
+    let base_file = locate_base(io, None)?;
     let tables = read_table_path(&base_file.path)?;
     check_base(&base_file, &tables.header)?;
     let (version, ops) = tail_candidates(
-        root,
+        io,
         base_file.version,
         tables.header.dataset_id,
         &tables.pending,
@@ -337,7 +380,7 @@ pub fn load_state(root: &Path) -> Result<State> {
     let mut unrecorded = Vec::new();
     for (k, list) in ops {
         let base_record = base.remove(&k);
-        let r = resolve(root, k, list, base_record.as_ref().map(|b| &b.record))?;
+        let r = resolve(io, k, list, base_record.as_ref().map(|b| &b.record))?;
         if let Some(v) = r.pending {
             pending.push((k, v));
         }

@@ -7,11 +7,16 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use super::state::{check_base, locate_base, resolve, tail_candidates, Chosen};
+use super::io::ManifestIo;
+use super::pages::{BaseBytes, Fetched};
+use super::state::{check_base, locate_base, resolve, tail_candidates, BaseFile, Chosen};
 use crate::error::{Error, Result};
-use crate::format::manifest::{ChunkInput, ChunkRecord, TableFile, VideoRow};
-use crate::format::Storage;
+use crate::format::manifest::{
+    decode_header, ChunkInput, ChunkRecord, TableFile, VideoRow, HEADER_LEN,
+};
+use crate::io::RemoteStore;
 
 /// One video of the state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +54,7 @@ pub struct Located {
 
 pub struct View {
     base_path: PathBuf,
-    base: TableFile<Storage>,
+    base: TableFile<BaseBytes>,
     pub version: u64,
     pub base_version: u64,
     /// Base position ranges `[first, end)` of base chunks not in the state, by `first`, and
@@ -78,24 +83,26 @@ impl View {
     /// remaining videos also hold are a `DuplicateId`, as for a listing.
     pub fn open(root: &Path) -> Result<View> {
         super::local_only(root)?;
-        let base_file = locate_base(root)?;
-        let storage = crate::io::map_file(&base_file.path)?;
-        let len = storage.len() as u64;
-        let base = TableFile::open(storage).map_err(|m| Error::format(&base_file.path, m))?;
-        // Rule M1: the file's exact length (a cut file may still hold a whole front).
-        if len != base.header().file_len {
-            return Err(Error::format(
-                &base_file.path,
-                format!(
-                    "the file is {len} bytes, its header says {}",
-                    base.header().file_len
-                ),
-            ));
-        }
+        Self::open_in(ManifestIo::Local(root), None, None)
+    }
+
+    /// Opens the state of the dataset in `store`, whose `LATEST` the caller read (`latest`):
+    /// the base's front in one request, a probe for commits after it (and a `HEAD` per chunk
+    /// they name); the base's pages are fetched when first used.
+    pub fn open_remote(store: &Arc<RemoteStore>, latest: Vec<u8>) -> Result<View> {
+        Self::open_in(ManifestIo::Remote(store), Some(store.clone()), Some(latest))
+    }
+
+    fn open_in(
+        io: ManifestIo<'_>,
+        remote: Option<Arc<RemoteStore>>,
+        latest: Option<Vec<u8>>,
+    ) -> Result<View> {
+        let base_file = locate_base(io, latest)?;
+        let base = open_base(&base_file, remote)?;
         check_base(&base_file, base.header())?;
-        let bad = |m: String| Error::format(&base_file.path, m);
         let (version, ops) = tail_candidates(
-            root,
+            io,
             base_file.version,
             base.header().dataset_id,
             base.pending(),
@@ -107,9 +114,9 @@ impl View {
         let mut pending = Vec::new();
         let mut unrecorded = Vec::new();
         for (k, list) in ops {
-            let found = base.chunk_indexed(k).map_err(bad)?;
+            let found = call_base(&base, &base_file.path, |b| b.chunk_indexed(k))?;
             let record = found.as_ref().map(|(_, r)| r.clone());
-            let r = resolve(root, k, list, record.as_ref())?;
+            let r = resolve(io, k, list, record.as_ref())?;
             if let Some(v) = r.pending {
                 pending.push((k, v));
             }
@@ -161,11 +168,13 @@ impl View {
         for (_, input) in from_tail {
             let c = view.tail.len() as u32;
             for (i, v) in input.videos.iter().enumerate() {
+                // Remotely the base's id pages are not fetched at open: its clashes with the
+                // tail are found when the id is looked up (§7.4).
                 let clash = view.tail_ids.insert(v.id.clone(), (c, i as u32)).is_some()
-                    || view.lookup_base(&v.id)?.is_some();
+                    || (!view.base.source().is_remote() && view.lookup_base(&v.id)?.is_some());
                 if clash {
                     return Err(Error::format(
-                        root.join(super::DIR),
+                        io.path(super::DIR),
                         format!(
                             "video id {:?} of chunk {} is also in another chunk of the state",
                             v.id, input.record.number
@@ -190,8 +199,13 @@ impl View {
         self.len() == 0
     }
 
-    fn format(&self, m: String) -> Error {
-        Error::format(&self.base_path, m)
+    /// A read of the base's pages; remotely, one that fails a check is tried again with the
+    /// fetched pages dropped (rule M4).
+    fn call<T>(
+        &self,
+        f: impl Fn(&TableFile<BaseBytes>) -> std::result::Result<T, String>,
+    ) -> Result<T> {
+        call_base(&self.base, &self.base_path, f)
     }
 
     /// The range of `excluded` holding base position `p`, or where it would go.
@@ -205,7 +219,7 @@ impl View {
 
     /// The state position of an id of the base, if its chunk is still the base's.
     fn lookup_base(&self, id: &str) -> Result<Option<u64>> {
-        let Some((_, p)) = self.base.find(id).map_err(|m| self.format(m))? else {
+        let Some((_, p)) = self.call(|b| b.find(id))? else {
             return Ok(None);
         };
         Ok(match self.excluded_at(p) {
@@ -221,10 +235,25 @@ impl View {
     /// The position of `id`, or None when the state does not hold it: one id page of the
     /// base, or the tail's table.
     pub fn lookup(&self, id: &str) -> Result<Option<u64>> {
-        if let Some(&(c, i)) = self.tail_ids.get(id) {
-            return Ok(Some(self.tail_first[c as usize] + u64::from(i)));
+        Ok(self.locate(id)?.map(|at| at.position))
+    }
+
+    /// The tail's place of `id`, refusing an id the base also holds where that was not
+    /// checked at open (remote bases).
+    fn tail_place(&self, id: &str) -> Result<Option<(u32, u32)>> {
+        let Some(&place) = self.tail_ids.get(id) else {
+            return Ok(None);
+        };
+        if self.base.source().is_remote() && self.lookup_base(id)?.is_some() {
+            return Err(Error::format(
+                &self.base_path,
+                format!(
+                    "video id {id:?} of chunk {} is also in another chunk of the state",
+                    self.tail[place.0 as usize].record.number
+                ),
+            ));
         }
-        self.lookup_base(id)
+        Ok(Some(place))
     }
 
     /// The base position of the base's `p`-th kept video: ranges whose kept-numbering start
@@ -289,7 +318,7 @@ impl View {
                 break;
             }
         }
-        let record = self.base.chunk_at(i).map_err(|m| self.format(m))?;
+        let record = self.call(|b| b.chunk_at(i))?;
         Ok(ChunkAt {
             first: record.first - self.excluded_videos_before(record.first),
             video_count: u64::from(record.video_count),
@@ -313,7 +342,7 @@ impl View {
     }
 
     fn locate_base(&self, position: u64, p: u64) -> Result<Located> {
-        let (i, rec) = self.base.chunk_of_indexed(p).map_err(|m| self.format(m))?;
+        let (i, rec) = self.call(|b| b.chunk_of_indexed(p))?;
         Ok(Located {
             position,
             chunk: self.kept_chunk_position(i),
@@ -323,14 +352,14 @@ impl View {
 
     /// Where the video `id` is, or None when the state does not hold it.
     pub fn locate(&self, id: &str) -> Result<Option<Located>> {
-        if let Some(&(c, i)) = self.tail_ids.get(id) {
+        if let Some((c, i)) = self.tail_place(id)? {
             return Ok(Some(Located {
                 position: self.tail_first[c as usize] + u64::from(i),
                 chunk: self.base_chunks_kept() + c as usize,
                 index: i,
             }));
         }
-        let Some((_, p)) = self.base.find(id).map_err(|m| self.format(m))? else {
+        let Some((_, p)) = self.call(|b| b.find(id))? else {
             return Ok(None);
         };
         if self.excluded_at(p).is_ok() {
@@ -352,7 +381,7 @@ impl View {
             );
         }
         let p = self.base_position(position);
-        self.base.id_at(p).map_err(|m| self.format(m))
+        self.call(|b| b.id_at(p))
     }
 
     /// The frame count and first frame's `(height, width, channels)` of the video at
@@ -364,10 +393,8 @@ impl View {
             let v = &self.tail[c].videos[(position - self.tail_first[c]) as usize];
             return Ok((v.frame_count, (v.height, v.width, v.channels)));
         }
-        let row = self
-            .base
-            .row(self.base_position(position))
-            .map_err(|m| self.format(m))?;
+        let p = self.base_position(position);
+        let row = self.call(|b| b.row(p))?;
         Ok((row.frame_count, (row.height, row.width, row.channels)))
     }
 
@@ -380,7 +407,7 @@ impl View {
         while i > 0 {
             i -= 1;
             if self.excluded_chunks.binary_search(&i).is_err() {
-                base = Some(self.base.chunk_at(i).map_err(|m| self.format(m))?.number);
+                base = Some(self.call(|b| b.chunk_at(i))?.number);
                 break;
             }
         }
@@ -432,9 +459,9 @@ impl View {
             });
         }
         let p = self.base_position(position);
-        let row: VideoRow = self.base.row(p).map_err(|m| self.format(m))?;
-        let id = self.base.id_at(p).map_err(|m| self.format(m))?;
-        let rec = self.base.chunk_of(p).map_err(|m| self.format(m))?;
+        let row: VideoRow = self.call(|b| b.row(p))?;
+        let id = self.call(|b| b.id_at(p))?;
+        let rec = self.call(|b| b.chunk_of(p))?;
         Ok(VideoAt {
             id,
             chunk: rec.number,
@@ -444,4 +471,90 @@ impl View {
             segments: row.segments,
         })
     }
+}
+
+/// A remote base up to this size is fetched whole at open (one request instead of one per
+/// page used; a dataset of ~100k videos).
+const WHOLE_FETCH: u64 = 4 << 20;
+
+/// [`View::call`] before the view exists.
+fn call_base<T>(
+    base: &TableFile<BaseBytes>,
+    path: &Path,
+    f: impl Fn(&TableFile<BaseBytes>) -> std::result::Result<T, String>,
+) -> Result<T> {
+    match f(base) {
+        Ok(v) => Ok(v),
+        Err(_) if base.source().is_remote() => {
+            base.source().forget();
+            f(base).map_err(|m| Error::format(path, m))
+        }
+        Err(m) => Err(Error::format(path, m)),
+    }
+}
+
+/// The base's table file: mapped locally (its exact length checked, rule M1), or its front
+/// fetched whole remotely, in one request when `LATEST` gave its length, again if it fails its
+/// check (rule M4: only damage seen twice is the file's).
+fn open_base(base: &BaseFile, remote: Option<Arc<RemoteStore>>) -> Result<TableFile<BaseBytes>> {
+    let bad = |m: String| Error::format(&base.path, m);
+    let Some(store) = remote else {
+        let storage = crate::io::map_file(&base.path)?;
+        let len = storage.len() as u64;
+        let file = TableFile::open(BaseBytes::Mapped(storage)).map_err(bad)?;
+        // A cut file may still hold a whole front.
+        if len != file.header().file_len {
+            return Err(bad(format!(
+                "the file is {len} bytes, its header says {}",
+                file.header().file_len
+            )));
+        }
+        return Ok(file);
+    };
+    let mut failure = String::new();
+    for _ in 0..2 {
+        let (front_len, fetch_len) = match &base.hint {
+            // A small base is fetched whole: its pages cost no request later.
+            Some(h) if h.front_len >= HEADER_LEN as u64 && h.file_len <= WHOLE_FETCH => {
+                (h.front_len, h.file_len.max(h.front_len))
+            }
+            Some(h) if h.front_len >= HEADER_LEN as u64 => (h.front_len, h.front_len),
+            _ => {
+                let head = store.read_range(&base.name, 0..HEADER_LEN as u64)?;
+                match decode_header(&head) {
+                    Ok(h) => (h.front_len, h.front_len),
+                    Err(m) => {
+                        failure = m;
+                        continue;
+                    }
+                }
+            }
+        };
+        let bytes = store.read_range(&base.name, 0..fetch_len)?.to_vec();
+        let fetched = BaseBytes::Fetched(Fetched::new(
+            store.clone(),
+            base.name.clone(),
+            bytes,
+            front_len as usize,
+        ));
+        match TableFile::open(fetched) {
+            Ok(file) => {
+                if let Some(h) = &base.hint {
+                    let header = file.header();
+                    if h.file_len != header.file_len || h.front_len != header.front_len {
+                        return Err(bad(format!(
+                            "its header gives {} bytes ({} of front), LATEST {} ({})",
+                            file.header().file_len,
+                            file.header().front_len,
+                            h.file_len,
+                            h.front_len
+                        )));
+                    }
+                }
+                return Ok(file);
+            }
+            Err(m) => failure = m,
+        }
+    }
+    Err(bad(failure))
 }

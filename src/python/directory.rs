@@ -57,6 +57,17 @@ impl NativeDirectory {
         Ok(self.objs()?.entry(pos).or_insert(obj).clone_ref(py))
     }
 
+    /// Runs `f` without the GIL when it may wait on an object store (a manifest page, an
+    /// index): other Python threads, and a DataLoader's, run meanwhile. Local lookups are
+    /// mapped memory and keep it (releasing costs more than they do).
+    fn off_gil<T: Send>(&self, py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
+        if self.inner.store().is_remote() {
+            py.detach(f)
+        } else {
+            f()
+        }
+    }
+
     fn objs(&self) -> PyResult<std::sync::MutexGuard<'_, HashMap<usize, Py<Chunk>>>> {
         self.chunk_objs
             .lock()
@@ -143,17 +154,16 @@ impl NativeDirectory {
         Ok(py.detach(|| dir.ids_in(start, end.unwrap_or(usize::MAX)))?)
     }
 
-    fn lookup(&self, id: &Bound<'_, PyString>) -> PyResult<Option<usize>> {
+    fn lookup(&self, py: Python<'_>, id: &Bound<'_, PyString>) -> PyResult<Option<usize>> {
         match ids::stored(id) {
-            Some(id) => Ok(self.inner.lookup(&id)?),
+            Some(id) => Ok(self.off_gil(py, || self.inner.lookup(&id))?),
             None => Ok(None),
         }
     }
 
     /// `(chunk position, video position in chunk)` of global video `g`.
-    fn location(&self, g: usize) -> PyResult<(usize, usize)> {
-        self.inner
-            .location(g)?
+    fn location(&self, py: Python<'_>, g: usize) -> PyResult<(usize, usize)> {
+        self.off_gil(py, || self.inner.location(g))?
             .ok_or_else(|| PyIndexError::new_err(g))
     }
 
@@ -228,7 +238,7 @@ impl NativeDirectory {
     /// `(chunk, video position)` of a video id; KeyError if unknown.
     fn resolve(&self, py: Python<'_>, id: &Bound<'_, PyString>) -> PyResult<(Py<Chunk>, usize)> {
         let found = match ids::stored(id) {
-            Some(stored) => self.inner.locate(&stored)?,
+            Some(stored) => self.off_gil(py, || self.inner.locate(&stored))?,
             None => None,
         };
         let (pos, video) = found.ok_or_else(|| ids::unknown(id))?;
@@ -309,11 +319,14 @@ impl NativeDirectory {
         let dir = &self.inner;
         let positions = ids
             .map(|ids| {
+                let found = py.detach(|| {
+                    ids.iter()
+                        .map(|id| dir.lookup(id))
+                        .collect::<crate::Result<Vec<_>>>()
+                })?;
                 ids.into_iter()
-                    .map(|id| match dir.lookup(&id)? {
-                        Some(g) => Ok(g),
-                        None => Err(PyKeyError::new_err(id)),
-                    })
+                    .zip(found)
+                    .map(|(id, g)| g.ok_or_else(|| PyKeyError::new_err(id)))
                     .collect::<PyResult<Vec<usize>>>()
             })
             .transpose()?;

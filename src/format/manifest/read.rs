@@ -106,6 +106,10 @@ impl<S: Source> TableFile<S> {
     pub fn header(&self) -> &Header {
         &self.header
     }
+    /// Where the file's bytes come from.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
     /// Snapshots: (chunk number, commit version) of the operations not yet in effect.
     pub fn pending(&self) -> &[(u64, u64)] {
         &self.front.pending
