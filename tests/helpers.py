@@ -366,3 +366,13 @@ def arrays_dataset(
             for i in range(n)
         ]
     )
+
+
+def upload_tree(s3_server, folder: Path, bucket: str, prefix: str) -> None:
+    """Uploads every file under ``folder`` (the manifest's ``_gulpio/`` as nested keys) to
+    ``bucket/prefix/`` on the S3 test server, leaving writers' scratch files behind."""
+    client = s3_server.client()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not path.name.startswith(".gulpio"):
+            key = f"{prefix}/{path.relative_to(folder).as_posix()}"
+            client.upload_file(str(path), bucket, key)

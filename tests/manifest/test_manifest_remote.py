@@ -8,17 +8,10 @@ import threading
 from pathlib import Path
 
 import numpy as np
+from helpers import upload_tree
 
 from gulpio_rs import GulpChunk, GulpDirectory, _native
 from gulpio_rs.cli import main
-
-
-def _upload_tree(s3_server, folder: Path, bucket: str, prefix: str) -> None:
-    client = s3_server.client()
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and not path.name.startswith(".gulpio"):
-            key = f"{prefix}/{path.relative_to(folder).as_posix()}"
-            client.upload_file(str(path), bucket, key)
 
 
 def _download_tree(s3_server, bucket: str, prefix: str, folder: Path) -> list[str]:
@@ -42,7 +35,7 @@ def test_remote_writers_commit_every_chunk_they_publish(tmp_path, s3_server, fau
     assert main(["index", str(local)]) == 0
     capsys.readouterr()
     bucket = s3_server.make_bucket()
-    _upload_tree(s3_server, local, bucket, "ds")
+    upload_tree(s3_server, local, bucket, "ds")
     # s3s-fs checks If-None-Match and then writes; the proxy makes the two one step, as real
     # object stores do (tests/reliability/test_concurrent_writers.py).
     proxy = fault_proxy(s3_server.endpoint, atomic_conditional_puts=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import upload_tree
 
 from gulpio_rs import GulpChunk, GulpDirectory
 from gulpio_rs.cli import main
@@ -23,14 +24,6 @@ def _write(folder: Path, k: int, ids: list[str]) -> None:
             chunk.append(id_, {"k": k}, [np.full((16, 24, 3), (10 * k + i) % 256, np.uint8)] * 2)
 
 
-def _upload_tree(s3_server, folder: Path, bucket: str, prefix: str) -> None:
-    client = s3_server.client()
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and not path.name.startswith(".gulpio"):
-            key = f"{prefix}/{path.relative_to(folder).as_posix()}"
-            client.upload_file(str(path), bucket, key)
-
-
 @pytest.fixture
 def remote_dataset(tmp_path, s3_server, fault_proxy):
     """12 chunks with a manifest (and one commit after it), uploaded; a proxy in front."""
@@ -41,7 +34,7 @@ def remote_dataset(tmp_path, s3_server, fault_proxy):
     assert main(["index", str(local)]) == 0
     _write(local, 11, ["late"])
     bucket = s3_server.make_bucket()
-    _upload_tree(s3_server, local, bucket, "ds")
+    upload_tree(s3_server, local, bucket, "ds")
     proxy = fault_proxy(s3_server.endpoint)
     return f"s3://{bucket}/ds", s3_server.storage_options(endpoint=proxy.url), proxy, local
 
@@ -91,7 +84,7 @@ def test_a_compacted_remote_manifest_opens_in_four_requests(tmp_path, s3_server,
         _write(local, k, [f"c{k}v0"])
     assert main(["index", str(local)]) == 0
     bucket = s3_server.make_bucket()
-    _upload_tree(s3_server, local, bucket, "ds")
+    upload_tree(s3_server, local, bucket, "ds")
     proxy = fault_proxy(s3_server.endpoint)
     options = s3_server.storage_options(endpoint=proxy.url)
     proxy.reset_counters()
