@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::chunk::reader::ChunkReader;
+use crate::chunk::reader::{ChunkReader, ExpectedIndex};
 use crate::decode::{plan, FrameJob};
 use crate::error::{At, Error, Result};
 use crate::format::paths::{chunk_number, glob_kind};
@@ -130,6 +130,7 @@ impl Directory {
             ManifestMode::Off => recorded::Declined {
                 reason: "manifest=\"off\"".into(),
                 warn: false,
+                fatal: None,
             },
             _ => match Recorded::open(&store, &root) {
                 Ok(recorded) => {
@@ -152,6 +153,7 @@ impl Directory {
                         problems: Vec::new(),
                     });
                 }
+                Err(recorded::Declined { fatal: Some(e), .. }) => return Err(*e),
                 Err(d) if mode == ManifestMode::Auto => d,
                 Err(d) => {
                     return Err(Error::format(
@@ -322,7 +324,8 @@ impl Directory {
     fn open_chunk(&self, slot: &ChunkSlot) -> Result<ChunkReader> {
         match (&slot.how, &self.catalog) {
             (HowOpened::Probed(header), Catalog::Listed(l)) => {
-                match ChunkReader::from_index_in(&self.store, &slot.paths, header, slot.sizes) {
+                let expected = ExpectedIndex::Header(header);
+                match ChunkReader::from_index_in(&self.store, &slot.paths, expected, slot.sizes) {
                     Err(e @ (Error::StaleIndex { .. } | Error::Format { .. })) => {
                         fall_back(l, slot, &self.store, e)
                     }

@@ -12,7 +12,7 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use super::slot::{ChunkSlot, HowOpened};
 use super::Problem;
 use crate::chunk::probe::{probe_index_in, KnownSizes, Probe};
-use crate::chunk::reader::ChunkReader;
+use crate::chunk::reader::{ChunkReader, ExpectedIndex};
 use crate::error::{Error, Result};
 use crate::format::index::front_ids;
 use crate::format::paths::{chunk_number, glob_kind, ChunkPaths, FileKind};
@@ -83,7 +83,8 @@ impl Listing {
                 // another tool, or damaged. Which one decides whose ids count, so the chunk is
                 // opened now (only such chunks pay for it).
                 Ok(probe) => {
-                    match ChunkReader::from_index_in(store, &paths, &probe.header_bytes, sizes) {
+                    let expected = ExpectedIndex::Header(&probe.header_bytes);
+                    match ChunkReader::from_index_in(store, &paths, expected, sizes) {
                         // A damaged `.gmeta` is the reader's `meta_problem`, reported when the
                         // chunk is first used, as for one found before the first read.
                         Ok(reader) => return self.add_opened(number, paths, sizes, reader),

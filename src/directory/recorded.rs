@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::slot::{ChunkSlot, HowOpened};
 use crate::chunk::probe::KnownSizes;
-use crate::chunk::reader::{ChunkReader, IndexKind};
+use crate::chunk::reader::{ChunkReader, ExpectedIndex, IndexKind};
 use crate::error::{Error, Result};
 use crate::format::manifest::ChunkRecord;
 use crate::format::paths::{ChunkPaths, FileKind};
@@ -40,6 +40,9 @@ pub(super) struct Declined {
     pub reason: String,
     /// The manifest exists but could not be used: users are warned (and `"require"` raises).
     pub warn: bool,
+    /// The store refused the first request (credentials, a bad URL, retries spent): listing
+    /// would fail the same way, so this is the open's error.
+    pub fatal: Option<Box<Error>>,
 }
 
 impl Declined {
@@ -47,12 +50,14 @@ impl Declined {
         Declined {
             reason: reason.into(),
             warn: false,
+            fatal: None,
         }
     }
     fn loud(reason: impl Into<String>) -> Declined {
         Declined {
             reason: reason.into(),
             warn: true,
+            fatal: None,
         }
     }
 }
@@ -71,7 +76,10 @@ impl Recorded {
                 // One request decides: without `LATEST` there is no manifest to read.
                 let latest = io
                     .read(crate::manifest::LATEST)
-                    .map_err(unusable)?
+                    .map_err(|e| Declined {
+                        fatal: Some(Box::new(e)),
+                        ..Declined::quiet(NO_MANIFEST)
+                    })?
                     .ok_or_else(|| Declined::quiet(NO_MANIFEST))?;
                 (View::open_remote(r, latest).map_err(unusable)?, io)
             }
@@ -155,6 +163,20 @@ impl Recorded {
         slot: &ChunkSlot,
         record: &ChunkRecord,
     ) -> Result<ChunkReader> {
+        if record.index_version > 0 {
+            // The usual case, in one fetch of the index (no probe first): the recorded index.
+            let expected = ExpectedIndex::Recorded {
+                len: record.gidx_len,
+                header_crc: record.gidx_header_crc,
+            };
+            match ChunkReader::from_index_in(store, &slot.paths, expected, slot.sizes) {
+                Ok(reader) => return Ok(reader),
+                // Another index, a damaged one, a changed `.gmeta`, or none: judged below.
+                Err(Error::StaleIndex { .. } | Error::Format { .. } | Error::Io { .. }) => {}
+                Err(e @ Error::Remote { .. }) if !is_not_found(&e) => return Err(e),
+                Err(_) => {}
+            }
+        }
         let (mut reader, _) = ChunkReader::open_in(store, &slot.paths, slot.sizes)?;
         if matches_record(store, &reader, record)? {
             return Ok(reader);
@@ -188,6 +210,16 @@ impl Recorded {
         ));
         Ok(reader)
     }
+}
+
+fn is_not_found(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Remote {
+            kind: crate::error::RemoteKind::NotFound,
+            ..
+        }
+    )
 }
 
 /// True when the chunk's files are the ones `r` describes: the index the reader uses has the

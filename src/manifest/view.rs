@@ -404,6 +404,13 @@ impl View {
     pub fn max_chunk(&self) -> Result<Option<u64>> {
         let mut i = self.base.chunk_count();
         let mut base = None;
+        let last_kept = i > 0 && self.excluded_chunks.last() != Some(&(i - 1));
+        if last_kept && self.base.pending().is_empty() {
+            // The header's `max_chunk` is then the last record's number: no page to read (a
+            // request remotely).
+            i = 0;
+            base = Some(self.base.header().max_chunk);
+        }
         while i > 0 {
             i -= 1;
             if self.excluded_chunks.binary_search(&i).is_err() {

@@ -24,6 +24,7 @@ use crate::io::DataSource;
 
 pub use fetch::{read_many, FrameData, FramePlan};
 pub use legacy::legacy_index;
+pub use open::ExpectedIndex;
 pub use trust::{judge_meta, MetaVerdict};
 
 /// Where a chunk's index came from.

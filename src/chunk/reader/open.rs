@@ -12,6 +12,27 @@ use crate::format::Storage;
 use crate::io::Store;
 use std::sync::OnceLock;
 
+/// Which index a chunk's opener expects: the one whose header it probed, or the one a dataset
+/// manifest recorded (its length and its header's CRC field, docs/FORMAT.md §7.7 M3).
+#[derive(Clone, Copy)]
+pub enum ExpectedIndex<'a> {
+    Header(&'a [u8; HEADER_LEN]),
+    Recorded { len: u64, header_crc: u32 },
+}
+
+impl ExpectedIndex<'_> {
+    fn matches(&self, index: &Index) -> bool {
+        let h = index.header_bytes();
+        match self {
+            ExpectedIndex::Header(header) => h == &header[..],
+            // The header passed its own CRC check: a matching CRC field is the same header.
+            ExpectedIndex::Recorded { len, header_crc } => {
+                index.byte_len() == *len && h[124..128] == header_crc.to_le_bytes()
+            }
+        }
+    }
+}
+
 impl ChunkReader {
     /// Opens a chunk, using its index when one exists and is intact and current, and the
     /// `.gmeta` otherwise. The second value says why an existing index was not used.
@@ -46,8 +67,9 @@ impl ChunkReader {
         if !has_index {
             return Ok((Self::open_legacy_in(store, paths, sizes)?, None));
         }
-        let opened = probe_index_in(store, paths, sizes)
-            .and_then(|p| Self::from_index_in(store, paths, &p.header_bytes, sizes));
+        let opened = probe_index_in(store, paths, sizes).and_then(|p| {
+            Self::from_index_in(store, paths, ExpectedIndex::Header(&p.header_bytes), sizes)
+        });
         match opened {
             Ok(r) => Ok((r, None)),
             // A damaged or stale index must not make a chunk with a good `.gmeta` unreadable.
@@ -66,7 +88,12 @@ impl ChunkReader {
     /// (`header` carries every section's CRC), checks the frame table and meta blob, and
     /// compares the `.gmeta` with the one the index was written with.
     pub fn from_index(paths: &ChunkPaths, header: &[u8; HEADER_LEN]) -> Result<ChunkReader> {
-        Self::from_index_in(&Store::default(), paths, header, KnownSizes::default())
+        Self::from_index_in(
+            &Store::default(),
+            paths,
+            ExpectedIndex::Header(header),
+            KnownSizes::default(),
+        )
     }
 
     /// [`ChunkReader::from_index`] in any store. A `.gmeta` that differs from the one the
@@ -76,7 +103,7 @@ impl ChunkReader {
     pub fn from_index_in(
         store: &Store,
         paths: &ChunkPaths,
-        header: &[u8; HEADER_LEN],
+        expected: ExpectedIndex<'_>,
         sizes: KnownSizes,
     ) -> Result<ChunkReader> {
         let index = until_settled(store, &paths.index, |seen| {
@@ -85,10 +112,17 @@ impl ChunkReader {
                 seen.update(&bytes);
             }
             let index = Index::parse(bytes).map_err(|m| Error::format(&paths.index, m))?;
-            if index.header_bytes() != header {
+            if !expected.matches(&index) {
                 return Err(Error::stale(
                     &paths.index,
-                    "the index file was replaced after the chunk was opened",
+                    match expected {
+                        ExpectedIndex::Header(_) => {
+                            "the index file was replaced after the chunk was opened"
+                        }
+                        ExpectedIndex::Recorded { .. } => {
+                            "the index is not the one the dataset manifest records"
+                        }
+                    },
                 ));
             }
             index
