@@ -96,6 +96,7 @@ class FaultProxy:
         self.upstream = (host, int(port or 80))
         self.objects = objects
         self._faults = Faults()
+        self._flips: dict[str, tuple[int, int]] = {}
         self._counters = Counters()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -114,6 +115,17 @@ class FaultProxy:
         """Replaces the fault plan (keys of :class:`Faults`; unspecified ones are off)."""
         with self._lock:
             self._faults = Faults(**faults)
+            self._flips.clear()
+
+    def _flip_at(self, target: str, size: int) -> int:
+        # Random start, then the next byte on each copy of the same object: two random
+        # picks can coincide (1 in `size`), and two copies damaged alike read as damage at
+        # rest, which is a different test.
+        with self._lock:
+            key = target.split("?")[0]
+            first, n = self._flips.get(key, (random.randrange(size), 0))
+            self._flips[key] = (first, n + 1)
+        return (first + n) % size
 
     def reset_counters(self) -> None:
         with self._lock:
@@ -290,7 +302,7 @@ class FaultProxy:
                     half = len(rbody) // 2
                     if fault == "flip_byte":
                         rbody = bytearray(rbody)
-                        at = random.randrange(len(rbody)) if self._faults.flip_random else half
+                        at = self._flip_at(target, len(rbody)) if self._faults.flip_random else half
                         rbody[at] ^= 0xFF
                         rbody = bytes(rbody)
                     elif fault == "slow_body":
