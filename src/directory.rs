@@ -135,7 +135,7 @@ impl Directory {
             _ => match Recorded::open(&store, &root) {
                 Ok(recorded) => {
                     if mode == ManifestMode::Verify {
-                        verify(&root)?;
+                        verify(&store, &root)?;
                     }
                     let v = &recorded.view;
                     let opened = Opened::Manifest {
@@ -468,8 +468,12 @@ fn fall_back(
 }
 
 /// `manifest="verify"`: the manifest compared with a listing, as `gulpio check` does.
-fn verify(root: &Path) -> Result<()> {
-    let Some(status) = crate::manifest::status(root)? else {
+fn verify(store: &Store, root: &Path) -> Result<()> {
+    let io = match store {
+        Store::Remote(r) => crate::manifest::ManifestIo::Remote(r),
+        Store::Local(_) => crate::manifest::ManifestIo::Local(root),
+    };
+    let Some(status) = crate::manifest::status_in(io)? else {
         return Ok(());
     };
     let mut wrong = Vec::new();
@@ -489,7 +493,7 @@ fn verify(root: &Path) -> Result<()> {
         return Ok(());
     }
     Err(Error::format(
-        root.join(crate::manifest::DIR),
+        io.path(crate::manifest::DIR),
         format!(
             "the dataset manifest (version {}) does not match the folder: {}; `gulpio index` \
              records what it lacks",

@@ -293,7 +293,12 @@ fn staged_chunks_publish_with_meta_last_and_read_back() {
     let staged1 = ChunkPaths::numbered(tmp.path(), 1);
     assert_eq!(
         store
-            .publish_staged(root, &staged1, RemoteNumber::Exactly(7), &StagedCommits)
+            .publish_staged(
+                root,
+                &staged1,
+                RemoteNumber::Exactly(7),
+                &StagedCommits::default()
+            )
             .unwrap(),
         7
     );
@@ -301,7 +306,12 @@ fn staged_chunks_publish_with_meta_last_and_read_back() {
     // number are a conflict, never a replacement.
     assert_eq!(
         store
-            .publish_staged(root, &staged1, RemoteNumber::Exactly(7), &StagedCommits)
+            .publish_staged(
+                root,
+                &staged1,
+                RemoteNumber::Exactly(7),
+                &StagedCommits::default()
+            )
             .unwrap(),
         7
     );
@@ -309,7 +319,7 @@ fn staged_chunks_publish_with_meta_last_and_read_back() {
         root,
         &ChunkPaths::numbered(tmp.path(), 0),
         RemoteNumber::Exactly(7),
-        &StagedCommits,
+        &StagedCommits::default(),
     );
     assert!(matches!(clash, Err(Error::Conflict { .. })), "{clash:?}");
     let staged0 = ChunkPaths::numbered(tmp.path(), 0);
@@ -332,7 +342,12 @@ fn staged_chunks_publish_with_meta_last_and_read_back() {
     let staged2 = ChunkPaths::numbered(tmp.path(), 2);
     assert_eq!(
         store
-            .publish_staged(root, &staged2, RemoteNumber::FirstFree(0), &StagedCommits)
+            .publish_staged(
+                root,
+                &staged2,
+                RemoteNumber::FirstFree(0),
+                &StagedCommits::default()
+            )
             .unwrap(),
         8
     );

@@ -4,12 +4,15 @@ one place that turns ``_native.manifest_status`` into words and problems."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from . import _native
 from ._names import chunk_paths
 from ._plural import plural
+from ._storage import StorageOptions
+from .errors import GulpError, ManifestWarning
 
 #: The manifest's folders where writers create temporaries (``_gulpio/`` for ``LATEST``).
 _FOLDERS = ("", "log", "snap", "body")
@@ -28,6 +31,37 @@ def beside_chunks(directory: str) -> list[tuple[str, str]]:
 
 
 MANIFEST_KINDS = ("unrecorded", "manifest", "pending")
+
+
+def create_if_new(path: str, storage_options: StorageOptions | None = None) -> bool:
+    """Gives a dataset being created (a folder or URL without a manifest or any chunk file)
+    its empty manifest, so it opens through one from its first chunk on (docs/FORMAT.md §7.6);
+    True when this call created it. Datasets with chunks and no manifest are left as they
+    are (``gulpio index`` records them)."""
+    return _native.manifest_create(
+        path, None if storage_options is None else storage_options.pairs()
+    )
+
+
+def compact_after_run(path: str, storage_options: StorageOptions | None = None) -> int | None:
+    """What a writing run (an ingest, Ray's ``write_gulp``) does once its chunks are
+    published: a snapshot of the manifest, so that readers open without reading the run's
+    commits one by one (docs/FORMAT.md §7.6, "Compaction"). The version compacted, or
+    ``None`` (no manifest, or nothing to compact). A failure is a :class:`ManifestWarning`,
+    not the run's: the chunks are published and recorded, only opening reads more."""
+    try:
+        return _native.manifest_compact(
+            path, None if storage_options is None else storage_options.pairs()
+        )
+    except GulpError as e:
+        warnings.warn(
+            f"{path}: the dataset manifest was not compacted after this run ({e}); it is "
+            "complete, readers only read the run's commits one by one until `gulpio index` "
+            "compacts it",
+            ManifestWarning,
+            stacklevel=2,
+        )
+        return None
 
 
 def status(directory: str) -> _native._ManifestStatus | None:

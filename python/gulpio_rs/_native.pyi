@@ -67,6 +67,8 @@ __all__ = [
     "TEMP_PREFIX",
     "MANIFEST_DIR",
     "manifest_index",
+    "manifest_create",
+    "manifest_compact",
     "manifest_status",
     "__version__",
     "JPEG_BACKEND",
@@ -397,11 +399,26 @@ class _ManifestStatus(TypedDict):
     unrecorded: list[int]
     mismatched: list[int]
 
-def manifest_index(path: str, abort_pending: bool = False) -> _IndexReport:
-    """Records every chunk of the local dataset at ``path`` in its manifest (creating it when
-    missing: the genesis commit and ``LATEST``), commits what it did not record, and writes a
-    snapshot. Every chunk needs its index. With ``abort_pending``, operations of writers that
-    died before their commit point, whose chunk has no ``.gmeta``, are aborted."""
+def manifest_index(
+    path: str,
+    abort_pending: bool = False,
+    storage_options: list[tuple[str, str]] | None = None,
+) -> _IndexReport:
+    """Records every chunk of the dataset at ``path`` (a folder or a dataset URL) in its
+    manifest (creating it when missing: the genesis commit and ``LATEST``), commits what it
+    did not record, and writes a snapshot. Every chunk needs its index. With
+    ``abort_pending``, operations of writers that died before their commit point, whose chunk
+    has no ``.gmeta``, are aborted."""
+
+def manifest_create(path: str, storage_options: list[tuple[str, str]] | None = None) -> bool:
+    """Gives the dataset at ``path`` (a folder or a dataset URL) an empty manifest (the
+    genesis commit and ``LATEST``) when it has neither a manifest nor any chunk file; True
+    when this call created it."""
+
+def manifest_compact(path: str, storage_options: list[tuple[str, str]] | None = None) -> int | None:
+    """Writes a snapshot of the current state of the manifest of the dataset at ``path`` (a
+    folder or a dataset URL) and points ``LATEST`` at it, when commits follow its base; the
+    version compacted, or ``None``."""
 
 def manifest_status(path: str) -> _ManifestStatus | None:
     """The manifest's state compared with a listing of the local dataset at ``path``, or

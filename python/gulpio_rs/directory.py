@@ -18,7 +18,7 @@ from typing import Any, Literal, Self, TypedDict, overload
 import numpy as np
 import numpy.typing as npt
 
-from . import _native
+from . import _manifest, _native
 from ._choices import Colorspace, Io, ManifestMode
 from ._directory_chunks import DirectoryChunk, RemoteNewChunk
 from ._metadict import LazyMetaDict
@@ -701,6 +701,10 @@ class GulpDirectory:
         its ``open('wb')`` block ends (index, data, then the ``.gmeta`` that makes it visible:
         docs/FORMAT.md §4a); reopen the directory to read it.
         """
+        if self.num_chunks == 0:
+            # A dataset being created gets its manifest before its first chunk
+            # (docs/FORMAT.md §7.6); one with chunks and no manifest is left as it is.
+            _manifest.create_if_new(self._path, self._storage_options)
         if self.is_remote:
             first = self._next_chunk_id()
             for number in range(first, first + total_new_chunks):

@@ -542,6 +542,7 @@ impl ChunkWriter {
         published?;
         sync_dir(&self.paths.index)?;
         self.published_len = self.data_len;
+        manifest.published();
         Ok(())
     }
 
@@ -696,6 +697,8 @@ struct Manifest<'a> {
     root: Option<PathBuf>,
     index: &'a [u8],
     meta: &'a [u8],
+    /// This publication's commit, for the compaction policy once it is published.
+    committed: std::cell::Cell<Option<crate::manifest::Committed>>,
 }
 
 impl<'a> Manifest<'a> {
@@ -708,6 +711,7 @@ impl<'a> Manifest<'a> {
             root: crate::manifest::has_manifest(&dir).then_some(dir),
             index,
             meta,
+            committed: std::cell::Cell::new(None),
         }
     }
 
@@ -731,8 +735,19 @@ impl<'a> Manifest<'a> {
             })?;
         let input = crate::manifest::describe(number, op, self.index, self.meta)
             .map_err(|m| Error::Internal(format!("the chunk's own index: {m}")))?;
-        crate::manifest::commit_ops(root, &[input])?;
+        let io = crate::manifest::ManifestIo::Local(root);
+        self.committed
+            .set(Some(crate::manifest::commit_ops_in(io, &[input])?));
         Ok(Some(number))
+    }
+
+    /// After the publication: compacts when the policy makes this writer the one (§7.6). A
+    /// failure is not the publication's: a `LATEST` that lags costs readers a longer tail,
+    /// never a wrong state, and the next writer due compacts.
+    fn published(&self) {
+        if let (Some(root), Some(c)) = (&self.root, self.committed.get()) {
+            let _ = crate::manifest::compact_if_due(crate::manifest::ManifestIo::Local(root), &c);
+        }
     }
 
     /// Commits the abort of an operation whose commit point was not reached. A failure here

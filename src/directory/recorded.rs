@@ -62,9 +62,32 @@ impl Declined {
     }
 }
 
+/// Reopens after a canary that a concurrent writer's commit explains.
+const MAX_REOPEN: usize = 3;
+
+enum Opening {
+    Done(Box<Recorded>),
+    /// The canary exists and a commit follows the state read: a writer at work.
+    Moved(Declined),
+}
+
 impl Recorded {
     /// Opens the state at `root`, or says why not (steps 1-4 of §7.5).
     pub fn open(store: &Store, root: &Path) -> std::result::Result<Recorded, Declined> {
+        let mut tries = 0;
+        loop {
+            match Self::open_once(store, root)? {
+                Opening::Done(r) => return Ok(*r),
+                // A writer committed and published between our look at the log and at the
+                // canary: the state has moved on, so read it again (a few times at most: a
+                // dataset under a fast writer still opens, by listing, with the warning).
+                Opening::Moved(_) if tries < MAX_REOPEN => tries += 1,
+                Opening::Moved(declined) => return Err(declined),
+            }
+        }
+    }
+
+    fn open_once(store: &Store, root: &Path) -> std::result::Result<Opening, Declined> {
         let unusable = |e: Error| {
             Declined::loud(format!(
                 "the manifest cannot be used: {e}; `gulpio index` rewrites it"
@@ -110,16 +133,21 @@ impl Recorded {
             .map_or(0, |m| m.saturating_add(1));
         let canary = FileKind::Meta.file_name(next);
         if io.size(&canary).map_err(unusable)?.is_some() {
-            return Err(Declined::loud(format!(
+            let declined = Declined::loud(format!(
                 "{} exists but the manifest does not record it (added by a tool that does not \
                  keep the manifest, after its last commit); `gulpio index` records it",
                 store.join(root, &canary).display()
-            )));
+            ));
+            let next_commit = crate::manifest::log_name(view.version + 1);
+            if io.exists(&next_commit).map_err(unusable)? {
+                return Ok(Opening::Moved(declined));
+            }
+            return Err(declined);
         }
-        Ok(Recorded {
+        Ok(Opening::Done(Box::new(Recorded {
             view,
             slots: Mutex::new(HashMap::new()),
-        })
+        })))
     }
 
     /// The slot of chunk position `c`, made on first use.

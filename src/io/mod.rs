@@ -34,9 +34,9 @@ use crate::format::Storage;
 
 #[cfg(feature = "remote")]
 pub use remote::redact::url as redact_url;
-pub use remote::RemoteStore;
 #[cfg(feature = "remote")]
 pub use remote::{is_remote_url, RemoteSettings};
+pub use remote::{ObjectVersion, RemoteStore};
 
 /// How local `.gulp` files are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -217,6 +217,8 @@ pub trait CommitPointHook: Sync {
         meta: &[u8],
     ) -> Result<bool>;
     fn commit_point_missed(&self, store: &RemoteStore, number: u64);
+    /// Called once the `.gmeta` is published.
+    fn published(&self, _store: &RemoteStore) {}
 }
 
 /// Attempts at taking a chunk number in a remote dataset before giving up.
@@ -294,6 +296,7 @@ impl Store {
             // point (docs/FORMAT.md §7.6).
             let committed = hook.before_commit_point(r, k, &index, &meta)?;
             if r.put_new(&meta_name, meta.clone())? {
+                hook.published(r);
                 return Ok(k);
             }
             if exactly && r.read_all(&meta_name)?.as_ref() == meta.as_slice() {

@@ -72,4 +72,19 @@ impl RemoteStore {
     pub fn delete(&self, _name: &str) -> Result<()> {
         match *self {}
     }
+    pub fn read_versioned(&self, _name: &str) -> Result<Option<(Vec<u8>, ObjectVersion)>> {
+        match *self {}
+    }
+    pub fn put_replacing(
+        &self,
+        _name: &str,
+        _bytes: Vec<u8>,
+        _expected: Option<&ObjectVersion>,
+    ) -> Result<bool> {
+        match *self {}
+    }
 }
+
+/// Without the `remote` feature no object has a version.
+#[derive(Clone, Debug)]
+pub enum ObjectVersion {}

@@ -1,8 +1,6 @@
 //! A chunk's record and videos (docs/FORMAT.md §7.2) from its index and `.gmeta` bytes: what a
 //! writer commits before its commit point, and what `gulpio index` records for a chunk.
 
-use std::path::Path;
-
 use crate::error::{Error, Result};
 use crate::format::bytes::u32_at;
 use crate::format::index::Index;
@@ -68,25 +66,10 @@ pub fn describe_files(number: u64, op: Op, paths: &ChunkPaths) -> Result<ChunkIn
     describe(number, op, &index, &meta).map_err(|m| Error::format(&paths.index, m))
 }
 
-/// True when the chunk's files are the ones `r` describes (rule M3's comparison, and "took
+/// True when chunk `k`'s files are the ones `r` describes (rule M3's comparison, and "took
 /// effect" when two records have the same `.gmeta` length): the index's length and header CRC,
-/// or without an index the `.gmeta`'s length and CRC.
-pub(super) fn files_match(paths: &ChunkPaths, r: &ChunkRecord) -> bool {
-    if r.index_version == 0 {
-        return crate::io::local::read_whole(&paths.meta)
-            .is_ok_and(|m| m.len() as u64 == r.gmeta_len && crc32fast::hash(&m) == r.gmeta_crc);
-    }
-    let Ok((file, len)) = crate::io::local::open_read(&paths.index) else {
-        return false;
-    };
-    let mut crc = [0u8; 4];
-    len == r.gidx_len
-        && std::os::unix::fs::FileExt::read_exact_at(&file, &mut crc, 124).is_ok()
-        && u32::from_le_bytes(crc) == r.gidx_header_crc
-}
-
-/// [`files_match`] for chunk `k` of any dataset: a `HEAD` and a 4-byte range of the index
-/// remotely (or the whole `.gmeta` for a record without index).
+/// or without an index the `.gmeta`'s length and CRC. Remotely a `HEAD` and a 4-byte range of
+/// the index (or the whole `.gmeta` for a record without index).
 pub(super) fn files_match_in(io: super::ManifestIo<'_>, k: u64, r: &ChunkRecord) -> bool {
     use crate::format::paths::FileKind;
     if r.index_version == 0 {
@@ -103,14 +86,4 @@ pub(super) fn files_match_in(io: super::ManifestIo<'_>, k: u64, r: &ChunkRecord)
             .ok()
             .flatten()
             .is_some_and(|b| b == r.gidx_header_crc.to_le_bytes())
-}
-
-/// The `.gmeta`'s length, or None when it does not exist: whether an operation took effect
-/// (§7.3).
-pub(super) fn meta_len(path: &Path) -> Result<Option<u64>> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) => Ok(Some(m.len())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, e)),
-    }
 }

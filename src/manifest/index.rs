@@ -5,12 +5,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::describe::{describe_files, files_match, meta_len};
-use super::state::{load_state, State};
-use super::{abort_op, commit_ops, compact, has_manifest, write_genesis};
+use super::describe::{describe, files_match_in};
+use super::io::ManifestIo;
+use super::state::{load_state_in, State};
+use super::{abort_op_in, commit_ops_in, compact_in, has_manifest_in, write_genesis_in};
 use crate::error::{Error, Result};
 use crate::format::manifest::{ChunkInput, ChunkRecord, Op};
-use crate::format::paths::{glob_kind, parse_chunk_file_name, ChunkPaths, FileKind};
+use crate::format::paths::{glob_kind, parse_chunk_file_name, FileKind};
 
 /// What [`index`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,16 +28,14 @@ pub struct IndexReport {
     pub videos: u64,
 }
 
-/// The chunks of the folder as listed now: numbers of the canonical pairs. Files gulpio's
+/// The chunks of the dataset as listed now: numbers of the canonical pairs. Files gulpio's
 /// globs list under other names are refused: the manifest records canonical names only.
-fn listed_chunks(root: &Path) -> Result<Vec<u64>> {
+fn listed_chunks(io: ManifestIo<'_>) -> Result<Vec<u64>> {
     let mut data = BTreeMap::new();
     let mut meta = BTreeMap::new();
     let mut odd = Vec::new();
-    for entry in std::fs::read_dir(root).map_err(|e| Error::io(root, e))? {
-        let name = entry.map_err(|e| Error::io(root, e))?.file_name();
-        let Some(name) = name.to_str() else { continue };
-        match parse_chunk_file_name(name) {
+    for name in io.names()? {
+        match parse_chunk_file_name(&name) {
             Some((FileKind::Data, k)) => {
                 data.insert(k, ());
             }
@@ -44,7 +43,7 @@ fn listed_chunks(root: &Path) -> Result<Vec<u64>> {
                 meta.insert(k, ());
             }
             Some(_) => {}
-            None if glob_kind(name).is_some() => odd.push(name.to_owned()),
+            None if glob_kind(&name).is_some() => odd.push(name),
             None => {}
         }
     }
@@ -53,7 +52,7 @@ fn listed_chunks(root: &Path) -> Result<Vec<u64>> {
         return Err(Error::InvalidArgument(format!(
             "{}: the manifest records chunks under gulpio's names data_{{k}}.gulp and \
              meta_{{k}}.gmeta only; rename {} first",
-            root.display(),
+            io.path("").display(),
             odd.join(", ")
         )));
     }
@@ -64,21 +63,55 @@ fn listed_chunks(root: &Path) -> Result<Vec<u64>> {
         .collect())
 }
 
-fn described(root: &Path, k: u64, op: Op) -> Result<ChunkInput> {
-    let paths = ChunkPaths::numbered(root, k);
-    if !crate::io::local::name_exists(&paths.index) {
-        return Err(Error::InvalidArgument(format!(
-            "{} has no index; write the chunks' indexes first (`gulpio index` does)",
-            paths.meta.display()
-        )));
-    }
-    describe_files(k, op, &paths)
+fn described(io: ManifestIo<'_>, k: u64, op: Op) -> Result<ChunkInput> {
+    let index_name = FileKind::Index.file_name(k);
+    let meta_name = FileKind::Meta.file_name(k);
+    let no_index = || {
+        Error::InvalidArgument(format!(
+            "{} has no index; {}",
+            io.path(&meta_name).display(),
+            match io {
+                ManifestIo::Local(_) => "write the chunks' indexes first (`gulpio index` does)",
+                ManifestIo::Remote(_) =>
+                    "run `gulpio index` on a local copy and upload its data_*.gidx files \
+                     (they are only ever added), then index the URL",
+            }
+        ))
+    };
+    let index = io.read(&index_name)?.ok_or_else(no_index)?;
+    let meta = io
+        .read(&meta_name)?
+        .ok_or_else(|| Error::format(io.path(&meta_name), "is missing"))?;
+    describe(k, op, &index, &meta).map_err(|m| Error::format(io.path(&index_name), m))
 }
 
 /// True when the record is the chunk's files as they are now.
-fn matches_files(root: &Path, r: &ChunkRecord) -> Result<bool> {
-    let paths = ChunkPaths::numbered(root, r.number);
-    Ok(meta_len(&paths.meta)? == Some(r.gmeta_len) && files_match(&paths, r))
+fn matches_files(io: ManifestIo<'_>, r: &ChunkRecord) -> Result<bool> {
+    Ok(
+        io.size(&FileKind::Meta.file_name(r.number))? == Some(r.gmeta_len)
+            && files_match_in(io, r.number, r),
+    )
+}
+
+/// Requests in flight while a remote dataset's chunks are described (each is two small
+/// `GET`s or a `HEAD` and a range; latency-bound, not CPU-bound).
+const REMOTE_IN_FLIGHT: usize = 32;
+
+/// `f(item)` for every item, in order, several at once on an object store.
+fn each<T: Send, U: Sync>(
+    io: ManifestIo<'_>,
+    items: &[U],
+    f: impl Fn(&U) -> Result<T> + Sync + Send,
+) -> Result<Vec<T>> {
+    use rayon::prelude::*;
+    match io {
+        ManifestIo::Local(_) => items.iter().map(f).collect(),
+        ManifestIo::Remote(_) => rayon::ThreadPoolBuilder::new()
+            .num_threads(REMOTE_IN_FLIGHT.min(items.len()).max(1))
+            .build()
+            .map_err(|e| Error::Internal(format!("cannot start threads: {e}")))?
+            .install(|| items.par_iter().map(f).collect()),
+    }
 }
 
 /// Records every chunk of the local dataset at `root` in its manifest and compacts it. Needs
@@ -86,36 +119,45 @@ fn matches_files(root: &Path, r: &ChunkRecord) -> Result<bool> {
 /// operations whose chunk has no `.gmeta` are aborted (their writers are gone).
 pub fn index(root: &Path, abort_pending: bool) -> Result<IndexReport> {
     super::local_only(root)?;
-    let listed = listed_chunks(root)?;
+    index_in(ManifestIo::Local(root), abort_pending)
+}
+
+/// [`index`] for any dataset: on an object store it only adds files under `_gulpio/` (every
+/// chunk must have its index already).
+pub fn index_in(io: ManifestIo<'_>, abort_pending: bool) -> Result<IndexReport> {
+    let listed = listed_chunks(io)?;
     let mut report = IndexReport::default();
-    if !has_manifest(root) {
-        let chunks = listed
-            .iter()
-            .map(|&k| described(root, k, Op::State))
-            .collect::<Result<Vec<_>>>()?;
-        report.created = write_genesis(root, &chunks)?;
+    if !has_manifest_in(io)? {
+        if listed.is_empty() {
+            // A mistyped path or prefix: a manifest of nothing would only hide the mistake.
+            return Err(Error::InvalidArgument(format!(
+                "{}: no gulp chunks here (data_*.gulp + meta_*.gmeta); nothing to index",
+                io.path("").display()
+            )));
+        }
+        let chunks = each(io, &listed, |&k| described(io, k, Op::State))?;
+        report.created = write_genesis_in(io, &chunks)?;
         if report.created {
             report.added = chunks.len();
         }
     }
-    let state = load_state(root)?;
+    let state = load_state_in(io)?;
     let recorded: BTreeMap<u64, &ChunkRecord> = state
         .chunks
         .iter()
         .map(|c| (c.input.record.number, &c.input.record))
         .collect();
-    let mut ops = Vec::new();
-    for &k in &listed {
-        match recorded.get(&k) {
-            None => {
-                ops.push(described(root, k, Op::Add)?);
-                report.added += 1;
-            }
-            Some(r) if !matches_files(root, r)? => {
-                ops.push(described(root, k, Op::Replace)?);
-                report.replaced += 1;
-            }
-            Some(_) => {}
+    let checked = each(io, &listed, |&k| match recorded.get(&k) {
+        None => described(io, k, Op::Add).map(Some),
+        Some(r) if !matches_files(io, r)? => described(io, k, Op::Replace).map(Some),
+        Some(_) => Ok(None),
+    })?;
+    let mut ops: Vec<ChunkInput> = checked.into_iter().flatten().collect();
+    for op in &ops {
+        if op.record.op == Op::Add {
+            report.added += 1;
+        } else {
+            report.replaced += 1;
         }
     }
     for &k in recorded.keys() {
@@ -126,20 +168,20 @@ pub fn index(root: &Path, abort_pending: bool) -> Result<IndexReport> {
     }
     ops.sort_by_key(|c| c.record.number);
     if !ops.is_empty() {
-        commit_ops(root, &ops)?;
+        commit_ops_in(io, &ops)?;
     }
     if abort_pending {
         for &(k, _) in &state.pending {
-            if meta_len(&ChunkPaths::numbered(root, k).meta)?.is_none() {
-                abort_op(root, k)?;
+            if io.size(&FileKind::Meta.file_name(k))?.is_none() {
+                abort_op_in(io, k)?;
                 report.aborted += 1;
             }
         }
     }
-    let state = load_state(root)?;
+    let state = load_state_in(io)?;
     // A base at the current version is already what a snapshot would be.
     report.version = if state.tail > 0 {
-        compact(root, &state)?
+        compact_in(io, &state)?
     } else {
         state.version
     };
@@ -167,11 +209,17 @@ pub struct Status {
 /// The manifest's state compared with a listing, or None when the dataset has no manifest.
 pub fn status(root: &Path) -> Result<Option<Status>> {
     super::local_only(root)?;
-    if !has_manifest(root) {
+    status_in(ManifestIo::Local(root))
+}
+
+/// [`status`] for any dataset (remotely: the base fetched whole, a listing, and a `HEAD` and a
+/// 4-byte range of each recorded chunk's index, several at once).
+pub fn status_in(io: ManifestIo<'_>) -> Result<Option<Status>> {
+    if !has_manifest_in(io)? {
         return Ok(None);
     }
-    let state: State = load_state(root)?;
-    let listed = listed_chunks(root)?;
+    let state: State = load_state_in(io)?;
+    let listed = listed_chunks(io)?;
     let mut out = Status {
         version: state.version,
         base_version: state.base_version,
@@ -184,9 +232,10 @@ pub fn status(root: &Path) -> Result<Option<Status>> {
         mismatched: Vec::new(),
     };
     let mut recorded = BTreeMap::new();
-    for c in &state.chunks {
+    let matched = each(io, &state.chunks, |c| matches_files(io, &c.input.record))?;
+    for (c, matched) in state.chunks.iter().zip(matched) {
         recorded.insert(c.input.record.number, ());
-        if !matches_files(root, &c.input.record)? {
+        if !matched {
             out.mismatched.push(c.input.record.number);
         }
     }

@@ -120,6 +120,23 @@ impl ManifestIo<'_> {
         }
     }
 
+    /// The names of the files directly in the dataset (one listing).
+    pub fn names(&self) -> Result<Vec<String>> {
+        match self {
+            ManifestIo::Local(root) => {
+                let mut out = Vec::new();
+                for entry in std::fs::read_dir(root).map_err(|e| Error::io(root, e))? {
+                    let entry = entry.map_err(|e| Error::io(root, e))?;
+                    if let Some(name) = entry.file_name().to_str() {
+                        out.push(name.to_owned());
+                    }
+                }
+                Ok(out)
+            }
+            ManifestIo::Remote(r) => Ok(r.list()?.into_iter().map(|(name, _)| name).collect()),
+        }
+    }
+
     /// Creates the manifest's folders where there are folders.
     pub fn make_dirs(&self) -> Result<()> {
         if let ManifestIo::Local(root) = self {

@@ -10,7 +10,6 @@ use crate::format::manifest::{
     build_table_file, decode_header, decode_hint, encode_header, header_crc, ChunkInput, Header,
     Kind, TableFile, TableMeta, VideoInput, HEADER_LEN, NONE, PAGE_SHIFT,
 };
-use crate::io::local;
 
 /// A commit, read whole and checked (rules M1 and M2 over every page).
 #[derive(Debug, Clone)]
@@ -86,9 +85,11 @@ pub(super) fn read_tables(bytes: &[u8]) -> Result<Tables, String> {
 }
 
 /// Reads a table file (snapshot, full commit or body) whole.
-pub(super) fn read_table_path(path: &Path) -> Result<Tables> {
-    let bytes = local::read_whole(path)?;
-    read_tables(&bytes).map_err(|m| Error::format(path, m))
+pub(super) fn read_tables_in(io: ManifestIo<'_>, name: &str) -> Result<Tables> {
+    let bytes = io
+        .read(name)?
+        .ok_or_else(|| Error::format(io.path(name), "is missing"))?;
+    read_tables(&bytes).map_err(|m| Error::format(io.path(name), m))
 }
 
 /// Commit `v`, or None when no file has its name. A kind 3 commit is read with its body,
@@ -307,10 +308,36 @@ const MAX_COMMIT_TRIES: usize = 100_000;
 /// this one to the next (§7.6).
 pub fn commit_ops(root: &Path, ops: &[ChunkInput]) -> Result<u64> {
     super::local_only(root)?;
-    commit_ops_in(ManifestIo::Local(root), ops)
+    commit_ops_in(ManifestIo::Local(root), ops).map(|c| c.version)
 }
 
-pub fn commit_ops_in(io: ManifestIo<'_>, ops: &[ChunkInput]) -> Result<u64> {
+/// A commit as its writer made it: what the compaction policy (§7.6) goes by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Committed {
+    pub version: u64,
+    /// The base version `LATEST` named when the writer started.
+    pub base: u64,
+    /// `tail_videos` of the commit before this one, and of this one.
+    pub videos_before: u64,
+    pub videos_after: u64,
+}
+
+/// A writer whose commit brings the tail to a multiple of this many commits compacts.
+pub const COMPACT_EVERY_COMMITS: u64 = 1 << 10;
+/// ... or whose commit takes the tail's videos past a multiple of this many.
+pub const COMPACT_EVERY_VIDEOS: u64 = 1 << 18;
+
+impl Committed {
+    /// Whether this commit's writer compacts (§7.6): exactly one commit reaches each
+    /// multiple, so writers at work together do not all compact at once.
+    pub fn compaction_due(&self) -> bool {
+        let tail = self.version.saturating_sub(self.base);
+        (tail > 0 && tail.is_multiple_of(COMPACT_EVERY_COMMITS))
+            || self.videos_after / COMPACT_EVERY_VIDEOS > self.videos_before / COMPACT_EVERY_VIDEOS
+    }
+}
+
+pub fn commit_ops_in(io: ManifestIo<'_>, ops: &[ChunkInput]) -> Result<Committed> {
     let genesis = genesis_header(io)?;
     let base = hinted_version(io)?;
     let mut from = base;
@@ -336,7 +363,12 @@ pub fn commit_ops_in(io: ManifestIo<'_>, ops: &[ChunkInput]) -> Result<u64> {
         };
         let bytes = commit_bytes(io, &meta, ops, &mut body)?;
         if io.create(&log_name(c + 1), &bytes)? {
-            return Ok(c + 1);
+            return Ok(Committed {
+                version: c + 1,
+                base,
+                videos_before: before,
+                videos_after: before + added,
+            });
         }
         from = c + 1;
     }
@@ -349,10 +381,10 @@ pub fn commit_ops_in(io: ManifestIo<'_>, ops: &[ChunkInput]) -> Result<u64> {
 /// Commits an abort of the operation on chunk `number` that this writer committed and will
 /// not carry out (§7.6).
 pub fn abort_op(root: &Path, number: u64) -> Result<u64> {
-    abort_op_in(ManifestIo::Local(root), number)
+    abort_op_in(ManifestIo::Local(root), number).map(|c| c.version)
 }
 
-pub fn abort_op_in(io: ManifestIo<'_>, number: u64) -> Result<u64> {
+pub fn abort_op_in(io: ManifestIo<'_>, number: u64) -> Result<Committed> {
     commit_ops_in(
         io,
         &[ChunkInput::without_files(

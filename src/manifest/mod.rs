@@ -22,15 +22,18 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
-pub use compact::{compact, write_genesis};
+pub use compact::{
+    compact, compact_if_due, compact_if_tail, compact_in, create_if_new, write_genesis,
+    write_genesis_in,
+};
 pub use describe::{describe, describe_files};
-pub use index::{index, status, IndexReport, Status};
+pub use index::{index, index_in, status, status_in, IndexReport, Status};
 pub use io::ManifestIo;
 pub use log::{
     abort_op, abort_op_in, commit_ops, commit_ops_in, current_version, current_version_in,
-    read_commit, read_commit_in, Commit,
+    read_commit, read_commit_in, Commit, Committed, COMPACT_EVERY_COMMITS, COMPACT_EVERY_VIDEOS,
 };
-pub use state::{load_state, ChunkState, State};
+pub use state::{load_state, load_state_in, ChunkState, State};
 pub use view::{ChunkAt, Located, VideoAt, View};
 
 /// The manifest's folder inside the dataset (ignored by gulpio's and gulpio2's globs).
@@ -68,8 +71,12 @@ pub fn has_manifest(root: &Path) -> bool {
 
 /// The manifest's part in publishing a staged chunk to an object store
 /// (`Store::publish_staged`): commit its add before its `.gmeta` when the dataset has a
-/// manifest, abort it when the `.gmeta` could not be published.
-pub struct StagedCommits;
+/// manifest, abort it when the `.gmeta` could not be published, compact after it was when the
+/// policy says so.
+#[derive(Default)]
+pub struct StagedCommits {
+    committed: std::sync::Mutex<Option<Committed>>,
+}
 
 impl crate::io::CommitPointHook for StagedCommits {
     fn before_commit_point(
@@ -85,13 +92,24 @@ impl crate::io::CommitPointHook for StagedCommits {
         }
         let input = describe(number, crate::format::manifest::Op::Add, index, meta)
             .map_err(|m| Error::Internal(format!("the staged chunk's own index: {m}")))?;
-        commit_ops_in(io, &[input])?;
+        let committed = commit_ops_in(io, &[input])?;
+        if let Ok(mut c) = self.committed.lock() {
+            *c = Some(committed);
+        }
         Ok(true)
     }
 
     fn commit_point_missed(&self, store: &crate::io::RemoteStore, number: u64) {
         // A failure leaves the add pending, which readers check: never wrong.
         let _ = abort_op_in(ManifestIo::Remote(store), number);
+    }
+
+    fn published(&self, store: &crate::io::RemoteStore) {
+        let committed = self.committed.lock().ok().and_then(|mut c| c.take());
+        if let Some(c) = committed {
+            // As for local writers: a lagging `LATEST` costs readers a longer tail, no more.
+            let _ = compact_if_due(ManifestIo::Remote(store), &c);
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::describe::files_match_in;
 use super::io::ManifestIo;
-use super::log::{current_version_after, read_commit_in, read_table_path};
+use super::log::{current_version_after, read_commit_in, read_tables_in};
 use super::{body_name, log_name, snap_name, LATEST};
 use crate::error::{Error, Result};
 use crate::format::manifest::{
@@ -359,9 +359,14 @@ pub(super) fn resolve(
 /// Computes the state at the current version of the local dataset at `root`.
 pub fn load_state(root: &Path) -> Result<State> {
     super::local_only(root)?;
-    let io = ManifestIo::Local(root);
+    load_state_in(ManifestIo::Local(root))
+}
+
+/// [`load_state`] for any dataset; remotely the base is fetched whole (compaction writes it
+/// again whole anyway).
+pub fn load_state_in(io: ManifestIo<'_>) -> Result<State> {
     let base_file = locate_base(io, None)?;
-    let tables = read_table_path(&base_file.path)?;
+    let tables = read_tables_in(io, &base_file.name)?;
     check_base(&base_file, &tables.header)?;
     let (version, ops) = tail_candidates(
         io,

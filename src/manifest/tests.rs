@@ -467,3 +467,63 @@ fn a_damaged_page_of_the_base_fails_the_lookups_that_need_it_naming_the_file() {
     let err = View::open(dir).err().unwrap().to_string();
     assert!(err.contains(".gman"), "{err}");
 }
+
+#[test]
+fn exactly_one_commit_reaches_each_multiple_of_the_compaction_policy() {
+    let at = |version, base, before, after| Committed {
+        version,
+        base,
+        videos_before: before,
+        videos_after: after,
+    };
+    assert!(!at(1, 0, 0, 10).compaction_due());
+    assert!(at(COMPACT_EVERY_COMMITS, 0, 0, 10).compaction_due());
+    assert!(!at(COMPACT_EVERY_COMMITS + 1, 0, 0, 10).compaction_due());
+    // The tail counts from the base its writer started from.
+    assert!(at(700 + COMPACT_EVERY_COMMITS, 700, 0, 10).compaction_due());
+    assert!(!at(700, 0, 0, 10).compaction_due());
+    // Crossing a multiple of the videos, not landing after one.
+    let v = COMPACT_EVERY_VIDEOS;
+    assert!(at(3, 0, v - 1, v + 5).compaction_due());
+    assert!(at(3, 0, v - 1, v).compaction_due());
+    assert!(!at(3, 0, v, 2 * v - 1).compaction_due());
+}
+
+#[test]
+fn the_writer_whose_commit_reaches_the_policys_multiple_compacts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    assert!(create_if_new(ManifestIo::Local(dir)).unwrap());
+    // A second writer creating the same dataset adopts the first's manifest.
+    assert!(!create_if_new(ManifestIo::Local(dir)).unwrap());
+    let io = ManifestIo::Local(dir);
+    let mut compacted = Vec::new();
+    for k in 0..COMPACT_EVERY_COMMITS + 3 {
+        let c = abort_op_in(io, k).unwrap();
+        if compact_if_due(io, &c).unwrap() {
+            compacted.push(c.version);
+        }
+    }
+    assert_eq!(compacted, vec![COMPACT_EVERY_COMMITS]);
+    let state = load_state(dir).unwrap();
+    assert_eq!(state.base_version, COMPACT_EVERY_COMMITS);
+    assert!(state.base_is_snapshot);
+    assert_eq!(state.tail, 3);
+    // At the end of a run: the tail goes, and again is nothing to do.
+    assert_eq!(
+        compact_if_tail(io).unwrap(),
+        Some(COMPACT_EVERY_COMMITS + 3)
+    );
+    assert_eq!(compact_if_tail(io).unwrap(), None);
+}
+
+#[test]
+fn a_folder_with_chunk_files_and_no_manifest_gets_none_by_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_chunk(tmp.path(), 0, &[("a", 1)]);
+    assert!(!create_if_new(ManifestIo::Local(tmp.path())).unwrap());
+    assert!(!has_manifest(tmp.path()));
+    // Nor does a folder that does not exist: there is nothing to put it in.
+    let missing = tmp.path().join("missing");
+    assert!(create_if_new(ManifestIo::Local(&missing)).is_err());
+}

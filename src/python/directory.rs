@@ -380,7 +380,7 @@ impl NativeDirectory {
         } else {
             RemoteNumber::Exactly(number)
         };
-        let hook = crate::manifest::StagedCommits;
+        let hook = crate::manifest::StagedCommits::default();
         Ok(py.detach(|| {
             dir.store()
                 .publish_staged(dir.root(), &staged, number, &hook)

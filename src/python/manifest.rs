@@ -8,17 +8,20 @@ use pyo3::types::PyDict;
 
 use crate::manifest;
 
-/// Records every chunk of a local dataset in its manifest (creating it if missing) and
-/// compacts it: `{"created", "added", "replaced", "removed", "aborted", "version", "chunks",
-/// "videos"}`.
+/// Records every chunk of a dataset (a folder or a dataset URL) in its manifest (creating it
+/// if missing) and compacts it: `{"created", "added", "replaced", "removed", "aborted",
+/// "version", "chunks", "videos"}`.
 #[pyfunction]
-#[pyo3(signature = (path, abort_pending = false))]
+#[pyo3(signature = (path, abort_pending = false, storage_options = None))]
 pub fn manifest_index<'py>(
     py: Python<'py>,
     path: &str,
     abort_pending: bool,
+    storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let r = py.detach(|| manifest::index(Path::new(path), abort_pending))?;
+    let r = on_manifest(py, path, storage_options, |io| {
+        manifest::index_in(io, abort_pending)
+    })?;
     let d = PyDict::new(py);
     d.set_item("created", r.created)?;
     d.set_item("added", r.added)?;
@@ -59,7 +62,51 @@ pub fn manifest_status<'py>(py: Python<'py>, path: &str) -> PyResult<Option<Boun
     Ok(Some(d))
 }
 
+/// Runs `f` on the manifest of the dataset at `path` (a folder or a dataset URL) without the
+/// GIL.
+fn on_manifest<T: Send>(
+    py: Python<'_>,
+    path: &str,
+    storage_options: Option<Vec<(String, String)>>,
+    f: impl FnOnce(manifest::ManifestIo<'_>) -> crate::error::Result<T> + Send,
+) -> PyResult<T> {
+    Ok(py.detach(|| {
+        if crate::io::is_remote_url(path) {
+            let store = crate::io::RemoteStore::new(path, &storage_options.unwrap_or_default())?;
+            f(manifest::ManifestIo::Remote(&store))
+        } else {
+            f(manifest::ManifestIo::Local(Path::new(path)))
+        }
+    })?)
+}
+
+/// Gives a dataset being created (no manifest, no chunk file) an empty manifest; True when
+/// this call created it (docs/FORMAT.md §7.6).
+#[pyfunction]
+#[pyo3(signature = (path, storage_options = None))]
+pub fn manifest_create(
+    py: Python<'_>,
+    path: &str,
+    storage_options: Option<Vec<(String, String)>>,
+) -> PyResult<bool> {
+    on_manifest(py, path, storage_options, manifest::create_if_new)
+}
+
+/// Writes a snapshot of the manifest's current state and points `LATEST` at it, unless the
+/// dataset has no manifest or no commit follows its base; the version compacted, or None.
+#[pyfunction]
+#[pyo3(signature = (path, storage_options = None))]
+pub fn manifest_compact(
+    py: Python<'_>,
+    path: &str,
+    storage_options: Option<Vec<(String, String)>>,
+) -> PyResult<Option<u64>> {
+    on_manifest(py, path, storage_options, manifest::compact_if_tail)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(manifest_create, m)?)?;
+    m.add_function(wrap_pyfunction!(manifest_compact, m)?)?;
     m.add_function(wrap_pyfunction!(manifest_index, m)?)?;
     m.add_function(wrap_pyfunction!(manifest_status, m)?)?;
     m.add("MANIFEST_DIR", manifest::DIR)?;

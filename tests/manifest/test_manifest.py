@@ -21,7 +21,7 @@ from helpers import ListAdapter
 
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor, _native
 from gulpio_rs.cli import main
-from gulpio_rs.errors import BrokenChunkWarning
+from gulpio_rs.errors import BrokenChunkWarning, ManifestWarning
 
 
 def _write(folder, k, ids, make_frame, mode="wb"):
@@ -167,11 +167,28 @@ def test_two_processes_of_two_threads_lose_no_chunk(dataset, capsys):
     main(["index", str(dataset)])
     capsys.readouterr()
     procs = [_writer(dataset, tag, 2, 12) for tag in ("p", "q")]
+    # Readers reopen while the writers publish: every open goes through the manifest (a
+    # chunk published after the open's look at the log is not taken for an unrecorded one),
+    # never shrinks, and every video it lists reads whole.
+    opens, seen = 0, 0
+    deadline = time.monotonic() + 300
+    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ManifestWarning)
+            gd = GulpDirectory(str(dataset))
+        assert gd.opened["how"] == "manifest"
+        assert len(gd) >= seen
+        seen = len(gd)
+        last = gd.id_at(len(gd) - 1)
+        frames, _ = gd[last]
+        assert len(frames) == gd.num_frames(last) >= 1
+        opens += 1
     acknowledged = []
     for p in procs:
         out, _ = p.communicate(timeout=300)
         assert p.returncode == 0
         acknowledged += out.split()
+    assert opens > 0
     st = _status(dataset)
     assert st["pending"] == st["unrecorded"] == st["mismatched"] == []
     assert st["version"] == 48 and st["videos"] == 6 + 48
@@ -185,7 +202,7 @@ def test_a_writer_killed_at_any_moment_hides_nothing_and_invents_nothing(dataset
     main(["index", str(dataset)])
     capsys.readouterr()
     rng = random.Random(36)
-    for trial in range(6):
+    for trial in range(20):  # the count of trials
         proc = _writer(dataset, f"k{trial}", 2, 200)
         time.sleep(rng.uniform(0.3, 1.5))
         proc.send_signal(signal.SIGKILL)

@@ -68,3 +68,70 @@ def test_remote_writers_commit_every_chunk_they_publish(tmp_path, s3_server, fau
     assert (st["version"], st["chunks"], st["videos"]) == (10, 11, 13)
     gd = GulpDirectory(url, storage_options=s3_server.storage_options())
     assert len(gd) == 13  # the manifest's folder is a common prefix, not chunk files
+
+
+REMOTE_WRITER = """
+import json, sys
+import numpy as np
+from gulpio_rs import GulpDirectory
+
+url, options, tag, per = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+frame = np.full((16, 24, 3), 40, np.uint8)
+for i in range(per):
+    (chunk,) = GulpDirectory(url, storage_options=options).new_chunks(1)
+    with chunk.open("wb"):
+        chunk.append(f"{tag}-{i}", {}, [frame])
+    print(f"{tag}-{i}", flush=True)
+"""
+
+
+def test_two_processes_on_an_object_store_lose_no_chunk_while_readers_reopen(
+    tmp_path, s3_server, fault_proxy
+):
+    """The issue's remote case: two writer processes create one dataset on the S3 server
+    (the first chunk of each races to create the manifest) while a reader reopens it; every
+    acknowledged video is in the final manifest, and no open falls back or shrinks."""
+    import json
+    import subprocess
+    import sys
+    import time
+    import warnings
+
+    from gulpio_rs.errors import EmptyDirectoryWarning, ManifestWarning
+
+    bucket = s3_server.make_bucket()
+    proxy = fault_proxy(s3_server.endpoint, atomic_conditional_puts=True)
+    options = s3_server.storage_options(endpoint=proxy.url)
+    url = f"s3://{bucket}/ds"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", REMOTE_WRITER, url, json.dumps(options), tag, "6"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for tag in ("p", "q")
+    ]
+    seen, opens = 0, 0
+    deadline = time.monotonic() + 300
+    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EmptyDirectoryWarning)  # before the first chunk
+            warnings.simplefilter("error", ManifestWarning)
+            gd = GulpDirectory(url, storage_options=options)
+        if len(gd):
+            assert gd.opened["how"] == "manifest"
+            assert len(gd) >= seen
+            seen = len(gd)
+            assert len(gd[gd.id_at(len(gd) - 1)][0]) == 1
+            opens += 1
+    acknowledged = []
+    for p in procs:
+        out, _ = p.communicate(timeout=300)
+        assert p.returncode == 0
+        acknowledged += out.split()
+    assert len(acknowledged) == 12
+    gd = GulpDirectory(url, storage_options=options, manifest="verify")
+    assert gd.opened["how"] == "manifest"
+    assert sorted(gd.keys()) == sorted(acknowledged)
+    # One genesis for both: version 12 is the twelfth chunk's commit.
+    assert gd.opened["version"] == 12

@@ -42,10 +42,11 @@ def cluster():
 
 
 def files(folder) -> dict[str, bytes]:
-    """The published files of a gulp directory (not its .gulpio-ingest state)."""
+    """The published files of a gulp directory (not its .gulpio-ingest state, nor its
+    manifest, whose files carry random ids and times: docs/FORMAT.md §7)."""
     out = {}
     for name in sorted(os.listdir(folder)):
-        if not name.startswith("."):
+        if not name.startswith(".") and name != "_gulpio":
             with open(os.path.join(folder, name), "rb") as f:
                 out[name] = f.read()
     return out
@@ -199,6 +200,7 @@ def _objects(s3_server, bucket: str, prefix: str) -> dict[str, bytes]:
     return {
         key.rsplit("/", 1)[-1]: client.get_object(Bucket=bucket, Key=key)["Body"].read()
         for key in s3_server.keys(bucket, prefix)
+        if "/_gulpio/" not in key  # the manifest: random ids and times
     }
 
 
@@ -219,6 +221,10 @@ def test_write_gulp_and_read_gulp_on_s3(cluster, s3_server, tmp_path, monkeypatc
     assert _objects(s3_server, bucket, "ray") == want
     again = gulpio_ray().write_gulp(ds, url, videos_per_chunk=3, storage_options=options)
     assert (again.chunks_written, again.chunks_resumed, again.videos) == (0, 3, 7)
+    # Both outputs got a manifest, compacted at the run's end.
+    for path, kw in ((str(local), {}), (url, {"storage_options": options})):
+        opened = GulpDirectory(path, manifest="require", **kw).opened
+        assert opened["how"] == "manifest" and opened["tail"] == 0, opened
 
     gd = GulpDirectory(str(local))
     read = gulpio_ray().read_gulp(url, storage_options=options, videos_per_block=2)

@@ -470,8 +470,12 @@ def test_cli_reads_urls_and_refuses_remote_changes(dataset, s3_server, monkeypat
     assert main(["check", url, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] and report["videos"] == len(ids)
-    for command in (["repair", url, "--apply"], ["index", url]):
-        assert main(command) == 1
-        assert "local directories only" in capsys.readouterr().err
+    assert main(["repair", url, "--apply"]) == 1
+    assert "local directories only" in capsys.readouterr().err
+    # `gulpio index URL` only adds the manifest: chunks without an index are left to a local copy.
+    assert main(["index", url]) == 1
+    assert "has no index; run `gulpio index` on a local copy" in capsys.readouterr().err
+    assert main(["index", url, "--no-manifest"]) == 1
+    assert "local directories only" in capsys.readouterr().err
     assert main(["info", "s3://no-such-bucket-gulpio/x"]) == 1
     assert "no-such-bucket-gulpio" in capsys.readouterr().err

@@ -42,9 +42,11 @@ def _reads_of_frame_16(ds):
 
 
 def _check_problems(ds, capsys):
+    """The problems `gulpio check` finds in the chunks (a forged index also no longer matches
+    the dataset manifest's record of its chunk: that finding is the manifest's, left out)."""
     assert main(["check", str(ds)]) == 1
     capsys.readouterr()
-    return verify(str(ds))["problems"]
+    return [p for p in verify(str(ds))["problems"] if p["kind"] != "manifest"]
 
 
 def test_a_damaged_segment_is_named_by_its_frames_on_every_read_and_in_check(

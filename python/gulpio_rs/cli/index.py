@@ -8,12 +8,14 @@ import argparse
 
 from .. import _native
 from .._plural import plural
-from ._common import Subparsers, open_directory, refuse_remote, say
+from ..errors import GulpError
+from ._common import Subparsers, is_url, open_directory, refuse_remote, say
 
 EPILOG = """examples:
   gulpio index /data/something_something_gulps
   gulpio index /data/gulps --abort-pending    after a writer was killed mid-publication
   gulpio index /data/gulps --no-manifest      indexes only, as before the manifest
+  gulpio index s3://bucket/gulps              adds a manifest under _gulpio/ (chunks need indexes)
 """
 
 
@@ -41,20 +43,29 @@ def add_parser(sub: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    refuse_remote(
-        args.directory,
-        "index",
-        "index a local copy and upload the data_*.gidx files (they are only ever added)",
-    )
-    gd = open_directory(args.directory, manifest="off")
-    written = gd.write_indexes()
-    say(
-        f"{args.directory}: wrote {plural(written, 'index file')}; "
-        f"{plural(gd.num_chunks, 'chunk')} in all"
-    )
-    if args.no_manifest:
-        return 0
-    r = _native.manifest_index(args.directory, abort_pending=args.abort_pending)
+    remote = is_url(args.directory)
+    shown = _native.redact_url(args.directory) if remote else args.directory
+    if remote:
+        if args.no_manifest:
+            refuse_remote(
+                args.directory,
+                "index --no-manifest",
+                "index a local copy and upload the data_*.gidx files (they are only ever added)",
+            )
+        # Only files under _gulpio/ are added: every chunk must have its index already.
+    else:
+        gd = open_directory(args.directory, manifest="off")
+        written = gd.write_indexes()
+        say(
+            f"{args.directory}: wrote {plural(written, 'index file')}; "
+            f"{plural(gd.num_chunks, 'chunk')} in all"
+        )
+        if args.no_manifest:
+            return 0
+    try:
+        r = _native.manifest_index(args.directory, abort_pending=args.abort_pending)
+    except ValueError as e:  # nothing to index at a URL (a local one was refused above)
+        raise GulpError(str(e)) from None
     changes = ", ".join(
         plural(r[key], *what)  # type: ignore[literal-required]
         for key, what in (
@@ -66,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         if r[key]  # type: ignore[literal-required]
     )
     say(
-        f"{args.directory}: manifest {'created' if r['created'] else 'updated'} at version "
+        f"{shown}: manifest {'created' if r['created'] else 'updated'} at version "
         f"{r['version']}: {plural(r['chunks'], 'chunk')}, {r['videos']:,} videos"
         + (f" ({changes})" if changes else "")
     )

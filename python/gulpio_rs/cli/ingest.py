@@ -275,6 +275,9 @@ def build_parser(cls: type, spec: str) -> argparse.ArgumentParser:
                    help="run the chunks as Ray tasks on the cluster at ADDRESS (default: the "
                    "running one, else a local one started for this run; needs "
                    "gulpio-rs[ray])")  # fmt: skip
+    g.add_argument("--no-manifest", dest="manifest", action="store_false",
+                   help="do not give a new dataset a manifest (docs/FORMAT.md §7; default: "
+                   "a new dataset gets one, and opens with a few reads at any size)")  # fmt: skip
     g.add_argument("--report", metavar="PATH", help="also write the report as JSON to PATH")
     g.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: when stderr is a terminal)")  # fmt: skip
@@ -381,6 +384,7 @@ def _run(cls: type, args: argparse.Namespace) -> int:
         preset=args.preset,
         strict=args.strict,
         skip_truncated=args.skip_truncated,
+        manifest=args.manifest,
         shard_index=args.shard_index,
         num_shards=args.num_shards,
         report=args.report,

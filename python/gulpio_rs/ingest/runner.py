@@ -11,12 +11,13 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .. import _encode_options, _native
+from .. import _encode_options, _manifest, _native
 from .._choices import Encoding, Subsampling
 from .._encode_options import DEFAULT, EncodeOptions
 from .._fingerprint import digest
 from .._names import chunk_paths
 from .._plural import plural
+from .._storage import storage_options_list
 from .._threads import thread_count, usable_cores
 from ..chunk import GulpChunk
 from ..errors import GulpError, GulpWarning
@@ -338,6 +339,11 @@ class GulpIngestor:
       the one ``ray.init()`` finds or starts), ``threads`` (default 1) CPUs each; the output
       is byte-identical to the process pool's (see docs/INGEST.md, "Ray"). Every node must see
       the output folder (for a dataset URL: ``staging_dir``) at the same path.
+    - ``manifest`` (default True): a new dataset (an output without chunk files) gets a
+      dataset manifest, so that it opens with a few reads whatever its size
+      (docs/FORMAT.md §7); ``False`` leaves it out (the chunks are the same either way, and
+      gulpio2 reads both). A dataset that has a manifest keeps it current whatever this
+      says, and the run ends by compacting it.
     """
 
     def __init__(
@@ -364,6 +370,7 @@ class GulpIngestor:
         staging_dir: str | os.PathLike[str] | None = None,
         executor: str = "process",
         ray_address: str | None = None,
+        manifest: bool = True,
     ) -> None:
         # Processes, bounded like threads (gulpio2 asserted > 0; a ValueError says more).
         num_workers = thread_count(int(num_workers), "num_workers", zero_means_all=False)
@@ -399,6 +406,7 @@ class GulpIngestor:
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
         self.storage_options = storage_options
         self.staging_dir = staging_dir
+        self.manifest = bool(manifest)
 
     def __call__(self) -> IngestReport:
         if len(self.adapter) == 0:
@@ -411,18 +419,27 @@ class GulpIngestor:
                 else f"{type(self.adapter).__name__} has no items (len(adapter) == 0)"
             )
         folder = os.fsdecode(self.output_folder)
-        if _native.is_remote_url(folder):
-            from .remote import ingest_remote
-
-            return ingest_remote(self, folder, self._ingest_into)
-        if (url := url_like(folder)) is not None:
+        remote = _native.is_remote_url(folder)
+        options = storage_options_list(self.storage_options) if remote else None
+        if not remote and (url := url_like(folder)) is not None:
             warnings.warn(
                 f"{folder!r} looks like a dataset URL with a typo (did you mean {url}?); "
                 f"writing to the local folder {os.path.abspath(folder)}",
                 GulpWarning,
                 stacklevel=2,
             )
-        return self._ingest_into(folder)
+        if self.manifest:
+            if not remote:
+                os.makedirs(folder, exist_ok=True)
+            _manifest.create_if_new(folder, options)
+        if remote:
+            from .remote import ingest_remote
+
+            report = ingest_remote(self, folder, self._ingest_into)
+        else:
+            report = self._ingest_into(folder)
+        _manifest.compact_after_run(folder, options)
+        return report
 
     def _ingest_into(
         self,

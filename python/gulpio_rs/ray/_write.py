@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 import numpy.typing as npt
 
-from .. import _native
+from .. import _manifest, _native
 from .._choices import Encoding, Subsampling
 from .._encode_options import DEFAULT, EncodeOptions
 from .._plural import plural
@@ -494,6 +494,8 @@ def write_gulp(
         "videos_per_chunk": per_chunk,
         "num_shards": 1,
     }
+    # A new dataset gets its manifest before its first chunk (docs/FORMAT.md §7.6).
+    _manifest.create_if_new(url if remote else folder, options)
     output = _open_output(url if remote else folder, options)
     taken = [number for number, *_ in output.chunk_table()] if remote else []
     first = load_or_create_plan(folder, key, len(slices), taken=taken)["first_chunk"]
@@ -554,6 +556,7 @@ def write_gulp(
             remove_temporaries(folder, todo)
         else:
             forget_remote(url)
+        _manifest.compact_after_run(url if remote else folder, options)
     report.seconds = time.perf_counter() - t0
     if report.failures:
         warnings.warn(

@@ -35,7 +35,7 @@ use options::{
     NO_CREDENTIALS, SECRET_ENV,
 };
 
-pub use write::MULTIPART_PART;
+pub use write::{ObjectVersion, MULTIPART_PART};
 
 /// Settings of ours (not `object_store`'s), given as `storage_options` keys.
 #[derive(Debug, Clone)]

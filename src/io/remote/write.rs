@@ -6,6 +6,10 @@ use object_store::ObjectStoreExt;
 use super::{runtime, RemoteStore};
 use crate::error::Result;
 
+/// An object's version as a conditional replace names it (its ETag, or the store's version).
+#[derive(Clone, Debug)]
+pub struct ObjectVersion(object_store::UpdateVersion);
+
 impl RemoteStore {
     /// Uploads the local file `src` as `name`: one `PUT` when small, a multipart upload (parts
     /// of `MULTIPART_PART` bytes, several in flight) otherwise. Either way the object appears
@@ -83,6 +87,77 @@ impl RemoteStore {
                       write to S3, GCS or Azure, or to a local folder and copy it"
                     .into(),
             }),
+            Err(e) => Err(self.error(name, e)),
+        }
+    }
+
+    /// `name`'s bytes and the version a [`RemoteStore::put_replacing`] names, or None when it
+    /// does not exist.
+    pub fn read_versioned(&self, name: &str) -> Result<Option<(Vec<u8>, ObjectVersion)>> {
+        let client = self.client()?;
+        let key = self.key(name);
+        let got = runtime::block_on(super::retry::retrying(self.policy(), || {
+            let (client, key) = (client.clone(), key.clone());
+            async move {
+                let got = client.get(&key).await?;
+                let version = object_store::UpdateVersion {
+                    e_tag: got.meta.e_tag.clone(),
+                    version: got.meta.version.clone(),
+                };
+                Ok((got.bytes().await?, version))
+            }
+        }))?;
+        match got {
+            Ok((bytes, v)) => Ok(Some((bytes.to_vec(), ObjectVersion(v)))),
+            Err(f) => match self.failed(name, f) {
+                crate::error::Error::Remote {
+                    kind: crate::error::RemoteKind::NotFound,
+                    ..
+                } => Ok(None),
+                e => Err(e),
+            },
+        }
+    }
+
+    /// Writes `name` only if it is still at `expected` (`If-Match`), or only if it does not
+    /// exist when `expected` is None (`If-None-Match: *`); false when another writer changed
+    /// it first. A store that cannot condition a replace (plain HTTP) is written
+    /// unconditionally: callers use this for hints only, which a lost race makes stale, never
+    /// wrong.
+    pub fn put_replacing(
+        &self,
+        name: &str,
+        bytes: Vec<u8>,
+        expected: Option<&ObjectVersion>,
+    ) -> Result<bool> {
+        use object_store::{PutMode, PutOptions, PutPayload};
+        let Some(expected) = expected else {
+            return self.put_new(name, bytes);
+        };
+        let client = self.writer()?;
+        let key = self.key(name);
+        let opts = PutOptions {
+            mode: PutMode::Update(expected.0.clone()),
+            ..Default::default()
+        };
+        let payload = PutPayload::from(bytes);
+        let again = payload.clone();
+        let got = runtime::block_on({
+            let (client, key) = (client.clone(), key.clone());
+            async move { client.put_opts(&key, payload, opts).await }
+        })?;
+        match got {
+            Ok(_) => Ok(true),
+            Err(
+                object_store::Error::Precondition { .. }
+                | object_store::Error::AlreadyExists { .. }
+                | object_store::Error::NotFound { .. },
+            ) => Ok(false),
+            Err(object_store::Error::NotImplemented { .. }) => {
+                runtime::block_on(async move { client.put(&key, again).await })?
+                    .map(|_| true)
+                    .map_err(|e| self.error(name, e))
+            }
             Err(e) => Err(self.error(name, e)),
         }
     }
