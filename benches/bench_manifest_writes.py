@@ -8,7 +8,11 @@ whose manifest ``gulpio index`` created, in the same run, alternating.
   * ``GulpIngestor(adapter, out, videos_per_chunk=--per-chunk, num_workers=1)()`` of
     ``--videos`` (2,000) videos of one 16x24 frame: seconds and the ratio;
   * the tools: ``gulpio index`` creating the manifest of the result and ``manifest_status``
-    (what ``gulpio check`` adds), seconds, and the manifest's bytes.
+    (what ``gulpio check`` adds), seconds, and the manifest's bytes;
+  * a new dataset as users make it: ``GulpIngestor(...)()`` into an empty folder, which gives
+    it a manifest and compacts it at the end, against ``manifest=False``: the ingest's seconds,
+    then ``GulpDirectory(out)`` opening each (median of 5 opens, page cache warm) and how it
+    opened.
 
     python benches/bench_manifest_writes.py [--chunks 300] [--videos 2000] [--per-chunk 10]
 
@@ -135,6 +139,42 @@ def main() -> None:
             ),
             ("gulpio index (creates the manifest)", f"{index_s:.3f} s", f"{size:,} B"),
             ("manifest_status (gulpio check's part)", f"{status_s:.3f} s", ""),
+        ]
+        # A new dataset, as users make it: the ingest creates and compacts the manifest.
+        made: dict[bool, list[float]] = {False: [], True: []}
+        opens: dict[bool, list[float]] = {False: [], True: []}
+        how: dict[bool, str] = {}
+        for r in range(args.rounds):
+            for manifest in (False, True):
+                out = work / f"new-{r}-{int(manifest)}"
+                start = time.perf_counter()
+                GulpIngestor(
+                    Videos(args.videos),
+                    str(out),
+                    videos_per_chunk=args.per_chunk,
+                    num_workers=1,
+                    manifest=manifest,
+                )()
+                made[manifest].append(time.perf_counter() - start)
+                for _ in range(5):
+                    start = time.perf_counter()
+                    gd = GulpDirectory(str(out))
+                    opens[manifest].append(time.perf_counter() - start)
+                how[manifest] = gd.opened["how"] + (
+                    f", tail {gd.opened['tail']}" if gd.opened["how"] == "manifest" else ""
+                )
+        plain, kept = (statistics.median(made[m]) for m in (False, True))
+        plain_open, kept_open = (statistics.median(opens[m]) for m in (False, True))
+        rows += [
+            ("#", f"a new dataset: GulpIngestor(...)() of {args.videos:,} videos, then its open"),
+            ("manifest=False: ingest", f"{plain:.2f} s", "1.00x"),
+            ("default (manifest): ingest", f"{kept:.2f} s", f"{kept / plain:.2f}x"),
+            (f"manifest=False: open ({how[False]})", f"{plain_open * 1e3:.2f} ms", "1.00x"),
+            (
+                f"default: open ({how[True]})",
+                f"{kept_open * 1e3:.2f} ms",
+                f"{kept_open / plain_open:.2f}x",
+            ),
         ]
     print(f"bench_manifest_writes, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}")
     print_table(rows, ("", "time", "ratio / bytes"))
