@@ -376,3 +376,38 @@ def upload_tree(s3_server, folder: Path, bucket: str, prefix: str) -> None:
         if path.is_file() and not path.name.startswith(".gulpio"):
             key = f"{prefix}/{path.relative_to(folder).as_posix()}"
             client.upload_file(str(path), bucket, key)
+
+
+def reopen_while_writing(procs, open_directory) -> list[str]:
+    """Reopens a dataset (``open_directory()``, a ``GulpDirectory``) for as long as the writer
+    processes ``procs`` run: every open with videos goes through the manifest (a
+    ``ManifestWarning`` is an error), never shrinks, and reads its last video whole. Then
+    waits for the writers; returns the ids they acknowledged (one per stdout line)."""
+    import time
+    import warnings
+
+    from gulpio_rs.errors import EmptyDirectoryWarning, ManifestWarning
+
+    seen, opens = 0, 0
+    deadline = time.monotonic() + 300
+    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", EmptyDirectoryWarning)  # before the first chunk
+            warnings.simplefilter("error", ManifestWarning)
+            gd = open_directory()
+        if not len(gd):
+            continue
+        assert gd.opened["how"] == "manifest", gd.opened
+        assert len(gd) >= seen
+        seen = len(gd)
+        last = gd.id_at(len(gd) - 1)
+        frames, _ = gd[last]
+        assert len(frames) == gd.num_frames(last) >= 1
+        opens += 1
+    acknowledged = []
+    for p in procs:
+        out, _ = p.communicate(timeout=300)
+        assert p.returncode == 0
+        acknowledged += out.split()
+    assert opens > 0
+    return acknowledged

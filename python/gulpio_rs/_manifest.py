@@ -37,7 +37,10 @@ def create_if_new(path: str, storage_options: StorageOptions | None = None) -> b
     """Gives a dataset being created (a folder or URL without a manifest or any chunk file)
     its empty manifest, so it opens through one from its first chunk on (docs/FORMAT.md §7.6);
     True when this call created it. Datasets with chunks and no manifest are left as they
-    are (``gulpio index`` records them)."""
+    are (``gulpio index`` records them). A local folder that does not exist gets none: the
+    writer's own error says more about that."""
+    if not _native.is_remote_url(path) and not os.path.isdir(path):
+        return False
     return _native.manifest_create(
         path, None if storage_options is None else storage_options.pairs()
     )
@@ -127,7 +130,13 @@ def problems(directory: str) -> list[dict[str, Any]]:
         st = status(directory)
     except Exception as e:  # a damaged manifest file: a finding, not a crash of the check
         folder = os.path.join(directory, _native.MANIFEST_DIR)
-        return [_problem(folder, "manifest", f"{e}; `gulpio index` rewrites the manifest")]
+        return [
+            _problem(
+                folder,
+                "manifest",
+                f"{e}; `gulpio repair --apply` rebuilds the manifest from the chunks",
+            )
+        ]
     if st is None:
         return []
     found = []

@@ -90,7 +90,9 @@ impl Recorded {
     fn open_once(store: &Store, root: &Path) -> std::result::Result<Opening, Declined> {
         let unusable = |e: Error| {
             Declined::loud(format!(
-                "the manifest cannot be used: {e}; `gulpio index` rewrites it"
+                "the manifest cannot be used: {e}; `gulpio repair --apply` rebuilds it from \
+                 the chunks (for a dataset URL: delete its `_gulpio/` objects, then run \
+                 `gulpio index URL`)"
             ))
         };
         let (view, io) = match store {

@@ -17,7 +17,7 @@ import time
 import warnings
 
 import pytest
-from helpers import ListAdapter
+from helpers import ListAdapter, reopen_while_writing
 
 from gulpio_rs import GulpChunk, GulpDirectory, GulpIngestor, _native
 from gulpio_rs.cli import main
@@ -125,6 +125,15 @@ def test_a_damaged_manifest_is_a_finding_of_check_and_index_refuses_to_build_on_
     assert "00000000000000000001.glog" in problem["message"]
     assert main(["index", str(dataset)]) == 1
     assert "00000000000000000001.glog" in capsys.readouterr().err
+    with pytest.warns(ManifestWarning, match="gulpio repair --apply. rebuilds it"):
+        assert GulpDirectory(str(dataset)).opened["how"] == "listing"
+    # Repair rebuilds it from the chunks (the append included), and it is used again.
+    assert main(["repair", str(dataset), "--apply"]) == 0
+    assert "remove the damaged dataset manifest" in capsys.readouterr().out
+    code, report = _check(capsys, dataset)
+    assert code == 0, report["problems"]
+    gd = GulpDirectory(str(dataset), manifest="verify")
+    assert gd.opened["how"] == "manifest" and "c0v3" in gd
 
 
 WRITER = textwrap.dedent(
@@ -170,25 +179,7 @@ def test_two_processes_of_two_threads_lose_no_chunk(dataset, capsys):
     # Readers reopen while the writers publish: every open goes through the manifest (a
     # chunk published after the open's look at the log is not taken for an unrecorded one),
     # never shrinks, and every video it lists reads whole.
-    opens, seen = 0, 0
-    deadline = time.monotonic() + 300
-    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", ManifestWarning)
-            gd = GulpDirectory(str(dataset))
-        assert gd.opened["how"] == "manifest"
-        assert len(gd) >= seen
-        seen = len(gd)
-        last = gd.id_at(len(gd) - 1)
-        frames, _ = gd[last]
-        assert len(frames) == gd.num_frames(last) >= 1
-        opens += 1
-    acknowledged = []
-    for p in procs:
-        out, _ = p.communicate(timeout=300)
-        assert p.returncode == 0
-        acknowledged += out.split()
-    assert opens > 0
+    acknowledged = reopen_while_writing(procs, lambda: GulpDirectory(str(dataset)))
     st = _status(dataset)
     assert st["pending"] == st["unrecorded"] == st["mismatched"] == []
     assert st["version"] == 48 and st["videos"] == 6 + 48

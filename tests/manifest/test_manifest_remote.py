@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
-from helpers import upload_tree
+from helpers import reopen_while_writing, upload_tree
 
 from gulpio_rs import GulpChunk, GulpDirectory, _native
 from gulpio_rs.cli import main
@@ -94,10 +94,6 @@ def test_two_processes_on_an_object_store_lose_no_chunk_while_readers_reopen(
     import json
     import subprocess
     import sys
-    import time
-    import warnings
-
-    from gulpio_rs.errors import EmptyDirectoryWarning, ManifestWarning
 
     bucket = s3_server.make_bucket()
     proxy = fault_proxy(s3_server.endpoint, atomic_conditional_puts=True)
@@ -111,24 +107,7 @@ def test_two_processes_on_an_object_store_lose_no_chunk_while_readers_reopen(
         )
         for tag in ("p", "q")
     ]
-    seen, opens = 0, 0
-    deadline = time.monotonic() + 300
-    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", EmptyDirectoryWarning)  # before the first chunk
-            warnings.simplefilter("error", ManifestWarning)
-            gd = GulpDirectory(url, storage_options=options)
-        if len(gd):
-            assert gd.opened["how"] == "manifest"
-            assert len(gd) >= seen
-            seen = len(gd)
-            assert len(gd[gd.id_at(len(gd) - 1)][0]) == 1
-            opens += 1
-    acknowledged = []
-    for p in procs:
-        out, _ = p.communicate(timeout=300)
-        assert p.returncode == 0
-        acknowledged += out.split()
+    acknowledged = reopen_while_writing(procs, lambda: GulpDirectory(url, storage_options=options))
     assert len(acknowledged) == 12
     gd = GulpDirectory(url, storage_options=options, manifest="verify")
     assert gd.opened["how"] == "manifest"

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import stat
 import warnings
 from typing import Any
@@ -189,15 +190,16 @@ def plan(directory: str, decode: bool = False) -> list[dict[str, Any]]:
     # Last, the manifest records what the actions (and other tools) changed.
     manifest = [p for p in report["problems"] if p["kind"] in _manifest.MANIFEST_KINDS]
     changes = any(a["action"] not in ("remove_temp", "refuse") for a in planned)
-    if manifest or (changes and _manifest.status_or_none(directory) is not None):
+    folder = os.path.join(directory, _native.MANIFEST_DIR)
+    damaged = [p for p in manifest if p["path"] == folder]
+    if damaged:
+        # The manifest's own files fail their checks: nothing can be built on them. It holds
+        # nothing the chunks do not say, so it is built again from them.
+        reason = damaged[0]["message"]
+        planned.append({"action": "rebuild_manifest", "path": folder, "reason": reason})
+    elif manifest or (changes and _manifest.status_or_none(directory) is not None):
         reason = manifest[0]["message"] if manifest else "the actions above change chunks"
-        planned.append(
-            {
-                "action": "update_manifest",
-                "path": os.path.join(directory, _native.MANIFEST_DIR),
-                "reason": reason,
-            }
-        )
+        planned.append({"action": "update_manifest", "path": folder, "reason": reason})
     return planned
 
 
@@ -339,6 +341,15 @@ def _apply_one(directory: str, a: dict[str, Any]) -> None:
     elif kind == "update_manifest":
         # No writer is at work (repair's own condition): pending operations are dead.
         _native.manifest_index(directory, abort_pending=True)
+    elif kind == "rebuild_manifest":
+        if os.path.islink(path) or not os.path.isdir(path):
+            raise UnsafeFileError(
+                f"{path} is not a folder of the dataset (a symbolic link or a file); repair "
+                "never deletes through one"
+            )
+        # rmtree removes links inside it, never what they point to.
+        shutil.rmtree(path)
+        _native.manifest_index(directory, abort_pending=True)
 
 
 def _describe(a: dict[str, Any]) -> str:
@@ -358,6 +369,11 @@ def _describe(a: dict[str, Any]) -> str:
         return f"move {files} to {QUARANTINE}/ ({a['reason']})"
     if kind == "update_manifest":
         return f"record every chunk in the dataset manifest {path} ({a['reason']})"
+    if kind == "rebuild_manifest":
+        return (
+            f"remove the damaged dataset manifest {path} and build it again from the chunks "
+            f"({a['reason']})"
+        )
     damaged = sorted(a["damaged_videos"])
     ids = ", ".join(repr(i) for i in damaged)
     return (
