@@ -191,11 +191,11 @@ def plan(directory: str, decode: bool = False) -> list[dict[str, Any]]:
     manifest = [p for p in report["problems"] if p["kind"] in _manifest.MANIFEST_KINDS]
     changes = any(a["action"] not in ("remove_temp", "refuse") for a in planned)
     folder = os.path.join(directory, _native.MANIFEST_DIR)
-    damaged = [p for p in manifest if p["path"] == folder]
-    if damaged:
+    unreadable = [p for p in manifest if p["path"] == folder]
+    if unreadable:
         # The manifest's own files fail their checks: nothing can be built on them. It holds
         # nothing the chunks do not say, so it is built again from them.
-        reason = damaged[0]["message"]
+        reason = unreadable[0]["message"]
         planned.append({"action": "rebuild_manifest", "path": folder, "reason": reason})
     elif manifest or (changes and _manifest.status_or_none(directory) is not None):
         reason = manifest[0]["message"] if manifest else "the actions above change chunks"
