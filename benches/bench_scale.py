@@ -36,7 +36,8 @@ the clock starts), medians of ``--repeats``:
    the test suite's proxy adding ``--latency-ms`` (20) before every request (the proxy runs in
    a process of its own and counts requests by kind). Objects are uploaded with single PUTs
    (benches/bench_remote.py's ``upload``). Per fresh process, requests and seconds of: the
-   open, the first lookup of an id (``id in gd``), the first ``gd.num_frames(id)``, and the
+   open, a pickled copy of it (``pickle.loads``, as a spawned DataLoader worker opens it), the
+   first lookup of an id (``id in gd``), the first ``gd.num_frames(id)``, and the
    first read of its frames (``gd[id]``). The peers: open (``remote=`` / an ``s3://`` input
    dir, index.json fetched into a fresh local cache) and first sample (``ds[i]``). LitData
    0.2.76's first sample fails there: ``ds[i]`` reads the one item by range by default, and
@@ -406,6 +407,16 @@ class Probe:
         self.obj = gd
         return {"seconds": seconds, **mem, "videos": len(gd), "opened": how_opened(gd)}
 
+    def gulp_copy(self) -> dict:
+        # What a DataLoader worker under spawn does with the dataset's directory; the copy
+        # is the one read from after (it opened the same state).
+        import pickle
+
+        blob = pickle.dumps(self.obj)
+        t0 = time.perf_counter()
+        self.obj = pickle.loads(blob)
+        return {"seconds": time.perf_counter() - t0, "bytes": len(blob)}
+
     def gulp_len(self) -> dict:
         gd = self.obj
         return {"us": min(per_call_us(lambda: len(gd), 1000) for _ in range(5))}
@@ -774,7 +785,7 @@ def measure_remote(args, data: Data, mode_list: list[Mode]) -> dict:
                 "path": f"s3://{bucket}/gulp",
                 "storage_options": options,
                 "open_kwargs": mode.open_kwargs,
-                "phases": ["open", "lookup_cold", "frames_cold", "read_first"],
+                "phases": ["open", "copy", "lookup_cold", "frames_cold", "read_first"],
             }
             out[mode.name] = measure_remote_probe(spec, proxy, args.remote_repeats)
         env = {**s3.env(), "S3_ENDPOINT_URL": proxy.url, "AWS_ENDPOINT_URL": proxy.url}
@@ -852,6 +863,8 @@ REMOTE_ROWS = (
     ("open: requests", "open_requests", "", ",d"),
     ("open: time", "open_s", "s", ",.3f"),
     ("open: RSS growth", "open_rss_mb", "MB", ",.1f"),
+    ("a pickled copy (spawned worker): requests", "copy_requests", "", ",d"),
+    ("a pickled copy (spawned worker): time", "copy_s", "s", ",.3f"),
     ("first id in gd: requests", "lookup_cold_requests", "", ",d"),
     ("first id in gd: time", "lookup_cold_s", "s", ",.3f"),
     ("first gd.num_frames(id): requests", "frames_cold_requests", "", ",d"),

@@ -125,14 +125,28 @@ impl Directory {
         root: impl AsRef<Path>,
         mode: ManifestMode,
     ) -> Result<Directory> {
+        Self::open_pinned(store, root, mode, None)
+    }
+
+    /// [`Directory::open_with`], or with a `pin` (from [`Directory::pin`] of an earlier open,
+    /// in this process or another) the state that open saw: the same videos at the same
+    /// positions, whatever was committed since, or a `StaleIndexError` when that state
+    /// cannot be read any more (docs/FORMAT.md §7.5, "Copies of an open").
+    pub fn open_pinned(
+        store: Store,
+        root: impl AsRef<Path>,
+        mode: ManifestMode,
+        pin: Option<&crate::manifest::Pin>,
+    ) -> Result<Directory> {
         let root = root.as_ref().to_path_buf();
+        let pin = pin.filter(|_| mode != ManifestMode::Off);
         let declined = match mode {
             ManifestMode::Off => recorded::Declined {
                 reason: "manifest=\"off\"".into(),
                 warn: false,
                 fatal: None,
             },
-            _ => match Recorded::open(&store, &root) {
+            _ => match Recorded::open(&store, &root, pin) {
                 Ok(recorded) => {
                     if mode == ManifestMode::Verify {
                         verify(&store, &root)?;
@@ -177,6 +191,15 @@ impl Directory {
         })
     }
 
+    /// What a copy of this open needs to open the same state ([`Directory::open_pinned`]);
+    /// None when it was opened by listing.
+    pub fn pin(&self) -> Option<crate::manifest::Pin> {
+        match &self.catalog {
+            Catalog::Recorded(r) => Some(r.view.pin()),
+            Catalog::Listed(_) => None,
+        }
+    }
+
     /// How the directory was opened.
     pub fn opened(&self) -> &Opened {
         &self.opened
@@ -185,6 +208,18 @@ impl Directory {
     /// Where the dataset's bytes come from.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The number a new chunk claims first (it takes the next free one if another writer
+    /// has it, §4/§4a): after the largest the manifest's state knows (its pending and
+    /// unrecorded chunks included), which costs no request, else after every data or meta
+    /// file listed now.
+    pub fn next_chunk_number(&self) -> Result<u64> {
+        let largest = match &self.catalog {
+            Catalog::Recorded(r) => r.view.max_chunk()?,
+            Catalog::Listed(_) => self.listed_numbers()?.last().copied(),
+        };
+        Ok(largest.map_or(0, |m| m.saturating_add(1)))
     }
 
     /// Chunk numbers of every data or meta file listed now, paired or not.
@@ -288,7 +323,7 @@ impl Directory {
     pub fn lookup(&self, id: &str) -> Result<Option<usize>> {
         match &self.catalog {
             Catalog::Listed(l) => Ok(l.ids.lookup(id)),
-            Catalog::Recorded(r) => Ok(r.view.locate(id)?.map(|at| at.position as usize)),
+            Catalog::Recorded(r) => Ok(r.view.lookup(id)?.map(|p| p as usize)),
         }
     }
 

@@ -150,13 +150,20 @@ class NativeDirectory:
         storage_options: list[tuple[str, str]] | None = None,
         io: str | None = None,
         manifest: ManifestMode | None = None,
+        pin: bytes | None = None,
     ) -> Self: ...
+    def pin(self) -> bytes | None:
+        """The state this open saw, as bytes a copy opens again (``pin=``); None when it was
+        opened by listing."""
     def is_remote(self) -> bool: ...
     def opened(self) -> _Opened:
         """How the directory was opened: through the manifest (its version, base, tail,
         pending operations, changed chunks) or by listing (why)."""
     def chunk_sizes(self) -> list[tuple[int, int]]: ...
     def listed_numbers(self) -> list[int]: ...
+    def next_chunk_number(self) -> int:
+        """The number a new chunk claims first: after the largest the manifest's state knows
+        (no request), else after every data or meta file listed now."""
     def file_names(self) -> list[str]:
         """The names of the files directly in the dataset (its folder or prefix), listed now."""
     def upload_chunk(

@@ -99,6 +99,12 @@ class GulpDirectory:
     fetched bytes in 4 MiB blocks on local disk, bounded by ``cache_size`` (bytes or
     ``"20GB"``; default 20 GB, or ``$GULPIO_CACHE_SIZE``), least recently used first out;
     every frame read from it is CRC-checked, and processes may share one cache folder.
+
+    ``manifest_state=`` (bytes from :attr:`manifest_state` of an earlier open, in any process)
+    opens the state that open saw: the same videos at the same positions, whatever writers
+    committed since, or :class:`~gulpio_rs.errors.StaleIndexError` when it can no longer be
+    read (e.g. torchrun ranks that must agree on one length: broadcast rank 0's). Pickling and
+    :meth:`reopen` carry it by themselves (DataLoader workers, docs/FORMAT.md §7.5).
     """
 
     def __init__(
@@ -115,6 +121,7 @@ class GulpDirectory:
         cache_dir: str | os.PathLike[str] | None = None,
         cache_size: int | str | None = None,
         manifest: ManifestMode = "auto",
+        manifest_state: bytes | None = None,
     ) -> None:
         self.output_dir = output_dir  # as given (gulpio2 code compares it with its own Path)
         self._path = os.fsdecode(output_dir)
@@ -142,6 +149,7 @@ class GulpDirectory:
                 None if self._storage_options is None else self._storage_options.pairs(),
                 io,
                 manifest,
+                None if manifest_state is None else bytes(manifest_state),
             )
         except FileNotFoundError:
             if _native.is_remote_url(self._path) or os.path.isdir(self._path):
@@ -706,7 +714,9 @@ class GulpDirectory:
             # (docs/FORMAT.md §7.6); one with chunks and no manifest is left as it is.
             _manifest.create_if_new(self._path, self._storage_options)
         if self.is_remote:
-            first = self._next_chunk_id()
+            # From the manifest's state when there is one: a listing of a large prefix is
+            # a request per 1,000 objects, and a number taken meanwhile is skipped anyway.
+            first = self._handle().next_chunk_number()
             for number in range(first, first + total_new_chunks):
                 yield RemoteNewChunk(self, number)
             return
@@ -742,9 +752,11 @@ class GulpDirectory:
 
     # -- lifetime ----------------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
-        # Pickles as its path and options (small, e.g. for DataLoader workers under spawn);
-        # the unpickled copy reopens the directory and maps the files itself.
+        # Pickles as its path, options and (opened through the manifest) the state it opened,
+        # a few hundred bytes: the unpickled copy (a DataLoader worker under spawn) opens
+        # that same state and maps the files itself.
         return {
+            "manifest_state": self.manifest_state,
             "output_dir": self.output_dir,
             "jpeg_decoder": self.jpeg_decoder,
             "check_data": self.check_data,
@@ -769,7 +781,28 @@ class GulpDirectory:
                 storage_options=state.get("storage_options"),
                 io=state.get("io"),
                 manifest=state.get("manifest", "auto"),
+                manifest_state=state.get("manifest_state"),
             )
+
+    @property
+    def manifest_state(self) -> bytes | None:
+        """The state this directory opened, as a few hundred bytes that ``manifest_state=``
+        opens again in any process; ``None`` when it was opened by listing (or is closed)."""
+        return None if self._dir is None else self._dir.pin()
+
+    def reopen(self) -> Self:
+        """A new handle on the dataset as this one opened it, for another process or thread
+        (a forked DataLoader worker; pickling does the same).
+
+        Opened through the dataset manifest, it holds the same videos at the same positions
+        as this one, whatever writers committed since (their chunks are not in it; open the
+        dataset again to see them); if that state can no longer be read (a chunk of it was
+        replaced or removed since), :class:`~gulpio_rs.errors.StaleIndexError`. Opened by
+        listing, it lists again. Problems already reported are not warned about again.
+        """
+        copy = type(self).__new__(type(self))
+        copy.__setstate__(self.__getstate__())
+        return copy
 
     @property
     def storage_options(self) -> StorageOptions | None:

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::format::manifest::ChunkRecord;
 use crate::format::paths::{ChunkPaths, FileKind};
 use crate::io::Store;
-use crate::manifest::{ManifestIo, View};
+use crate::manifest::{ManifestIo, OpenAt, Opening, Pin, View};
 
 const NO_MANIFEST: &str = "no manifest (`gulpio index` creates one)";
 
@@ -62,32 +62,52 @@ impl Declined {
     }
 }
 
-/// Reopens after a canary that a concurrent writer's commit explains.
-const MAX_REOPEN: usize = 3;
-
-enum Opening {
-    Done(Box<Recorded>),
-    /// The canary exists and a commit follows the state read: a writer at work.
-    Moved(Declined),
-}
+/// Commits after the state read that are looked through for the canary's chunk.
+const MAX_EXPLAINING: u64 = 64;
 
 impl Recorded {
     /// Opens the state at `root`, or says why not (steps 1-4 of §7.5).
-    pub fn open(store: &Store, root: &Path) -> std::result::Result<Recorded, Declined> {
-        let mut tries = 0;
-        loop {
-            match Self::open_once(store, root)? {
-                Opening::Done(r) => return Ok(*r),
-                // A writer committed and published between our look at the log and at the
-                // canary: the state has moved on, so read it again (a few times at most: a
-                // dataset under a fast writer still opens, by listing, with the warning).
-                Opening::Moved(_) if tries < MAX_REOPEN => tries += 1,
-                Opening::Moved(declined) => return Err(declined),
-            }
+    /// With a `pin` (a copy of an earlier open), the pinned state or a `StaleIndexError`
+    /// saying why it is gone: never another state, and never a listing.
+    pub fn open(
+        store: &Store,
+        root: &Path,
+        pin: Option<&Pin>,
+    ) -> std::result::Result<Recorded, Declined> {
+        match pin {
+            Some(pin) => Self::open_pinned(store, root, pin),
+            None => Self::open_current(store, root),
         }
     }
 
-    fn open_once(store: &Store, root: &Path) -> std::result::Result<Opening, Declined> {
+    fn open_pinned(
+        store: &Store,
+        root: &Path,
+        pin: &Pin,
+    ) -> std::result::Result<Recorded, Declined> {
+        let fatal = |e: Error| Declined {
+            fatal: Some(Box::new(e)),
+            ..Declined::loud("the pinned state cannot be opened")
+        };
+        let (io, remote) = match store {
+            Store::Remote(r) => (ManifestIo::Remote(r), Some(r.clone())),
+            Store::Local(_) => (ManifestIo::Local(root), None),
+        };
+        let at = OpenAt {
+            pin: Some(pin),
+            max_tail: None,
+        };
+        // The original read the tail already: its length was accepted then.
+        match View::open_at(io, remote, None, at).map_err(fatal)? {
+            Opening::Ready(view) => Ok(Recorded {
+                view: *view,
+                slots: Mutex::new(HashMap::new()),
+            }),
+            Opening::TailTooLong(_) => Err(Declined::quiet("unreachable: no tail limit")),
+        }
+    }
+
+    fn open_current(store: &Store, root: &Path) -> std::result::Result<Recorded, Declined> {
         let unusable = |e: Error| {
             Declined::loud(format!(
                 "the manifest cannot be used: {e}; `gulpio repair --apply` rebuilds it from \
@@ -95,7 +115,7 @@ impl Recorded {
                  `gulpio index URL`)"
             ))
         };
-        let (view, io) = match store {
+        let (io, remote, latest) = match store {
             Store::Remote(r) => {
                 let io = ManifestIo::Remote(r);
                 // One request decides: without `LATEST` there is no manifest to read.
@@ -106,22 +126,29 @@ impl Recorded {
                         ..Declined::quiet(NO_MANIFEST)
                     })?
                     .ok_or_else(|| Declined::quiet(NO_MANIFEST))?;
-                (View::open_remote(r, latest).map_err(unusable)?, io)
+                (io, Some(r.clone()), Some(latest))
             }
             Store::Local(_) => {
                 if !crate::manifest::has_manifest(root) {
                     return Err(Declined::quiet(NO_MANIFEST));
                 }
-                (View::open(root).map_err(unusable)?, ManifestIo::Local(root))
+                (ManifestIo::Local(root), None, None)
             }
         };
-        if view.tail_commits() > MAX_TAIL {
-            return Err(Declined::loud(format!(
-                "the manifest has {} commits after its last snapshot, more than the {MAX_TAIL} \
-                 read at open; `gulpio index` compacts it",
-                view.tail_commits()
-            )));
-        }
+        let at = OpenAt {
+            pin: None,
+            max_tail: Some(MAX_TAIL),
+        };
+        // The tail's length is known before any of its commits is read.
+        let view = match View::open_at(io, remote, latest, at).map_err(unusable)? {
+            Opening::Ready(view) => *view,
+            Opening::TailTooLong(commits) => {
+                return Err(Declined::loud(format!(
+                    "the manifest has {commits} commits after its last snapshot, more than the \
+                     {MAX_TAIL} read at open; `gulpio index` compacts it"
+                )))
+            }
+        };
         if let Some(k) = view.unrecorded.first() {
             return Err(Declined::loud(format!(
                 "{} is on disk but the manifest does not record it (written by a tool that does \
@@ -140,16 +167,16 @@ impl Recorded {
                  keep the manifest, after its last commit); `gulpio index` records it",
                 store.join(root, &canary).display()
             ));
-            let next_commit = crate::manifest::log_name(view.version + 1);
-            if io.exists(&next_commit).map_err(unusable)? {
-                return Ok(Opening::Moved(declined));
+            // A writer of ours may have committed and published it after the log was read:
+            // then the state read is only older, and still whole.
+            if !explained_by_later_commit(io, view.version, next).map_err(unusable)? {
+                return Err(declined);
             }
-            return Err(declined);
         }
-        Ok(Opening::Done(Box::new(Recorded {
+        Ok(Recorded {
             view,
             slots: Mutex::new(HashMap::new()),
-        })))
+        })
     }
 
     /// The slot of chunk position `c`, made on first use.
@@ -240,6 +267,20 @@ impl Recorded {
         ));
         Ok(reader)
     }
+}
+
+/// True when a commit after `version` (of the next [`MAX_EXPLAINING`]) has an operation of
+/// chunk `k`: its `.gmeta` was published by a writer that keeps the manifest.
+fn explained_by_later_commit(io: ManifestIo<'_>, version: u64, k: u64) -> Result<bool> {
+    for v in version + 1..=version.saturating_add(MAX_EXPLAINING) {
+        let Some(commit) = crate::manifest::read_commit_in(io, v)? else {
+            return Ok(false);
+        };
+        if commit.ops.iter().any(|op| op.record.number == k) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 fn is_not_found(e: &Error) -> bool {

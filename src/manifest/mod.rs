@@ -15,6 +15,7 @@ mod index;
 mod io;
 mod log;
 mod pages;
+mod pin;
 mod state;
 mod view;
 
@@ -33,8 +34,9 @@ pub use log::{
     abort_op, abort_op_in, commit_ops, commit_ops_in, current_version, current_version_in,
     read_commit, read_commit_in, Commit, Committed, COMPACT_EVERY_COMMITS, COMPACT_EVERY_VIDEOS,
 };
+pub use pin::Pin;
 pub use state::{load_state, load_state_in, ChunkState, State};
-pub use view::{ChunkAt, Located, VideoAt, View};
+pub use view::{ChunkAt, Located, OpenAt, Opening, VideoAt, View};
 
 /// The manifest's folder inside the dataset (ignored by gulpio's and gulpio2's globs).
 pub const DIR: &str = "_gulpio";

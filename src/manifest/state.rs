@@ -233,16 +233,14 @@ pub(super) struct Candidate {
     pub input: ChunkInput,
 }
 
-/// The current version and, per chunk the tail or the base's pending table names, its
-/// operations.
+/// Per chunk the tail up to `version` or the base's pending table names, its operations.
 pub(super) fn tail_candidates(
     io: ManifestIo<'_>,
     base_version: u64,
+    version: u64,
     dataset_id: [u8; 16],
     base_pending: &[(u64, u64)],
-) -> Result<(u64, BTreeMap<u64, Vec<Candidate>>)> {
-    // The base was read: only the commits after it are probed.
-    let version = current_version_after(io, base_version)?;
+) -> Result<BTreeMap<u64, Vec<Candidate>>> {
     let mut ops: BTreeMap<u64, Vec<Candidate>> = BTreeMap::new();
     let mut add_commit = |v: u64, only: Option<u64>| -> Result<()> {
         let commit = read_commit_in(io, v)?.ok_or_else(|| {
@@ -273,7 +271,7 @@ pub(super) fn tail_candidates(
     for &(k, v) in base_pending {
         add_commit(v, Some(k))?;
     }
-    Ok((version, ops))
+    Ok(ops)
 }
 
 /// What a chunk named by operations is in the state (§7.4 step 3).
@@ -368,9 +366,12 @@ pub fn load_state_in(io: ManifestIo<'_>) -> Result<State> {
     let base_file = locate_base(io, None)?;
     let tables = read_tables_in(io, &base_file.name)?;
     check_base(&base_file, &tables.header)?;
-    let (version, ops) = tail_candidates(
+    // The base was read: only the commits after it are probed.
+    let version = current_version_after(io, base_file.version)?;
+    let ops = tail_candidates(
         io,
         base_file.version,
+        version,
         tables.header.dataset_id,
         &tables.pending,
     )?;

@@ -527,3 +527,153 @@ fn a_folder_with_chunk_files_and_no_manifest_gets_none_by_itself() {
     let missing = tmp.path().join("missing");
     assert!(create_if_new(ManifestIo::Local(&missing)).is_err());
 }
+
+/// Every id of a view, in position order.
+fn view_ids(view: &View) -> Vec<String> {
+    (0..view.len()).map(|p| view.id(p).unwrap()).collect()
+}
+
+fn open_pinned(dir: &Path, pin: &Pin) -> crate::error::Result<View> {
+    let at = OpenAt {
+        pin: Some(pin),
+        max_tail: None,
+    };
+    match View::open_at(ManifestIo::Local(dir), None, None, at)? {
+        Opening::Ready(v) => Ok(*v),
+        Opening::TailTooLong(_) => panic!("no limit was set"),
+    }
+}
+
+#[test]
+fn a_pinned_open_sees_the_state_of_its_pin_whatever_was_committed_since() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    indexed_dataset(dir);
+    // Chunk 5 committed, not yet published, when the original opens; chunk 2 published.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let staged = write_chunk(elsewhere.path(), 5, &[("x", 2)]);
+    let v5 = commit_ops(dir, &[describe_files(5, Op::Add, &staged).unwrap()]).unwrap();
+    let mut w = ChunkWriter::open(&ChunkPaths::numbered(dir, 0), WriteMode::Next).unwrap();
+    w.append("d", b"{}", &refs(&frames_of(1))).unwrap();
+    w.close().unwrap();
+    let original = View::open(dir).unwrap();
+    assert_eq!(original.pending, vec![(5, v5)]);
+    let pin = original.pin();
+    assert_eq!(Pin::from_bytes(&pin.to_bytes()).unwrap(), pin);
+    // Chunk 5 is published (it would come before chunk 2 in a new open: its commit is older)
+    // and chunk 3 is added.
+    let target = ChunkPaths::numbered(dir, 5);
+    for (from, to) in [
+        (&staged.data, &target.data),
+        (&staged.index, &target.index),
+        (&staged.meta, &target.meta),
+    ] {
+        std::fs::copy(from, to).unwrap();
+    }
+    let mut w = ChunkWriter::open(&ChunkPaths::numbered(dir, 0), WriteMode::Next).unwrap();
+    w.append("e", b"{}", &refs(&frames_of(1))).unwrap();
+    w.close().unwrap();
+    let fresh = View::open(dir).unwrap();
+    assert_eq!(view_ids(&fresh), ids(&["a", "b", "c", "x", "d", "e"]));
+    let copy = open_pinned(dir, &pin).unwrap();
+    assert_eq!(view_ids(&copy), view_ids(&original));
+    assert_eq!(view_ids(&copy), ids(&["a", "b", "c", "d"]));
+    assert_eq!(
+        (copy.lookup("x").unwrap(), copy.lookup("e").unwrap()),
+        (None, None)
+    );
+    assert_eq!(copy.lookup("d").unwrap(), Some(3));
+    // A copy of the copy is the same pin.
+    assert_eq!(copy.pin(), pin);
+    // Compaction since does not move it: its base is still there.
+    compact(dir, &load_state(dir).unwrap()).unwrap();
+    assert_eq!(
+        view_ids(&open_pinned(dir, &pin).unwrap()),
+        ids(&["a", "b", "c", "d"])
+    );
+}
+
+#[test]
+fn a_pinned_state_that_is_gone_is_a_stale_index_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    indexed_dataset(dir);
+    let mut w = ChunkWriter::open(&ChunkPaths::numbered(dir, 0), WriteMode::Next).unwrap();
+    w.append("d", b"{}", &refs(&frames_of(1))).unwrap();
+    w.close().unwrap();
+    let pin = View::open(dir).unwrap().pin();
+    // The tail's chunk removed by another tool: fewer videos than the pin's.
+    let two = ChunkPaths::numbered(dir, 2);
+    for p in [&two.data, &two.index, &two.meta] {
+        std::fs::remove_file(p).unwrap();
+    }
+    let err = open_pinned(dir, &pin).err().unwrap();
+    assert!(
+        matches!(err, crate::error::Error::StaleIndex { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("open the dataset again"), "{err}");
+    // Replaced by another tool instead: its files are no record of the pin's.
+    write_chunk(dir, 2, &[("z", 3)]);
+    let err = open_pinned(dir, &pin).err().unwrap();
+    assert!(
+        err.to_string().contains("chunk 2 was replaced or removed"),
+        "{err}"
+    );
+    // The base the pin names deleted.
+    let mut gone = pin.clone();
+    gone.base_name = snap_name(0, &[7; 16]);
+    gone.is_snapshot = true;
+    let err = open_pinned(dir, &gone).err().unwrap();
+    assert!(
+        matches!(err, crate::error::Error::StaleIndex { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn pin_bytes_are_checked_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    indexed_dataset(tmp.path());
+    let bytes = View::open(tmp.path()).unwrap().pin().to_bytes();
+    for at in 0..bytes.len() {
+        let mut damaged = bytes.clone();
+        damaged[at] ^= 0x01;
+        assert!(
+            Pin::from_bytes(&damaged).is_err(),
+            "a flip at byte {at} was accepted"
+        );
+    }
+    for len in 0..bytes.len() {
+        assert!(
+            Pin::from_bytes(&bytes[..len]).is_err(),
+            "{len} bytes were accepted"
+        );
+    }
+    let mut bad = View::open(tmp.path()).unwrap().pin();
+    bad.base_name = "_gulpio/snap/../../etc/passwd".into();
+    assert!(Pin::from_bytes(&bad.to_bytes()).is_err());
+}
+
+#[test]
+fn a_tail_longer_than_the_limit_is_not_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    indexed_dataset(dir);
+    for k in 0..3 {
+        let mut w = ChunkWriter::open(&ChunkPaths::numbered(dir, 0), WriteMode::Next).unwrap();
+        w.append(&format!("n{k}"), b"{}", &refs(&frames_of(1)))
+            .unwrap();
+        w.close().unwrap();
+    }
+    // Commit 2 is damaged: a limit below the tail's length reads none of its commits.
+    std::fs::write(dir.join(log_name(2)), b"garbage").unwrap();
+    let at = OpenAt {
+        pin: None,
+        max_tail: Some(2),
+    };
+    match View::open_at(ManifestIo::Local(dir), None, None, at).unwrap() {
+        Opening::TailTooLong(n) => assert_eq!(n, 3),
+        Opening::Ready(_) => panic!("the tail was read"),
+    }
+}

@@ -10,11 +10,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::io::ManifestIo;
+use super::log::current_version_after;
 use super::pages::{BaseBytes, Fetched};
+use super::pin::Pin;
 use super::state::{check_base, locate_base, resolve, tail_candidates, BaseFile, Chosen};
 use crate::error::{Error, Result};
 use crate::format::manifest::{
-    decode_header, ChunkInput, ChunkRecord, TableFile, VideoRow, HEADER_LEN,
+    decode_header, ChunkInput, ChunkRecord, Hint, TableFile, VideoRow, HEADER_LEN,
 };
 use crate::io::RemoteStore;
 
@@ -53,6 +55,9 @@ pub struct Located {
 }
 
 pub struct View {
+    base_name: String,
+    base_hint: Option<Hint>,
+    base_is_snapshot: bool,
     base_path: PathBuf,
     base: TableFile<BaseBytes>,
     pub version: u64,
@@ -77,36 +82,113 @@ pub struct View {
     total: u64,
 }
 
+/// What an open reads beyond the base: all commits up to the current version, or (a copy of an
+/// earlier open) exactly the state a [`Pin`] describes; and how many commits at most.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenAt<'a> {
+    pub pin: Option<&'a Pin>,
+    /// A longer tail is not read (its commits are not fetched): [`Opening::TailTooLong`].
+    pub max_tail: Option<u64>,
+}
+
+/// A view, or why it was not read.
+pub enum Opening {
+    Ready(Box<View>),
+    /// The tail has this many commits, more than [`OpenAt::max_tail`].
+    TailTooLong(u64),
+}
+
+impl Opening {
+    fn ready(self) -> View {
+        match self {
+            Opening::Ready(v) => *v,
+            // Only returned when a limit was asked for.
+            Opening::TailTooLong(_) => unreachable!("no tail limit was set"),
+        }
+    }
+}
+
 impl View {
     /// Opens the state of the local dataset at `root`: the base's header and front, the
     /// tail's commits, a `stat` of each chunk they name. Ids of the tail that the base's
     /// remaining videos also hold are a `DuplicateId`, as for a listing.
     pub fn open(root: &Path) -> Result<View> {
         super::local_only(root)?;
-        Self::open_in(ManifestIo::Local(root), None, None)
+        Ok(Self::open_at(ManifestIo::Local(root), None, None, OpenAt::default())?.ready())
     }
 
     /// Opens the state of the dataset in `store`, whose `LATEST` the caller read (`latest`):
     /// the base's front in one request, a probe for commits after it (and a `HEAD` per chunk
     /// they name); the base's pages are fetched when first used.
     pub fn open_remote(store: &Arc<RemoteStore>, latest: Vec<u8>) -> Result<View> {
-        Self::open_in(ManifestIo::Remote(store), Some(store.clone()), Some(latest))
+        let io = ManifestIo::Remote(store);
+        Ok(Self::open_at(io, Some(store.clone()), Some(latest), OpenAt::default())?.ready())
     }
 
-    fn open_in(
+    /// Opens the state as `at` says. With a pin, `LATEST` is not read and the log not probed:
+    /// the pin's base and the commits up to its version, its pending operations left out even
+    /// if they were published since; a state that cannot be the pinned one (a chunk of it
+    /// replaced or removed since, another number of videos) is a `StaleIndexError`.
+    pub fn open_at(
         io: ManifestIo<'_>,
         remote: Option<Arc<RemoteStore>>,
         latest: Option<Vec<u8>>,
-    ) -> Result<View> {
-        let base_file = locate_base(io, latest)?;
-        let base = open_base(&base_file, remote)?;
-        check_base(&base_file, base.header())?;
-        let (version, ops) = tail_candidates(
+        at: OpenAt<'_>,
+    ) -> Result<Opening> {
+        let base_file = match at.pin {
+            Some(pin) => pin.base_file(io.path(&pin.base_name)),
+            None => locate_base(io, latest)?,
+        };
+        let gone = |e: Error| match (at.pin, &e) {
+            (Some(pin), Error::Io { .. } | Error::Remote { .. } | Error::Format { .. }) => {
+                Error::stale(
+                    io.path(super::DIR),
+                    format!(
+                        "the manifest version {} a copy of this open was made at cannot be \
+                         read any more ({e}); open the dataset again",
+                        pin.version
+                    ),
+                )
+            }
+            _ => e,
+        };
+        let base = open_base(&base_file, remote).map_err(gone)?;
+        check_base(&base_file, base.header()).map_err(gone)?;
+        if let Some(pin) = at.pin.filter(|p| p.dataset_id != base.header().dataset_id) {
+            return Err(Error::stale(
+                io.path(super::DIR),
+                format!(
+                    "is another dataset than the one a copy of this open was made from \
+                     (manifest version {}): its dataset id differs",
+                    pin.version
+                ),
+            ));
+        }
+        let version = match at.pin {
+            Some(pin) => pin.version,
+            // The base was read: only the commits after it are probed.
+            None => current_version_after(io, base_file.version)?,
+        };
+        let tail = version - base_file.version;
+        if at.max_tail.is_some_and(|max| tail > max) {
+            return Ok(Opening::TailTooLong(tail));
+        }
+        let mut ops = tail_candidates(
             io,
             base_file.version,
+            version,
             base.header().dataset_id,
             base.pending(),
-        )?;
+        )
+        .map_err(gone)?;
+        if let Some(pin) = at.pin {
+            // What had not taken effect for the original stays out, published or not.
+            for &(k, v) in &pin.pending {
+                if let Some(list) = ops.get_mut(&k) {
+                    list.retain(|c| c.version < v);
+                }
+            }
+        }
         let mut excluded = Vec::new();
         let mut excluded_chunks = Vec::new();
         let mut changed = Vec::new();
@@ -130,9 +212,17 @@ impl View {
             match r.chosen {
                 Chosen::Tail(v, input) => from_tail.push((v, input)),
                 Chosen::Changed => changed.push(k),
-                Chosen::Unrecorded => unrecorded.push(k),
+                Chosen::Unrecorded => match at.pin {
+                    // The files of an operation the original did not see (published since).
+                    Some(pin) if pin.pending.iter().any(|p| p.0 == k) => {}
+                    Some(pin) => return Err(pinned_changed(io, pin, k)),
+                    None => unrecorded.push(k),
+                },
                 Chosen::Base | Chosen::Gone => {}
             }
+        }
+        if let Some(pin) = at.pin {
+            pending = pin.pending.clone();
         }
         excluded.sort_unstable();
         excluded_chunks.sort_unstable();
@@ -147,6 +237,9 @@ impl View {
         let base_kept = base.video_count() - total;
         from_tail.sort_by_key(|(v, c)| (*v, c.record.number));
         let mut view = View {
+            base_name: base_file.name,
+            base_hint: base_file.hint,
+            base_is_snapshot: base_file.is_snapshot,
             base_path: base_file.path,
             base,
             version,
@@ -187,7 +280,32 @@ impl View {
             view.tail.push(input);
         }
         view.total = next;
-        Ok(view)
+        if let Some(pin) = at.pin.filter(|p| p.total != view.total) {
+            return Err(Error::stale(
+                io.path(super::DIR),
+                format!(
+                    "the dataset's state at manifest version {} holds {} videos now, not the \
+                     {} a copy of this open was made with (a chunk was replaced or removed \
+                     since); open the dataset again",
+                    pin.version, view.total, pin.total
+                ),
+            ));
+        }
+        Ok(Opening::Ready(Box::new(view)))
+    }
+
+    /// What a copy of this open needs to open the same state ([`OpenAt::pin`]).
+    pub fn pin(&self) -> Pin {
+        Pin {
+            dataset_id: self.base.header().dataset_id,
+            version: self.version,
+            base_version: self.base_version,
+            base_name: self.base_name.clone(),
+            is_snapshot: self.base_is_snapshot,
+            hint: self.base_hint.clone(),
+            pending: self.pending.clone(),
+            total: self.total,
+        }
     }
 
     /// Videos in the state.
@@ -233,9 +351,13 @@ impl View {
     }
 
     /// The position of `id`, or None when the state does not hold it: one id page of the
-    /// base, or the tail's table.
+    /// base (the id table holds base positions: no chunk page is needed, one request
+    /// remotely when cold), or the tail's table.
     pub fn lookup(&self, id: &str) -> Result<Option<u64>> {
-        Ok(self.locate(id)?.map(|at| at.position))
+        if let Some((c, i)) = self.tail_place(id)? {
+            return Ok(Some(self.tail_first[c as usize] + u64::from(i)));
+        }
+        self.lookup_base(id)
     }
 
     /// The tail's place of `id`, refusing an id the base also holds where that was not
@@ -478,6 +600,18 @@ impl View {
             segments: row.segments,
         })
     }
+}
+
+/// A chunk of a pinned state that is neither its pinned record nor absent any more.
+fn pinned_changed(io: ManifestIo<'_>, pin: &Pin, k: u64) -> Error {
+    Error::stale(
+        io.path(&crate::format::paths::FileKind::Meta.file_name(k)),
+        format!(
+            "chunk {k} was replaced or removed after manifest version {}, at which a copy of \
+             this open was made; open the dataset again",
+            pin.version
+        ),
+    )
 }
 
 /// A remote base up to this size is fetched whole at open (one request instead of one per

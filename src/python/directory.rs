@@ -15,8 +15,10 @@ use super::errors::Class;
 use super::ids;
 use super::read_spec::{frames_of, ReadSpec};
 use crate::directory::{Directory, ManifestMode, Opened};
+use crate::error::Error;
 use crate::format::paths::ChunkPaths;
 use crate::io::{LocalIo, RemoteNumber, RemoteStore, Store};
+use crate::manifest::Pin;
 use crate::pixels::Colorspace;
 
 /// Per video: frame counts `(N,)` and first-frame `(height, width, channels)` `(N, 3)`.
@@ -107,20 +109,26 @@ impl NativeDirectory {
     /// `path` is a local directory or a dataset URL (`s3://`, `gs://`, `az://`, `http(s)://`);
     /// `storage_options` configure object stores; `io` is `"mmap"` or `"pread"` for local
     /// directories; `manifest` is `"auto"`, `"off"`, `"require"` or `"verify"`
-    /// (docs/FORMAT.md §7.5).
+    /// (docs/FORMAT.md §7.5); `pin` is [`NativeDirectory::pin`]'s bytes from an earlier open,
+    /// whose state this one opens.
     #[new]
-    #[pyo3(signature = (path, storage_options=None, io=None, manifest=None))]
+    #[pyo3(signature = (path, storage_options=None, io=None, manifest=None, pin=None))]
     fn new(
         py: Python<'_>,
         path: &str,
         storage_options: Option<Vec<(String, String)>>,
         io: Option<&str>,
         manifest: Option<&str>,
+        pin: Option<&[u8]>,
     ) -> PyResult<Self> {
         let mode: ManifestMode = match manifest {
             Some(m) => m.parse()?,
             None => ManifestMode::Auto,
         };
+        let pin = pin
+            .map(Pin::from_bytes)
+            .transpose()
+            .map_err(|m| Error::InvalidArgument(format!("pin: {m}")))?;
         let store = if crate::io::is_remote_url(path) {
             let options = storage_options.unwrap_or_default();
             let remote = py.detach(|| RemoteStore::new(path, &options))?;
@@ -136,7 +144,7 @@ impl NativeDirectory {
             Store::Remote(r) => r.url().to_owned(),
             Store::Local(_) => path.to_owned(),
         };
-        let dir = py.detach(|| Directory::open_with(store, root, mode))?;
+        let dir = py.detach(|| Directory::open_pinned(store, root, mode, pin.as_ref()))?;
         Ok(NativeDirectory {
             inner: Arc::new(dir),
             chunk_objs: Mutex::new(HashMap::new()),
@@ -145,6 +153,12 @@ impl NativeDirectory {
 
     fn __len__(&self) -> usize {
         self.inner.len()
+    }
+
+    /// The state this open saw, as bytes a copy opens again (`pin=`); None when it was opened
+    /// by listing.
+    fn pin<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.inner.pin().map(|p| PyBytes::new(py, &p.to_bytes()))
     }
 
     /// The ids of videos `start` to `end` (default: to the last), in position order.
@@ -358,6 +372,13 @@ impl NativeDirectory {
     fn listed_numbers(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
         let dir = &self.inner;
         Ok(py.detach(|| dir.listed_numbers())?)
+    }
+
+    /// The number a new chunk claims first: after the largest the manifest's state knows
+    /// (no request), else after every data or meta file listed now.
+    fn next_chunk_number(&self, py: Python<'_>) -> PyResult<u64> {
+        let dir = &self.inner;
+        Ok(py.detach(|| dir.next_chunk_number())?)
     }
 
     /// Publishes a chunk staged on local disk in this (remote) dataset: index (the claim of

@@ -13,10 +13,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_torch_dataset import frame_numbers, write_videos  # noqa: E402
+from test_torch_dataset import frame_numbers, frame_of, write_videos  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
-from gulpio_rs import BrokenChunkWarning  # noqa: E402
+from gulpio_rs import BrokenChunkWarning, GulpDirectory, _native  # noqa: E402
 from gulpio_rs._reading import decode_threads  # noqa: E402
 from gulpio_rs.torch import (  # noqa: E402
     GulpDistributedSampler,
@@ -209,3 +209,27 @@ def test_stateful_dataloader_resumes_on_another_world_size(gulp_dir, old, new, w
     assert sorted(seen) == sorted(order[: old * steps * batch])  # consumed: the order's start
     assert Counter(seen + rest) == Counter(order + order[:padding])
     assert not set(rest) & set(seen) - set(order[:padding])
+
+
+class LengthProbe(GulpVideoDataset):
+    """Reports how many videos the directory each sample was read through holds."""
+
+    def _target(self, id_):
+        return len(self._directory())
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_workers_read_the_state_the_main_process_opened(tmp_path, context):
+    """A chunk committed after the dataset was made is not in its workers' directories: the
+    sampler's indices come from the main process's length, and a worker that saw a longer
+    (or reordered) state would read other videos for them (docs/FORMAT.md §7.5)."""
+    path = write_videos(tmp_path / "ds", LENGTHS[:6])
+    _native.manifest_index(path, False, None)
+    ds = LengthProbe(path, frames=1)
+    n = len(ds)
+    (chunk,) = GulpDirectory(path).new_chunks(1)
+    with chunk.open("wb"):
+        chunk.append("late", {"label": "class_0", "idx": 0, "v": 99}, [frame_of(99, 0)])
+    assert len(GulpDirectory(path)) == n + 1
+    loader = DataLoader(ds, batch_size=2, num_workers=2, multiprocessing_context=context)
+    assert {t for _, lengths in loader for t in lengths.tolist()} == {n}

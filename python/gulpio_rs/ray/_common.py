@@ -76,24 +76,30 @@ def remove_temporaries(folder: str, numbers: set[int]) -> None:
                 pass
 
 
-_OPEN: dict[tuple[int, str, tuple[tuple[str, str], ...]], GulpDirectory] = {}
+_OPEN: dict[tuple[int, str, tuple[tuple[str, str], ...], bytes | None], GulpDirectory] = {}
 
 
-def open_remote(url: str, storage_options: dict[str, str] | None) -> GulpDirectory:
+def open_remote(
+    url: str, storage_options: dict[str, str] | None, manifest_state: bytes | None = None
+) -> GulpDirectory:
     """The ``GulpDirectory`` of a dataset URL, opened once per worker process (Ray reuses
     workers): opening lists the prefix and fetches every chunk's index front, which one read
-    or write task should not repeat for every chunk it handles."""
+    or write task should not repeat for every chunk it handles. With ``manifest_state`` (the
+    driver's ``gd.manifest_state``), the state the driver planned from: chunk positions are
+    the driver's, whatever was committed since."""
     import warnings
 
     from ..directory import GulpDirectory
     from ..errors import EmptyDirectoryWarning
 
-    key = (os.getpid(), url, tuple(sorted((storage_options or {}).items())))
+    key = (os.getpid(), url, tuple(sorted((storage_options or {}).items())), manifest_state)
     gd = _OPEN.get(key)
     if gd is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", EmptyDirectoryWarning)
-            gd = _OPEN[key] = GulpDirectory(url, storage_options=storage_options)
+            gd = _OPEN[key] = GulpDirectory(
+                url, storage_options=storage_options, manifest_state=manifest_state
+            )
     return gd
 
 

@@ -25,7 +25,7 @@ def _read_chunk(
     decode: bool,
     spec: ReadSpec,
     videos_per_block: int,
-    remote: tuple[str, StorageOptions | None] | None = None,
+    remote: tuple[str, StorageOptions | None, bytes | None] | None = None,
 ) -> Iterator[dict[str, list[Any]]]:
     """One chunk (the batch holds its paths, or its position in a remote dataset) -> batches of
     its videos. Only this chunk's files are read; the frame selection is resolved per video
@@ -96,7 +96,8 @@ def read_gulp(
     options = storage_options_list(storage_options)
     with GulpDirectory(folder, strict=True, storage_options=options) as gd:
         table = gd.chunk_table()
-        remote = (folder, options) if gd.is_remote else None
+        # Tasks find a remote chunk by its position: in the state planned from.
+        remote = (folder, options, gd.manifest_state) if gd.is_remote else None
     items = [
         {"data": data, "meta": meta, "pos": pos} for pos, (_, data, meta, *_) in enumerate(table)
     ]

@@ -153,18 +153,25 @@ class _GulpDataset(Dataset[Any]):
     # -- per-process state -------------------------------------------------------------------
     def _directory(self) -> GulpDirectory:
         # Reopened in every process (forked DataLoader workers too): each maps the files
-        # itself, and nothing opened by the parent is shared across a fork.
+        # itself, and nothing opened by the parent is shared across a fork. A worker opens
+        # the state the parent opened (GulpDirectory.reopen), so that the sampler's indices,
+        # drawn from the parent's length, are the same videos in every worker.
         if self._pid != os.getpid():
+            inherited = self._gd
             self._reset()
             with warnings.catch_warnings():
                 if os.getpid() != self._origin_pid:
                     # Broken chunks were reported when the dataset was made, not per worker.
                     warnings.simplefilter("ignore", BrokenChunkWarning)
-                self._gd = GulpDirectory(
-                    self.path,
-                    check_data=self.check_data,
-                    storage_options=self.storage_options,
-                    io=self.io,
+                self._gd = (
+                    inherited.reopen()
+                    if inherited is not None
+                    else GulpDirectory(
+                        self.path,
+                        check_data=self.check_data,
+                        storage_options=self.storage_options,
+                        io=self.io,
+                    )
                 )
             self._pid = os.getpid()
         assert self._gd is not None  # opened above in this process
@@ -188,15 +195,22 @@ class _GulpDataset(Dataset[Any]):
         return ids
 
     def __getstate__(self) -> dict[str, Any]:
-        # Pickles as path and options (a spawned worker reopens the directory itself).
+        # Pickles as path and options, and the directory as a few hundred bytes naming the
+        # state it opened: unpickling (a spawned worker) opens that state in the new process.
         state = self.__dict__.copy()
-        for key in ("_pid", "_gd", "_labels", "_rng"):
+        for key in ("_pid", "_labels", "_rng"):
             state[key] = None
         state["_ids"] = None
         state["skipped"] = []
         state["_ahead"] = ReadAhead()
         state["_planned"] = {}
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self._gd is not None:
+            # Opened as it was unpickled, in this process.
+            self._pid = os.getpid()
 
     def __len__(self) -> int:
         if self._length is not None:
