@@ -1,7 +1,7 @@
 """Regenerates the seed corpora in fuzz/corpus/ (run with the package installed):
 small real chunks written by gulpio_rs (indexed, legacy, appended to, with a tail, with
 restart markers: a version 2 index), their .gidx and .gmeta files, hand-written .gmeta edge
-cases, small JPEGs of every coding process the decoder meets (plus a few from
+cases, a dataset manifest's files (genesis, commit, snapshot, LATEST, a pinned state), small JPEGs of every coding process the decoder meets (plus a few from
 shared/data/jpeg-conformance when present), crops of JPEGs for the reframe target, and the AV1
 segments of tests/segments/ for the video_segment target."""
 
@@ -119,6 +119,35 @@ def write_chunks(root: Path) -> dict[str, tuple[bytes, bytes | None, bytes]]:
     return chunks
 
 
+def manifest_files(root: Path) -> dict[str, bytes]:
+    """Seeds of the manifest target: a dataset's genesis commit (two chunks, as `gulpio index`
+    writes it), a commit adding a chunk, the snapshot a compaction writes, `LATEST`, and the
+    pinned state a pickled directory carries (docs/FORMAT.md §7)."""
+    from gulpio_rs import GulpDirectory, _native
+
+    frames = [jpeg(image(8, 8, s)) for s in range(2)]
+    for k, ids in enumerate((["a", "b"], ["c"])):
+        c = GulpChunk(root / f"data_{k}.gulp", root / f"meta_{k}.gmeta")
+        with c.open("wb"):
+            for i in ids:
+                c.append(i, {"label": i}, frames)
+    _native.manifest_index(str(root), False, None)
+    (chunk,) = GulpDirectory(str(root)).new_chunks(1)
+    with chunk.open("wb"):
+        chunk.append("d é", {}, frames[:1])
+    log = root / "_gulpio" / "log"
+    out = {"genesis.glog": (log / f"{0:020}.glog").read_bytes()}
+    out["commit.glog"] = (log / f"{1:020}.glog").read_bytes()
+    _native.manifest_compact(str(root), None)
+    (snapshot,) = (root / "_gulpio" / "snap").iterdir()
+    out["snapshot.gman"] = snapshot.read_bytes()
+    out["LATEST"] = (root / "_gulpio" / "LATEST").read_bytes()
+    state = GulpDirectory(str(root)).manifest_state
+    assert state is not None
+    out["pin.bin"] = state
+    return out
+
+
 def reframe_inputs() -> dict[str, bytes]:
     """Seeds of the reframe target: 8 parameter bytes (see fuzz_targets/reframe.rs), then a
     JPEG; crops with and without a size, flips, DCT scaling and each kind of marker list."""
@@ -168,8 +197,11 @@ def segment_inputs() -> dict[str, bytes]:
 
 
 def main() -> None:
-    for target in ("index", "gmeta", "chunk", "jpeg", "reframe", "video_segment"):
+    for target in ("index", "gmeta", "chunk", "jpeg", "reframe", "video_segment", "manifest"):
         (CORPUS / target).mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, data in manifest_files(Path(tmp)).items():
+            (CORPUS / "manifest" / name).write_bytes(data)
     for name, data in reframe_inputs().items():
         (CORPUS / "reframe" / name).write_bytes(data)
     with tempfile.TemporaryDirectory() as tmp:

@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 
 SECONDS_EACH="${FUZZ_SECONDS:-30}"
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(index gmeta chunk jpeg reframe video_segment)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(index gmeta chunk jpeg reframe video_segment manifest)
 
 # The decoders the targets drive: libjpeg-turbo and libdav1d, what the wheels ship, when cmake,
 # meson, ninja and nasm are there to build them (CI installs them), else zune-jpeg and rav1d.
