@@ -1,9 +1,10 @@
 """Regenerates the seed corpora in fuzz/corpus/ (run with the package installed):
 small real chunks written by gulpio_rs (indexed, legacy, appended to, with a tail, with
 restart markers: a version 2 index), their .gidx and .gmeta files, hand-written .gmeta edge
-cases, a dataset manifest's files (genesis, commit, snapshot, LATEST, a pinned state), small JPEGs of every coding process the decoder meets (plus a few from
-shared/data/jpeg-conformance when present), crops of JPEGs for the reframe target, and the AV1
-segments of tests/segments/ for the video_segment target."""
+cases, a dataset manifest's files (genesis, commit, snapshot, LATEST, a pinned state), small
+JPEGs of every coding process the decoder meets (plus a few from shared/data/jpeg-conformance
+when present), crops of JPEGs for the reframe target, and the AV1 segments of tests/segments/
+for the video_segment target."""
 
 from __future__ import annotations
 

@@ -70,6 +70,7 @@ __all__ = [
     "manifest_create",
     "manifest_compact",
     "manifest_status",
+    "manifest_prune",
     "__version__",
     "JPEG_BACKEND",
     "AV1_BACKEND",
@@ -421,6 +422,16 @@ def manifest_create(path: str, storage_options: list[tuple[str, str]] | None = N
     """Gives the dataset at ``path`` (a folder or a dataset URL) an empty manifest (the
     genesis commit and ``LATEST``) when it has neither a manifest nor any chunk file; True
     when this call created it."""
+
+def manifest_prune(
+    path: str,
+    keep_seconds: float | None = None,
+    storage_options: list[tuple[str, str]] | None = None,
+) -> tuple[int, int, int]:
+    """Deletes what no reader of the manifest needs any more (docs/FORMAT.md §7.6,
+    "Clean-up"): snapshots replaced more than ``keep_seconds`` ago (default: a week, what every
+    compaction keeps) and the commits only they needed; ``(snapshots, commits, bodies)``
+    deleted."""
 
 def manifest_compact(path: str, storage_options: list[tuple[str, str]] | None = None) -> int | None:
     """Writes a snapshot of the current state of the manifest of the dataset at ``path`` (a

@@ -30,6 +30,9 @@ impl RemoteStore {
     pub fn list(&self) -> Result<Vec<(String, u64)>> {
         match *self {}
     }
+    pub fn list_in(&self, _dir: &str) -> Result<Vec<String>> {
+        match *self {}
+    }
     pub fn size(&self, _name: &str) -> Result<u64> {
         match *self {}
     }

@@ -61,6 +61,10 @@ pub fn compact_in(io: ManifestIo<'_>, state: &State) -> Result<u64> {
             dataset_id: state.dataset_id,
         },
     )?;
+    // Each compaction replaces a base: what only week-old bases needed goes (§7.6). Best
+    // effort here: a writer's credentials may not allow deleting (S3 put-only roles), nothing
+    // reads what is left, and `gulpio index` cleans up with its errors reported.
+    let _ = super::prune_in(io, super::KEEP_FOR_MS, now_ms());
     Ok(state.version)
 }
 

@@ -185,6 +185,8 @@ pub fn index_in(io: ManifestIo<'_>, abort_pending: bool) -> Result<IndexReport> 
     } else {
         state.version
     };
+    // Again, its errors this time (compaction's own clean-up is best effort).
+    super::prune_in(io, super::KEEP_FOR_MS, super::now_ms())?;
     report.chunks = state.chunks.len();
     report.videos = state.video_count();
     Ok(report)

@@ -137,6 +137,48 @@ impl ManifestIo<'_> {
         }
     }
 
+    /// The names of the files in the manifest's folder `dir` (such as `_gulpio/snap`),
+    /// sorted; none when it does not exist.
+    pub fn names_in(&self, dir: &str) -> Result<Vec<String>> {
+        match self {
+            ManifestIo::Local(root) => {
+                let folder = root.join(dir);
+                let entries = match std::fs::read_dir(&folder) {
+                    Ok(e) => e,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) => return Err(Error::io(&folder, e)),
+                };
+                let mut out = Vec::new();
+                for entry in entries {
+                    let entry = entry.map_err(|e| Error::io(&folder, e))?;
+                    if let Some(name) = entry.file_name().to_str() {
+                        out.push(name.to_owned());
+                    }
+                }
+                out.sort();
+                Ok(out)
+            }
+            ManifestIo::Remote(r) => r.list_in(dir),
+        }
+    }
+
+    /// Deletes `name` (nothing when it does not exist). Locally never through a symlinked
+    /// folder (the manifest's folders are checked first).
+    pub fn delete(&self, name: &str) -> Result<()> {
+        match self {
+            ManifestIo::Local(root) => {
+                super::check_dirs(root)?;
+                let path = root.join(name);
+                match std::fs::remove_file(&path) {
+                    Ok(()) => Ok(()),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                    Err(e) => Err(Error::io(&path, e)),
+                }
+            }
+            ManifestIo::Remote(r) => r.delete(name),
+        }
+    }
+
     /// Creates the manifest's folders where there are folders.
     pub fn make_dirs(&self) -> Result<()> {
         if let ManifestIo::Local(root) = self {

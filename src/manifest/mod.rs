@@ -16,6 +16,7 @@ mod io;
 mod log;
 mod pages;
 mod pin;
+mod prune;
 mod state;
 mod view;
 
@@ -35,6 +36,7 @@ pub use log::{
     read_commit, read_commit_in, Commit, Committed, COMPACT_EVERY_COMMITS, COMPACT_EVERY_VIDEOS,
 };
 pub use pin::Pin;
+pub use prune::{prune_in, Pruned, KEEP_FOR_MS};
 pub use state::{load_state, load_state_in, ChunkState, State};
 pub use view::{ChunkAt, Located, OpenAt, Opening, VideoAt, View};
 

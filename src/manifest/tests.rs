@@ -677,3 +677,98 @@ fn a_tail_longer_than_the_limit_is_not_read() {
         Opening::Ready(_) => panic!("the tail was read"),
     }
 }
+
+/// One more chunk `k` with video `id` by a writer that keeps the manifest.
+fn add_chunk(dir: &Path, id: &str) {
+    let mut w = ChunkWriter::open(&ChunkPaths::numbered(dir, 0), WriteMode::Next).unwrap();
+    w.append(id, b"{}", &refs(&frames_of(1))).unwrap();
+    w.close().unwrap();
+}
+
+fn manifest_names(dir: &Path, sub: &str) -> Vec<String> {
+    ManifestIo::Local(dir)
+        .names_in(&format!("{DIR}/{sub}"))
+        .unwrap()
+}
+
+fn far_future() -> u64 {
+    super::now_ms() + 3_600_000
+}
+
+#[test]
+fn clean_up_deletes_replaced_bases_and_the_commits_only_they_needed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    indexed_dataset(dir);
+    let io = ManifestIo::Local(dir);
+    // Nothing to judge before the first snapshot.
+    assert_eq!(prune_in(io, 0, far_future()).unwrap(), Pruned::default());
+    add_chunk(dir, "d");
+    compact(dir, &load_state(dir).unwrap()).unwrap();
+    let old_pin = View::open(dir).unwrap().pin();
+    add_chunk(dir, "e");
+    add_chunk(dir, "f");
+    compact(dir, &load_state(dir).unwrap()).unwrap();
+    let before = view_ids(&View::open(dir).unwrap());
+    // Within the retention nothing goes.
+    assert_eq!(
+        prune_in(io, KEEP_FOR_MS, super::now_ms()).unwrap(),
+        Pruned::default()
+    );
+    assert_eq!(manifest_names(dir, "snap").len(), 2);
+    // Past it: the first snapshot, and commits 1 and 2 that only it and the genesis needed.
+    let pruned = prune_in(io, 0, far_future()).unwrap();
+    assert_eq!((pruned.snapshots, pruned.commits, pruned.bodies), (1, 2, 0));
+    assert_eq!(manifest_names(dir, "snap").len(), 1);
+    let logs = manifest_names(dir, "log");
+    assert_eq!(
+        logs,
+        vec![format!("{:020}.glog", 0), format!("{:020}.glog", 3)]
+    );
+    // The dataset reads as before, writers go on from the current version, and a copy of
+    // an open on the deleted base says it is gone.
+    assert_eq!(view_ids(&View::open(dir).unwrap()), before);
+    add_chunk(dir, "g");
+    let state = load_state(dir).unwrap();
+    assert_eq!(state.version, 4);
+    assert_eq!(summary(&state).last().unwrap().1, ids(&["g"]));
+    let err = open_pinned(dir, &old_pin).err().unwrap();
+    assert!(
+        matches!(err, crate::error::Error::StaleIndex { .. }),
+        "{err}"
+    );
+    // Again: nothing more to delete.
+    assert_eq!(prune_in(io, 0, far_future()).unwrap(), Pruned::default());
+}
+
+#[test]
+fn clean_up_keeps_the_commits_a_kept_snapshot_still_waits_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    indexed_dataset(dir);
+    // Chunk 5 committed (version 1) and not published through two compactions.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let staged = write_chunk(elsewhere.path(), 5, &[("x", 2)]);
+    let v = commit_ops(dir, &[describe_files(5, Op::Add, &staged).unwrap()]).unwrap();
+    compact(dir, &load_state(dir).unwrap()).unwrap();
+    add_chunk(dir, "d");
+    compact(dir, &load_state(dir).unwrap()).unwrap();
+    assert_eq!(load_state(dir).unwrap().pending, vec![(5, v)]);
+    let pruned = prune_in(ManifestIo::Local(dir), 0, far_future()).unwrap();
+    assert_eq!((pruned.snapshots, pruned.commits), (1, 0));
+    assert!(dir.join(log_name(v)).is_file());
+    // Its commit point comes: the chunk is in the state.
+    let target = ChunkPaths::numbered(dir, 5);
+    for (from, to) in [
+        (&staged.data, &target.data),
+        (&staged.index, &target.index),
+        (&staged.meta, &target.meta),
+    ] {
+        std::fs::copy(from, to).unwrap();
+    }
+    let state = load_state(dir).unwrap();
+    assert!(state.pending.is_empty());
+    assert!(summary(&state)
+        .iter()
+        .any(|(k, ids)| *k == 5 && ids == &["x"]));
+}

@@ -104,7 +104,38 @@ pub fn manifest_compact(
     on_manifest(py, path, storage_options, manifest::compact_if_tail)
 }
 
+/// Deletes what no reader of the manifest needs any more (docs/FORMAT.md §7.6, "Clean-up"):
+/// snapshots replaced more than `keep_seconds` ago (default: a week, what every compaction
+/// keeps) and the commits only they needed; `(snapshots, commits, bodies)` deleted.
+#[pyfunction]
+#[pyo3(signature = (path, keep_seconds = None, storage_options = None))]
+pub fn manifest_prune(
+    py: Python<'_>,
+    path: &str,
+    keep_seconds: Option<f64>,
+    storage_options: Option<Vec<(String, String)>>,
+) -> PyResult<(usize, usize, usize)> {
+    let keep_ms = match keep_seconds {
+        None => manifest::KEEP_FOR_MS,
+        Some(s) if s.is_finite() && s >= 0.0 => (s * 1000.0) as u64,
+        Some(s) => {
+            return Err(crate::error::Error::InvalidArgument(format!(
+                "keep_seconds must be a number of seconds >= 0, not {s}"
+            ))
+            .into())
+        }
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let p = on_manifest(py, path, storage_options, |io| {
+        manifest::prune_in(io, keep_ms, now)
+    })?;
+    Ok((p.snapshots, p.commits, p.bodies))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(manifest_prune, m)?)?;
     m.add_function(wrap_pyfunction!(manifest_create, m)?)?;
     m.add_function(wrap_pyfunction!(manifest_compact, m)?)?;
     m.add_function(wrap_pyfunction!(manifest_index, m)?)?;

@@ -52,6 +52,25 @@ impl RemoteStore {
         Ok(out)
     }
 
+    /// The names of the objects directly in folder `dir` below the dataset's prefix (such as
+    /// `_gulpio/snap`), sorted; every page of the listing.
+    pub fn list_in(&self, dir: &str) -> Result<Vec<String>> {
+        let client = self.client()?;
+        let folder = self.key(dir);
+        let listed = runtime::block_on(retrying(self.policy(), || {
+            let (client, folder) = (client.clone(), folder.clone());
+            async move { client.list_with_delimiter(Some(&folder)).await }
+        }))?
+        .map_err(|f| self.failed(dir, f))?;
+        let mut out: Vec<String> = listed
+            .objects
+            .into_iter()
+            .filter_map(|m| Some(m.location.filename()?.to_owned()))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
     /// The size of `name`.
     pub fn size(&self, name: &str) -> Result<u64> {
         let client = self.client()?;
