@@ -13,6 +13,7 @@ pub mod cache;
 #[cfg(feature = "remote")]
 pub mod fork;
 pub mod local;
+pub mod open_files;
 pub mod plan;
 #[cfg(feature = "remote")]
 pub mod remote;
@@ -179,7 +180,7 @@ impl Store {
         match self {
             Store::Local(LocalIo::Mmap) => Ok(DataSource::Mapped(map_file(path)?)),
             Store::Local(LocalIo::Pread) => {
-                let (file, len) = local::open_read(path)?;
+                let (file, len) = open_files::PreadFile::open(path)?;
                 Ok(DataSource::Pread { file, len })
             }
             Store::Remote(r) => Ok(DataSource::Remote {
@@ -398,7 +399,7 @@ fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()
 pub enum DataSource {
     Mapped(Storage),
     Pread {
-        file: File,
+        file: open_files::PreadFile,
         len: u64,
     },
     Remote {
@@ -423,7 +424,7 @@ impl DataSource {
     /// after opening); the length at opening otherwise.
     pub fn current_len(&self) -> u64 {
         match self {
-            DataSource::Pread { file, len } => file.metadata().map_or(*len, |m| m.len()),
+            DataSource::Pread { file, len } => file.current_len().unwrap_or(*len),
             other => other.len(),
         }
     }
@@ -463,6 +464,7 @@ impl DataSource {
                 Ok(())
             }
             DataSource::Pread { file, len } => {
+                let file = file.file()?;
                 for (i, r) in ranges.iter().enumerate() {
                     if r.end > *len {
                         each(i, Err(beyond(path, r, *len)));
@@ -475,8 +477,8 @@ impl DataSource {
                             })
                         })
                         .and_then(|mut buf| {
-                            read_exact_at(file, &mut buf, r.start)
-                                .map_err(|e| short_read(path, file, r, e))?;
+                            read_exact_at(&file, &mut buf, r.start)
+                                .map_err(|e| short_read(path, &file, r, e))?;
                             Ok(Bytes::from(buf))
                         });
                     each(i, got);
