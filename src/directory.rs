@@ -356,6 +356,20 @@ impl Directory {
         slot.reader_with(|slot| self.open_chunk(slot))
     }
 
+    /// Whether chunk position `pos` reads through its binary index. A chunk not read yet is
+    /// opened (and checked) for the answer and closed again: `gulpio index` asks it of every
+    /// chunk, and readers kept for 100k chunks would hold 100k mappings, past the kernel's
+    /// 65,530 (`vm.max_map_count`; seen on a 10M-video dataset).
+    pub fn is_indexed(&self, pos: usize) -> Result<bool> {
+        let slot = self.chunk(pos)?;
+        let kind = if slot.is_loaded() {
+            self.reader(pos)?.kind()
+        } else {
+            self.open_chunk(&slot)?.kind()
+        };
+        Ok(kind == crate::chunk::reader::IndexKind::Binary)
+    }
+
     fn open_chunk(&self, slot: &ChunkSlot) -> Result<ChunkReader> {
         match (&slot.how, &self.catalog) {
             (HowOpened::Probed(header), Catalog::Listed(l)) => {

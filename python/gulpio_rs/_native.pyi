@@ -161,6 +161,9 @@ class NativeDirectory:
         """How the directory was opened: through the manifest (its version, base, tail,
         pending operations, changed chunks) or by listing (why)."""
     def chunk_sizes(self) -> list[tuple[int, int]]: ...
+    def is_indexed(self, pos: int) -> bool:
+        """Whether chunk position ``pos`` reads through its binary index (a chunk not read
+        yet is opened for the answer and closed again)."""
     def listed_numbers(self) -> list[int]: ...
     def next_chunk_number(self) -> int:
         """The number a new chunk claims first: after the largest the manifest's state knows

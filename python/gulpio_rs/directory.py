@@ -744,8 +744,10 @@ class GulpDirectory:
                 "`gulpio index` on a local copy and upload the .gidx files"
             )
         written = 0
+        handle = self._handle()
         for pos, (_number, data, meta, _index, _first, _count) in enumerate(self._table):
-            if not self._chunk(pos).indexed:
+            # Not through _chunk(pos): a reader kept per chunk would hold a mapping each.
+            if not handle.is_indexed(pos):
                 _native.write_index(data, meta)
                 written += 1
         return written

@@ -181,6 +181,13 @@ impl NativeDirectory {
             .ok_or_else(|| PyIndexError::new_err(g))
     }
 
+    /// Whether chunk position `pos` reads through its binary index (a chunk not read yet is
+    /// opened for the answer and closed again).
+    fn is_indexed(&self, py: Python<'_>, pos: usize) -> PyResult<bool> {
+        let dir = &self.inner;
+        Ok(py.detach(|| dir.is_indexed(pos))?)
+    }
+
     /// How many chunks the directory reads (`chunk_table()`'s rows, without building them).
     fn chunk_count(&self) -> usize {
         self.inner.chunk_count()
