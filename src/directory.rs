@@ -97,12 +97,22 @@ enum Catalog {
     Recorded(Box<Recorded>),
 }
 
+/// Chunk readers a directory keeps open at once: each holds a mapping of its index (and, with
+/// `io="mmap"`, of its data), and the kernel allows 65,530 per process (`vm.max_map_count`), so
+/// a process reading every chunk of a 10M-video dataset (100k chunks) cannot keep them all.
+/// Past this, the reader opened longest ago is dropped (its chunk opens again, checked again,
+/// when next read).
+pub const MAX_OPEN_CHUNKS: usize = 4096;
+
 pub struct Directory {
     root: PathBuf,
     store: Store,
     catalog: Catalog,
     opened: Opened,
     problems: Vec<Problem>,
+    /// Slots whose reader was opened, oldest first ([`MAX_OPEN_CHUNKS`]).
+    loaded: std::sync::Mutex<std::collections::VecDeque<Arc<ChunkSlot>>>,
+    max_loaded: usize,
 }
 
 impl Directory {
@@ -165,6 +175,8 @@ impl Directory {
                         catalog: Catalog::Recorded(Box::new(recorded)),
                         opened,
                         problems: Vec::new(),
+                        loaded: Default::default(),
+                        max_loaded: MAX_OPEN_CHUNKS,
                     });
                 }
                 Err(recorded::Declined { fatal: Some(e), .. }) => return Err(*e),
@@ -188,6 +200,8 @@ impl Directory {
                 warned: declined.warn,
             },
             problems,
+            loaded: Default::default(),
+            max_loaded: MAX_OPEN_CHUNKS,
         })
     }
 
@@ -353,7 +367,26 @@ impl Directory {
     /// The reader of chunk position `pos`, opened (and fully checked) on first use.
     pub fn reader(&self, pos: usize) -> Result<Arc<ChunkReader>> {
         let slot = self.chunk(pos)?;
-        slot.reader_with(|slot| self.open_chunk(slot))
+        let (reader, opened) = slot.reader_with(|slot| self.open_chunk(slot));
+        if opened {
+            let mut loaded = self
+                .loaded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            loaded.push_back(slot);
+            while loaded.len() > self.max_loaded {
+                if let Some(old) = loaded.pop_front() {
+                    old.forget();
+                }
+            }
+        }
+        reader
+    }
+
+    /// Keeps at most `n` chunk readers open (tests; [`MAX_OPEN_CHUNKS`] otherwise).
+    #[cfg(test)]
+    pub(crate) fn set_max_open_chunks(&mut self, n: usize) {
+        self.max_loaded = n;
     }
 
     /// Whether chunk position `pos` reads through its binary index. A chunk not read yet is

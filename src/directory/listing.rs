@@ -73,7 +73,7 @@ impl Listing {
                         video_count: probe.header.video_count as usize,
                         sizes,
                         how: HowOpened::Probed(probe.header_bytes),
-                        reader: OnceLock::new(),
+                        reader: ChunkSlot::unopened(),
                     };
                     self.ids
                         .reserve(slot.video_count, probe.header.ids_len as usize);
@@ -141,7 +141,7 @@ impl Listing {
             video_count: reader.video_count(),
             sizes,
             how: HowOpened::AtOpen,
-            reader: OnceLock::from(Ok(reader.clone())),
+            reader: std::sync::Mutex::new(Some(Ok(reader.clone()))),
         };
         self.register(slot, (0..reader.video_count()).map(|i| reader.id(i)))
     }

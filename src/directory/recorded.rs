@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use super::slot::{ChunkSlot, HowOpened};
 use crate::chunk::probe::KnownSizes;
@@ -205,7 +205,7 @@ impl Recorded {
                 Store::Local(_) => KnownSizes::default(),
             },
             how: HowOpened::Recorded(at.record),
-            reader: OnceLock::new(),
+            reader: ChunkSlot::unopened(),
         });
         slots.insert(c, slot.clone());
         Ok(slot)

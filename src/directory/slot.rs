@@ -1,7 +1,7 @@
 //! One chunk of an open directory: where it is, which videos it holds, and its reader, opened
 //! (and fully checked) the first time it is read from.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::chunk::probe::KnownSizes;
 use crate::chunk::reader::ChunkReader;
@@ -31,30 +31,58 @@ pub struct ChunkSlot {
     /// File sizes the listing (or the manifest's record) gave, saving a request per file.
     pub sizes: KnownSizes,
     pub how: HowOpened,
-    pub(super) reader: OnceLock<Result<Arc<ChunkReader>>>,
+    pub(super) reader: Mutex<Option<Result<Arc<ChunkReader>>>>,
 }
 
 impl ChunkSlot {
-    /// True once the reader was opened (or failed to open): `reader()` then does no I/O.
-    pub fn is_loaded(&self) -> bool {
-        self.reader.get().is_some()
+    /// A slot whose reader opens on first use.
+    pub(super) fn unopened() -> Mutex<Option<Result<Arc<ChunkReader>>>> {
+        Mutex::new(None)
     }
 
-    /// The chunk's reader, opened with `open` on first use. A failure is remembered and
-    /// reported on every later use, so a damaged chunk fails the same way each time; a remote
-    /// fault that outlasted the retries is not remembered (the next use tries again).
+    fn held(&self) -> MutexGuard<'_, Option<Result<Arc<ChunkReader>>>> {
+        self.reader
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// True once the reader was opened (or failed to open): `reader()` then does no I/O.
+    pub fn is_loaded(&self) -> bool {
+        self.held().is_some()
+    }
+
+    /// The chunk's reader, opened with `open` on first use (then true). A failure is
+    /// remembered and reported on every later use, so a damaged chunk fails the same way each
+    /// time; a remote fault that outlasted the retries is not remembered (the next use tries
+    /// again).
     pub(super) fn reader_with(
         &self,
         open: impl FnOnce(&ChunkSlot) -> Result<ChunkReader>,
-    ) -> Result<Arc<ChunkReader>> {
-        if let Some(done) = self.reader.get() {
-            return done.clone();
+    ) -> (Result<Arc<ChunkReader>>, bool) {
+        if let Some(done) = self.held().as_ref() {
+            return (done.clone(), false);
         }
+        // Opened without the lock: it may wait on an object store.
         let opened = open(self).map(Arc::new);
         if matches!(opened, Err(Error::Remote { .. })) {
-            return opened;
+            return (opened, false);
         }
         // Another thread may have opened it meanwhile: every caller gets the same reader.
-        self.reader.get_or_init(|| opened).clone()
+        let mut held = self.held();
+        match held.as_ref() {
+            Some(done) => (done.clone(), false),
+            None => {
+                *held = Some(opened.clone());
+                (opened, true)
+            }
+        }
+    }
+
+    /// Drops the slot's reader (it opens again, checked again, on next use) unless it was
+    /// opened with the directory, which cannot open it again.
+    pub(super) fn forget(&self) {
+        if !matches!(self.how, HowOpened::AtOpen) {
+            *self.held() = None;
+        }
     }
 }

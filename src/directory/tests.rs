@@ -341,3 +341,34 @@ fn a_chunk_changed_behind_the_manifest_is_read_only_if_it_still_holds_its_record
         .to_string();
     assert!(err.contains("files differ"), "{err}");
 }
+
+#[test]
+fn at_most_the_bound_of_chunk_readers_stays_open_and_a_dropped_one_opens_again() {
+    let dir = tempfile::tempdir().unwrap();
+    for k in 0..6u64 {
+        write_chunk(dir.path(), k, &[(&format!("v{k}"), 2)]);
+    }
+    for manifest in [false, true] {
+        if manifest {
+            crate::manifest::index(dir.path(), false).unwrap();
+        }
+        let mut d = Directory::open(dir.path()).unwrap();
+        assert_eq!(matches!(d.opened(), Opened::Manifest { .. }), manifest);
+        d.set_max_open_chunks(2);
+        for round in 0..2 {
+            for c in 0..6 {
+                let r = d.reader(c).unwrap();
+                assert_eq!((r.id(0), r.frame_count(0)), (format!("v{c}").as_str(), 2));
+                let open = (0..6).filter(|&i| d.chunk(i).unwrap().is_loaded()).count();
+                assert!(open <= 2, "round {round}: {open} readers open");
+            }
+        }
+        // A reader handed out stays usable after its slot dropped it.
+        let kept = d.reader(0).unwrap();
+        for c in 1..6 {
+            d.reader(c).unwrap();
+        }
+        assert!(!d.chunk(0).unwrap().is_loaded());
+        assert_eq!(kept.id(0), "v0");
+    }
+}

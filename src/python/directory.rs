@@ -14,7 +14,7 @@ use super::decode::{self, Item};
 use super::errors::Class;
 use super::ids;
 use super::read_spec::{frames_of, ReadSpec};
-use crate::directory::{Directory, ManifestMode, Opened};
+use crate::directory::{Directory, ManifestMode, Opened, MAX_OPEN_CHUNKS};
 use crate::error::Error;
 use crate::format::paths::ChunkPaths;
 use crate::io::{LocalIo, RemoteNumber, RemoteStore, Store};
@@ -29,12 +29,20 @@ pub struct NativeDirectory {
     inner: Arc<Directory>,
     /// One Python `Chunk` per chunk position read so far, made on first use and handed out
     /// again (a map: a dataset of 100k chunks holds nothing for those not read).
-    chunk_objs: Mutex<HashMap<usize, Py<Chunk>>>,
+    chunk_objs: Mutex<ChunkObjs>,
+}
+
+/// The `Chunk` objects handed out, at most [`MAX_OPEN_CHUNKS`] (each holds its reader open),
+/// the oldest made dropped first: a chunk read again after that gets a new one.
+#[derive(Default)]
+struct ChunkObjs {
+    by_pos: HashMap<usize, Py<Chunk>>,
+    order: std::collections::VecDeque<usize>,
 }
 
 impl NativeDirectory {
     fn chunk_obj(&self, py: Python<'_>, pos: usize) -> PyResult<Py<Chunk>> {
-        if let Some(c) = self.objs()?.get(&pos) {
+        if let Some(c) = self.objs()?.by_pos.get(&pos) {
             return Ok(c.clone_ref(py));
         }
         if pos >= self.inner.chunk_count() {
@@ -56,7 +64,18 @@ impl NativeDirectory {
         }
         let obj = Py::new(py, Chunk::new(reader))?;
         // Another thread may have made one meanwhile: every caller gets the first.
-        Ok(self.objs()?.entry(pos).or_insert(obj).clone_ref(py))
+        let mut objs = self.objs()?;
+        if let Some(first) = objs.by_pos.get(&pos) {
+            return Ok(first.clone_ref(py));
+        }
+        objs.by_pos.insert(pos, obj.clone_ref(py));
+        objs.order.push_back(pos);
+        while objs.order.len() > MAX_OPEN_CHUNKS {
+            if let Some(old) = objs.order.pop_front() {
+                objs.by_pos.remove(&old);
+            }
+        }
+        Ok(obj)
     }
 
     /// Runs `f` without the GIL when it may wait on an object store (a manifest page, an
@@ -70,7 +89,7 @@ impl NativeDirectory {
         }
     }
 
-    fn objs(&self) -> PyResult<std::sync::MutexGuard<'_, HashMap<usize, Py<Chunk>>>> {
+    fn objs(&self) -> PyResult<std::sync::MutexGuard<'_, ChunkObjs>> {
         self.chunk_objs
             .lock()
             .map_err(|_| crate::Error::Internal("the chunk table was poisoned".into()).into())
@@ -147,7 +166,7 @@ impl NativeDirectory {
         let dir = py.detach(|| Directory::open_pinned(store, root, mode, pin.as_ref()))?;
         Ok(NativeDirectory {
             inner: Arc::new(dir),
-            chunk_objs: Mutex::new(HashMap::new()),
+            chunk_objs: Mutex::new(ChunkObjs::default()),
         })
     }
 

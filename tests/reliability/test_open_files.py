@@ -77,3 +77,31 @@ def test_a_data_file_replaced_after_its_chunk_was_opened_is_an_error(tmp_path):
     os.replace(root / "new.gulp", root / "data_0.gulp")
     with pytest.raises(GulpError, match="data_0.gulp.*replaced"):
         gd["v0"]
+
+
+MAX_OPEN_CHUNKS = 4096  # src/directory.rs
+
+
+def _mappings() -> int:
+    with open("/proc/self/maps") as f:
+        return sum(1 for _ in f)
+
+
+def test_chunk_readers_stay_bounded_so_mappings_do_too(tmp_path):
+    """Each chunk read keeps a mapping of its index; the kernel allows 65,530 per process, so
+    readers past MAX_OPEN_CHUNKS are dropped (a 10M-video dataset has 100k chunks)."""
+    extra = 104
+    frame = np.full((8, 8, 3), 5, np.uint8)
+    for k in range(MAX_OPEN_CHUNKS + extra):
+        chunk = GulpChunk(tmp_path / f"data_{k}.gulp", tmp_path / f"meta_{k}.gmeta")
+        with chunk.open("wb"):
+            chunk.append(f"v{k}", {"k": k}, [frame])
+    gd = GulpDirectory(str(tmp_path))
+    before = _mappings()
+    first = gd._chunk(0)
+    for k in range(MAX_OPEN_CHUNKS + extra):
+        assert gd.meta(f"v{k}") == {"k": k}
+    assert _mappings() - before < MAX_OPEN_CHUNKS + extra // 2
+    # The chunk read first was dropped and opens again; the object handed out still reads.
+    assert gd["v0"][1] == {"k": 0}
+    assert (first.ids(), first.frame_count(0)) == (["v0"], 1)
