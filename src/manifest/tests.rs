@@ -24,6 +24,19 @@ fn ids(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
 
+/// The commit point of a chunk staged elsewhere: its files copied in as chunk `k`, the
+/// `.gmeta` last.
+fn publish_at(staged: &ChunkPaths, dir: &Path, k: u64) {
+    let target = ChunkPaths::numbered(dir, k);
+    for (from, to) in [
+        (&staged.data, &target.data),
+        (&staged.index, &target.index),
+        (&staged.meta, &target.meta),
+    ] {
+        std::fs::copy(from, to).unwrap();
+    }
+}
+
 /// A dataset of two chunks with a manifest made from them, as `gulpio index` makes it.
 fn indexed_dataset(dir: &Path) {
     write_chunk(dir, 0, &[("a", 2), ("b", 3)]);
@@ -105,14 +118,7 @@ fn an_operation_whose_commit_point_did_not_come_stays_pending_until_it_does() {
     assert!(!summary(&state).iter().any(|(k, _)| *k == 5));
     // Compacted while pending: the snapshot carries it, and it takes effect after.
     compact(dir, &state).unwrap();
-    let target = ChunkPaths::numbered(dir, 5);
-    for (from, to) in [
-        (&paths.data, &target.data),
-        (&paths.index, &target.index),
-        (&paths.meta, &target.meta),
-    ] {
-        std::fs::copy(from, to).unwrap();
-    }
+    publish_at(&paths, dir, 5);
     let state = load_state(dir).unwrap();
     assert!(state.base_is_snapshot);
     assert!(state.pending.is_empty());
@@ -553,26 +559,15 @@ fn a_pinned_open_sees_the_state_of_its_pin_whatever_was_committed_since() {
     let elsewhere = tempfile::tempdir().unwrap();
     let staged = write_chunk(elsewhere.path(), 5, &[("x", 2)]);
     let v5 = commit_ops(dir, &[describe_files(5, Op::Add, &staged).unwrap()]).unwrap();
-    let mut w = ChunkWriter::open(&ChunkPaths::numbered(dir, 0), WriteMode::Next).unwrap();
-    w.append("d", b"{}", &refs(&frames_of(1))).unwrap();
-    w.close().unwrap();
+    add_chunk(dir, "d");
     let original = View::open(dir).unwrap();
     assert_eq!(original.pending, vec![(5, v5)]);
     let pin = original.pin();
     assert_eq!(Pin::from_bytes(&pin.to_bytes()).unwrap(), pin);
     // Chunk 5 is published (it would come before chunk 2 in a new open: its commit is older)
     // and chunk 3 is added.
-    let target = ChunkPaths::numbered(dir, 5);
-    for (from, to) in [
-        (&staged.data, &target.data),
-        (&staged.index, &target.index),
-        (&staged.meta, &target.meta),
-    ] {
-        std::fs::copy(from, to).unwrap();
-    }
-    let mut w = ChunkWriter::open(&ChunkPaths::numbered(dir, 0), WriteMode::Next).unwrap();
-    w.append("e", b"{}", &refs(&frames_of(1))).unwrap();
-    w.close().unwrap();
+    publish_at(&staged, dir, 5);
+    add_chunk(dir, "e");
     let fresh = View::open(dir).unwrap();
     assert_eq!(view_ids(&fresh), ids(&["a", "b", "c", "x", "d", "e"]));
     let copy = open_pinned(dir, &pin).unwrap();
@@ -598,9 +593,7 @@ fn a_pinned_state_that_is_gone_is_a_stale_index_error() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     indexed_dataset(dir);
-    let mut w = ChunkWriter::open(&ChunkPaths::numbered(dir, 0), WriteMode::Next).unwrap();
-    w.append("d", b"{}", &refs(&frames_of(1))).unwrap();
-    w.close().unwrap();
+    add_chunk(dir, "d");
     let pin = View::open(dir).unwrap().pin();
     // The tail's chunk removed by another tool: fewer videos than the pin's.
     let two = ChunkPaths::numbered(dir, 2);
@@ -678,7 +671,7 @@ fn a_tail_longer_than_the_limit_is_not_read() {
     }
 }
 
-/// One more chunk `k` with video `id` by a writer that keeps the manifest.
+/// One more chunk, holding video `id`, by a writer that keeps the manifest.
 fn add_chunk(dir: &Path, id: &str) {
     let mut w = ChunkWriter::open(&ChunkPaths::numbered(dir, 0), WriteMode::Next).unwrap();
     w.append(id, b"{}", &refs(&frames_of(1))).unwrap();
@@ -758,14 +751,7 @@ fn clean_up_keeps_the_commits_a_kept_snapshot_still_waits_for() {
     assert_eq!((pruned.snapshots, pruned.commits), (1, 0));
     assert!(dir.join(log_name(v)).is_file());
     // Its commit point comes: the chunk is in the state.
-    let target = ChunkPaths::numbered(dir, 5);
-    for (from, to) in [
-        (&staged.data, &target.data),
-        (&staged.index, &target.index),
-        (&staged.meta, &target.meta),
-    ] {
-        std::fs::copy(from, to).unwrap();
-    }
+    publish_at(&staged, dir, 5);
     let state = load_state(dir).unwrap();
     assert!(state.pending.is_empty());
     assert!(summary(&state)

@@ -133,13 +133,14 @@ def test_a_damaged_pin_is_a_value_error_not_another_state(dataset):
             copy.__setstate__({**state, "manifest_state": bytes(damaged)})
 
 
-def test_a_remote_copy_opens_in_one_request(tmp_path, s3_server, fault_proxy):
+def _remote_dataset(tmp_path, s3_server, fault_proxy, videos):
+    """An ingested dataset on the S3 server behind the counting proxy: (url, options, proxy)."""
     bucket = s3_server.make_bucket()
     proxy = fault_proxy(s3_server.endpoint)
     options = s3_server.storage_options(endpoint=proxy.url)
     url = f"s3://{bucket}/ds"
     GulpIngestor(
-        _items([f"v{i}" for i in range(5)]),
+        _items([f"v{i}" for i in range(videos)]),
         url,
         2,
         1,
@@ -147,6 +148,11 @@ def test_a_remote_copy_opens_in_one_request(tmp_path, s3_server, fault_proxy):
         storage_options=options,
         staging_dir=tmp_path / "staging",
     )()
+    return url, options, proxy
+
+
+def test_a_remote_copy_opens_in_one_request(tmp_path, s3_server, fault_proxy):
+    url, options, proxy = _remote_dataset(tmp_path, s3_server, fault_proxy, 5)
     gd = _open(url, storage_options=options, manifest="require")
     assert gd.opened["tail"] == 0
     blob = pickle.dumps(gd)
@@ -163,19 +169,7 @@ def test_a_remote_copy_opens_in_one_request(tmp_path, s3_server, fault_proxy):
 def test_new_remote_chunks_take_their_first_number_from_the_manifest(
     tmp_path, s3_server, fault_proxy
 ):
-    bucket = s3_server.make_bucket()
-    proxy = fault_proxy(s3_server.endpoint)
-    options = s3_server.storage_options(endpoint=proxy.url)
-    url = f"s3://{bucket}/ds"
-    GulpIngestor(
-        _items([f"v{i}" for i in range(4)]),
-        url,
-        2,
-        1,
-        progress=False,
-        storage_options=options,
-        staging_dir=tmp_path / "staging",
-    )()
+    url, options, proxy = _remote_dataset(tmp_path, s3_server, fault_proxy, 4)
     gd = _open(url, storage_options=options, manifest="require")
     proxy.reset_counters()
     (chunk,) = gd.new_chunks(1)
