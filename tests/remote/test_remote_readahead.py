@@ -58,6 +58,15 @@ def _settled(proxy, at_least: int = 0) -> int:
     return last
 
 
+def _made(proxy, run, expected: int) -> int:
+    """The requests ``run()`` makes, counted once the count has reached ``expected`` and
+    stopped changing (or the wait ended): on a loaded machine a prefetch can start well after
+    ``run`` returns, later than ``_settled``'s quiet spell."""
+    before = _settled(proxy)
+    run()
+    return _settled(proxy, at_least=before + expected) - before
+
+
 def test_a_prefetched_batch_is_read_from_the_read_ahead(remote):
     local, url, options, ids, proxy = remote
     gd = GulpDirectory(url, storage_options=options)
@@ -211,49 +220,48 @@ def test_a_dataset_in_sequential_order_reads_ahead_without_a_sampler(remote):
     # The DataLoader's default order (shuffle=False): batches are runs of consecutive indices.
     ds, requests_for, proxy = _dataset_costs(remote)
     batches = [list(range(k, min(len(ds), k + 4))) for k in range(0, len(ds), 4)]
-    ds.__getitems__(batches[0])  # chunks opened, batch 1 prefetched
-    for this, coming in zip(batches[1:], batches[2:] + [batches[0]], strict=True):
-        before = _settled(proxy)
-        ds.__getitems__(this)
-        # This batch came from the read-ahead; the requests made were the next batch's
+    # Every expectation first, while no prefetch of the dataset is in flight.
+    cost = [requests_for(b) for b in batches]
+    _made(proxy, lambda: ds.__getitems__(batches[0]), cost[0] + cost[1])  # batch 1 ahead
+    for k in range(1, len(batches)):
+        # This batch comes from the read-ahead; the requests made are the next batch's
         # (after the last batch, the next epoch's first).
-        assert _settled(proxy) - before == requests_for(coming)
+        coming = cost[(k + 1) % len(batches)]
+        assert _made(proxy, lambda k=k: ds.__getitems__(batches[k]), coming) == coming
 
 
 def test_a_shuffled_order_fetches_nothing_ahead(remote):
     ds, requests_for, proxy = _dataset_costs(remote)
     rng = np.random.default_rng(3)
     order = [int(i) for i in rng.permutation(len(ds))]
-    ds.__getitems__(order[:4])  # chunks opened
-    for k in range(4, len(order) - 1, 2):
-        batch = sorted(order[k : k + 2], reverse=True)  # never a consecutive run
-        before = _settled(proxy)
-        ds.__getitems__(batch)
-        assert _settled(proxy) - before == requests_for(batch)
+    # Never a consecutive run.
+    batches = [sorted(order[k : k + 2], reverse=True) for k in range(4, len(order) - 1, 2)]
+    cost = [requests_for(b) for b in batches]
+    _made(proxy, lambda: ds.__getitems__(order[:4]), requests_for(order[:4]))
+    for batch, expected in zip(batches, cost, strict=True):
+        assert _made(proxy, lambda batch=batch: ds.__getitems__(batch), expected) == expected
 
 
 def test_single_samples_in_order_are_prefetched_once_the_order_is_seen(remote):
     ds, requests_for, proxy = _dataset_costs(remote)
-    ds.__getitems__([0])
-    before = _settled(proxy)
-    ds.__getitems__([1])  # confirms the order: sample 2 is fetched ahead
-    assert _settled(proxy) - before == requests_for([1]) + requests_for([2])
-    before = _settled(proxy)
-    ds.__getitems__([2])
-    assert _settled(proxy) - before == requests_for([3])
+    cost = [requests_for([i]) for i in range(4)]
+    _made(proxy, lambda: ds.__getitems__([0]), cost[0])
+    # [1] confirms the order: sample 2 is fetched ahead.
+    assert _made(proxy, lambda: ds.__getitems__([1]), cost[1] + cost[2]) == cost[1] + cost[2]
+    assert _made(proxy, lambda: ds.__getitems__([2]), cost[3]) == cost[3]
 
 
 def test_consecutive_runs_in_another_order_stop_the_guessing(remote):
     # A sampler shuffling blocks of consecutive samples: two wrong guesses, then no more.
     ds, requests_for, proxy = _dataset_costs(remote)
-    ds.__getitems__([0, 1])  # guesses [2, 3]
-    ds.__getitems__([8, 9])  # wrong once; guesses [10, 11]
-    before = _settled(proxy)
-    ds.__getitems__([4, 5])  # wrong twice: [6, 7] is not fetched
-    assert _settled(proxy) - before == requests_for([4, 5])
-    before = _settled(proxy)
-    ds.__getitems__([6, 7])  # that guess came true: guessing resumes with [8, 9]
-    assert _settled(proxy) - before == requests_for([6, 7]) + requests_for([8, 9])
+    pair = {k: requests_for([k, k + 1]) for k in (0, 2, 4, 6, 8, 10)}
+    _made(proxy, lambda: ds.__getitems__([0, 1]), pair[0] + pair[2])  # guesses [2, 3]
+    # Wrong once; guesses [10, 11].
+    _made(proxy, lambda: ds.__getitems__([8, 9]), pair[8] + pair[10])
+    # Wrong twice: [6, 7] is not fetched.
+    assert _made(proxy, lambda: ds.__getitems__([4, 5]), pair[4]) == pair[4]
+    # That guess came true: guessing resumes with [8, 9].
+    assert _made(proxy, lambda: ds.__getitems__([6, 7]), pair[6] + pair[8]) == pair[6] + pair[8]
 
 
 def test_a_guess_made_before_set_epoch_is_not_read_in_the_new_epoch(remote):
