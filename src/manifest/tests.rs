@@ -37,6 +37,15 @@ fn publish_at(staged: &ChunkPaths, dir: &Path, k: u64) {
     }
 }
 
+/// Chunk 5 (video "x") staged in a folder of its own and its add committed to `dir`'s
+/// manifest, not published: the folder (kept alive), the staged files and the version.
+fn commit_unpublished(dir: &Path) -> (tempfile::TempDir, ChunkPaths, u64) {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let staged = write_chunk(elsewhere.path(), 5, &[("x", 2)]);
+    let v = commit_ops(dir, &[describe_files(5, Op::Add, &staged).unwrap()]).unwrap();
+    (elsewhere, staged, v)
+}
+
 /// A dataset of two chunks with a manifest made from them, as `gulpio index` makes it.
 fn indexed_dataset(dir: &Path) {
     write_chunk(dir, 0, &[("a", 2), ("b", 3)]);
@@ -109,10 +118,7 @@ fn an_operation_whose_commit_point_did_not_come_stays_pending_until_it_does() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     indexed_dataset(dir);
-    let elsewhere = tempfile::tempdir().unwrap();
-    let paths = write_chunk(elsewhere.path(), 5, &[("x", 2)]);
-    let input = describe_files(5, Op::Add, &paths).unwrap();
-    let v = commit_ops(dir, &[input]).unwrap();
+    let (_elsewhere, paths, v) = commit_unpublished(dir);
     let state = load_state(dir).unwrap();
     assert_eq!(state.pending, vec![(5, v)]);
     assert!(!summary(&state).iter().any(|(k, _)| *k == 5));
@@ -556,9 +562,7 @@ fn a_pinned_open_sees_the_state_of_its_pin_whatever_was_committed_since() {
     let dir = tmp.path();
     indexed_dataset(dir);
     // Chunk 5 committed, not yet published, when the original opens; chunk 2 published.
-    let elsewhere = tempfile::tempdir().unwrap();
-    let staged = write_chunk(elsewhere.path(), 5, &[("x", 2)]);
-    let v5 = commit_ops(dir, &[describe_files(5, Op::Add, &staged).unwrap()]).unwrap();
+    let (_elsewhere, staged, v5) = commit_unpublished(dir);
     add_chunk(dir, "d");
     let original = View::open(dir).unwrap();
     assert_eq!(original.pending, vec![(5, v5)]);
@@ -740,9 +744,7 @@ fn clean_up_keeps_the_commits_a_kept_snapshot_still_waits_for() {
     let dir = tmp.path();
     indexed_dataset(dir);
     // Chunk 5 committed (version 1) and not published through two compactions.
-    let elsewhere = tempfile::tempdir().unwrap();
-    let staged = write_chunk(elsewhere.path(), 5, &[("x", 2)]);
-    let v = commit_ops(dir, &[describe_files(5, Op::Add, &staged).unwrap()]).unwrap();
+    let (_elsewhere, staged, v) = commit_unpublished(dir);
     compact(dir, &load_state(dir).unwrap()).unwrap();
     add_chunk(dir, "d");
     compact(dir, &load_state(dir).unwrap()).unwrap();
