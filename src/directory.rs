@@ -110,8 +110,8 @@ pub struct Directory {
     catalog: Catalog,
     opened: Opened,
     problems: Vec<Problem>,
-    /// Slots whose reader was opened, oldest first ([`MAX_OPEN_CHUNKS`]).
-    loaded: std::sync::Mutex<std::collections::VecDeque<Arc<ChunkSlot>>>,
+    /// Chunk positions and slots whose reader was opened, oldest first ([`MAX_OPEN_CHUNKS`]).
+    loaded: std::sync::Mutex<std::collections::VecDeque<(usize, Arc<ChunkSlot>)>>,
     max_loaded: usize,
 }
 
@@ -356,7 +356,7 @@ impl Directory {
             Catalog::Listed(l) => l.chunks.get(pos).cloned().ok_or_else(|| {
                 Error::InvalidArgument(format!("chunk position {pos} out of range"))
             }),
-            Catalog::Recorded(r) => r.slot(&self.store, &self.root, pos),
+            Catalog::Recorded(r) => r.slot(&self.store, &self.root, pos, self.max_loaded),
         }
     }
 
@@ -373,10 +373,13 @@ impl Directory {
                 .loaded
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            loaded.push_back(slot);
+            loaded.push_back((pos, slot));
             while loaded.len() > self.max_loaded {
-                if let Some(old) = loaded.pop_front() {
+                if let Some((old_pos, old)) = loaded.pop_front() {
                     old.forget();
+                    if let Catalog::Recorded(r) = &self.catalog {
+                        r.release(old_pos, &old);
+                    }
                 }
             }
         }
@@ -450,6 +453,22 @@ impl Directory {
         };
         let (count, (h, w, c)) = r.view.shape(g as u64)?;
         Ok(Some((count, [h, w, u16::from(c)])))
+    }
+
+    /// The frame count of global video `g`: through a manifest its video row (no chunk is
+    /// opened: a count is what samplers ask of every video, and a chunk's first read costs
+    /// its index), by listing the chunk's index.
+    pub fn frame_count(&self, g: usize) -> Result<usize> {
+        if let Some((count, _)) = self.recorded_shape(g)? {
+            return Ok(count as usize);
+        }
+        let (c, v) = self.location(g)?.ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "video position {g} is past the {} videos",
+                self.len()
+            ))
+        })?;
+        Ok(self.reader(c)?.frame_count(v))
     }
 
     /// Per video, from the binary indexes alone (no frame read, no `.gmeta` parsed): its frame

@@ -161,6 +161,9 @@ class NativeDirectory:
         """How the directory was opened: through the manifest (its version, base, tail,
         pending operations, changed chunks) or by listing (why)."""
     def chunk_sizes(self) -> list[tuple[int, int]]: ...
+    def num_frames(self, id: str) -> int:
+        """The frame count of the video ``id`` (``KeyError`` when unknown): through a manifest
+        from its video row, without opening the chunk."""
     def is_indexed(self, pos: int) -> bool:
         """Whether chunk position ``pos`` reads through its binary index (a chunk not read
         yet is opened for the answer and closed again)."""
@@ -417,7 +420,8 @@ def manifest_index(
 ) -> _IndexReport:
     """Records every chunk of the dataset at ``path`` (a folder or a dataset URL) in its
     manifest (creating it when missing: the genesis commit and ``LATEST``), commits what it
-    did not record, and writes a snapshot. Every chunk needs its index. With
+    did not record, and writes a snapshot. Every local chunk needs its index; a chunk of a
+    dataset URL without one (gulpio2's) is recorded from its ``.gmeta`` and read through it. With
     ``abort_pending``, operations of writers that died before their commit point, whose chunk
     has no ``.gmeta``, are aborted."""
 

@@ -288,9 +288,9 @@ class GulpDirectory:
         return self._handle().ids(index, index + 1)[0]
 
     def num_frames(self, id_: object) -> int:
-        """Number of frames of a video."""
-        chunk, video = self._resolve(id_str(id_))
-        return chunk.frame_count(video)
+        """Number of frames of a video, without reading frames (through a manifest, from its
+        record, without opening the video's chunk). ``KeyError`` for an unknown id."""
+        return self._handle().num_frames(id_str(id_))
 
     def frame_shape(self, id_: object, frame: int = 0) -> tuple[int, int, int]:
         """``(height, width, channels)`` of one frame as a read decodes it (channels 1 for a

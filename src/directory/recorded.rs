@@ -28,8 +28,8 @@ fn chunk_paths(store: &Store, root: &Path, k: u64) -> ChunkPaths {
 /// A tail longer than this is not read at open: listing is then cheaper (§7.8).
 const MAX_TAIL: u64 = 65_536;
 
-/// The state a directory opened through, and the slots of the chunks read so far (the only
-/// per-chunk memory, growing with what is read, not with the dataset).
+/// The state a directory opened through, and the slots of the chunks read lately (the only
+/// per-chunk memory: bounded, since a slot is made again from its record when needed).
 pub(super) struct Recorded {
     pub view: View,
     slots: Mutex<HashMap<usize, Arc<ChunkSlot>>>,
@@ -179,14 +179,27 @@ impl Recorded {
         })
     }
 
-    /// The slot of chunk position `c`, made on first use.
-    pub fn slot(&self, store: &Store, root: &Path, c: usize) -> Result<Arc<ChunkSlot>> {
+    /// The slot of chunk position `c`, made on first use. The table keeps the slots with an
+    /// open reader (at most `keep`, the directory's bound) and, up to `keep` more, slots made
+    /// without one (`is_indexed`, the chunk table): an epoch over 100k chunks must not leave
+    /// 100k slots behind.
+    pub fn slot(
+        &self,
+        store: &Store,
+        root: &Path,
+        c: usize,
+        keep: usize,
+    ) -> Result<Arc<ChunkSlot>> {
         let mut slots = self
             .slots
             .lock()
             .map_err(|_| Error::Internal("a chunk slot table was poisoned".into()))?;
         if let Some(s) = slots.get(&c) {
             return Ok(s.clone());
+        }
+        if slots.len() >= keep.saturating_mul(2) {
+            // Readers are at most `keep`, so this frees at least half: amortised O(1).
+            slots.retain(|_, s| s.is_loaded());
         }
         let at = self.view.chunk(c)?;
         let slot = Arc::new(ChunkSlot {
@@ -209,6 +222,24 @@ impl Recorded {
         });
         slots.insert(c, slot.clone());
         Ok(slot)
+    }
+
+    /// Forgets the slot of chunk position `c` when it is still `slot` (its reader was dropped
+    /// by the directory's bound; a later use makes a new one).
+    pub fn release(&self, c: usize, slot: &Arc<ChunkSlot>) {
+        let mut slots = self
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slots.get(&c).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            slots.remove(&c);
+        }
+    }
+
+    /// The number of slots held (tests).
+    #[cfg(test)]
+    pub fn slots_held(&self) -> usize {
+        self.slots.lock().map_or(0, |s| s.len())
     }
 
     /// Rule M3: opens the chunk as a listing would, then believes it only if its files are

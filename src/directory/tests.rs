@@ -370,5 +370,37 @@ fn at_most_the_bound_of_chunk_readers_stays_open_and_a_dropped_one_opens_again()
         }
         assert!(!d.chunk(0).unwrap().is_loaded());
         assert_eq!(kept.id(0), "v0");
+        // Through a manifest the slots made for chunks are bounded too (twice the readers).
+        if let Catalog::Recorded(r) = &d.catalog {
+            assert!(r.slots_held() <= 4, "{} slots held", r.slots_held());
+        }
+    }
+}
+
+#[test]
+fn frame_counts_come_from_the_manifest_without_opening_a_chunk() {
+    let dir = tempfile::tempdir().unwrap();
+    for k in 0..3u64 {
+        write_chunk(
+            dir.path(),
+            k,
+            &[(&format!("a{k}"), 2), (&format!("b{k}"), 5)],
+        );
+    }
+    let listed = Directory::open(dir.path()).unwrap();
+    crate::manifest::index(dir.path(), false).unwrap();
+    let recorded = Directory::open(dir.path()).unwrap();
+    assert!(matches!(recorded.opened(), Opened::Manifest { .. }));
+    for g in 0..6 {
+        assert_eq!(
+            recorded.frame_count(g).unwrap(),
+            listed.frame_count(g).unwrap()
+        );
+    }
+    assert_eq!(recorded.frame_count(3).unwrap(), 5);
+    assert!((0..3).all(|c| !recorded.chunk(c).unwrap().is_loaded()));
+    assert!(listed.chunk(1).unwrap().is_loaded());
+    for d in [&listed, &recorded] {
+        assert!(matches!(d.frame_count(6), Err(Error::InvalidArgument(_))));
     }
 }

@@ -58,6 +58,52 @@ pub fn describe(number: u64, op: Op, index: &[u8], meta: &[u8]) -> Result<ChunkI
     })
 }
 
+/// The record (op `op`) of chunk `number` that has no index, from its `.gmeta` bytes and its
+/// `.gulp`'s length (a gulpio2 chunk on an object store, where `gulpio index` writes no
+/// `.gidx`): `index_version` 0, the `.gmeta`'s length and CRC (what rule M3 compares), ids and
+/// frame counts from the entries, shapes unknown (zero) as in the index a reader builds from
+/// the same text.
+pub fn describe_unindexed(
+    number: u64,
+    op: Op,
+    meta: &[u8],
+    gulp_len: u64,
+) -> Result<ChunkInput, String> {
+    // The reader's own parse: what it will read is what is recorded, and it refuses the same.
+    let parsed = crate::chunk::reader::legacy_index(meta).map_err(|p| p.to_string())?;
+    let segmented: Vec<bool> = crate::format::gmeta::parse(meta)
+        .map_err(|p| p.to_string())?
+        .iter()
+        .map(|e| e.segments.is_some())
+        .collect();
+    let videos = (0..parsed.video_count())
+        .map(|i| VideoInput {
+            id: parsed.id(i).to_owned(),
+            frame_count: parsed.video(i).frame_count,
+            height: 0,
+            width: 0,
+            channels: 0,
+            segments: segmented.get(i).copied().unwrap_or(false),
+        })
+        .collect();
+    Ok(ChunkInput {
+        record: ChunkRecord {
+            number,
+            first: 0,
+            video_count: 0,
+            op,
+            index_version: 0,
+            gidx_len: 0,
+            gidx_header_crc: 0,
+            gmeta_crc: crc32fast::hash(meta),
+            gmeta_len: meta.len() as u64,
+            gulp_len,
+            frame_count: 0,
+        },
+        videos,
+    })
+}
+
 /// The record of the chunk at `paths` as its files are now (its index must exist: `gulpio
 /// index` writes one first).
 pub fn describe_files(number: u64, op: Op, paths: &ChunkPaths) -> Result<ChunkInput> {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::describe::{describe, files_match_in};
+use super::describe::{describe, describe_unindexed, files_match_in};
 use super::io::ManifestIo;
 use super::state::{load_state_in, State};
 use super::{abort_op_in, commit_ops_in, compact_in, has_manifest_in, write_genesis_in};
@@ -66,23 +66,30 @@ fn listed_chunks(io: ManifestIo<'_>) -> Result<Vec<u64>> {
 fn described(io: ManifestIo<'_>, k: u64, op: Op) -> Result<ChunkInput> {
     let index_name = FileKind::Index.file_name(k);
     let meta_name = FileKind::Meta.file_name(k);
-    let no_index = || {
-        Error::InvalidArgument(format!(
-            "{} has no index; {}",
-            io.path(&meta_name).display(),
-            match io {
-                ManifestIo::Local(_) => "write the chunks' indexes first (`gulpio index` does)",
-                ManifestIo::Remote(_) =>
-                    "run `gulpio index` on a local copy and upload its data_*.gidx files \
-                     (they are only ever added), then index the URL",
-            }
-        ))
-    };
-    let index = io.read(&index_name)?.ok_or_else(no_index)?;
+    let index = io.read(&index_name)?;
     let meta = io
         .read(&meta_name)?
         .ok_or_else(|| Error::format(io.path(&meta_name), "is missing"))?;
-    describe(k, op, &index, &meta).map_err(|m| Error::format(io.path(&index_name), m))
+    match (index, io) {
+        (Some(index), _) => {
+            describe(k, op, &index, &meta).map_err(|m| Error::format(io.path(&index_name), m))
+        }
+        // Locally the indexes were written first: one missing now was removed meanwhile.
+        (None, ManifestIo::Local(_)) => Err(Error::InvalidArgument(format!(
+            "{} has no index; write the chunks' indexes first (`gulpio index` does)",
+            io.path(&meta_name).display(),
+        ))),
+        // No `.gidx` is written to an object store (§7.6): a gulpio2 chunk is recorded
+        // without one and read through its `.gmeta`, as a listing reads it.
+        (None, ManifestIo::Remote(_)) => {
+            let data_name = FileKind::Data.file_name(k);
+            let gulp_len = io
+                .size(&data_name)?
+                .ok_or_else(|| Error::format(io.path(&data_name), "is missing"))?;
+            describe_unindexed(k, op, &meta, gulp_len)
+                .map_err(|m| Error::format(io.path(&meta_name), m))
+        }
+    }
 }
 
 /// True when the record is the chunk's files as they are now.

@@ -28,7 +28,7 @@ pub use compact::{
     compact, compact_if_due, compact_if_tail, compact_in, create_if_new, write_genesis,
     write_genesis_in,
 };
-pub use describe::{describe, describe_files};
+pub use describe::{describe, describe_files, describe_unindexed};
 pub use index::{index, index_in, status, status_in, IndexReport, Status};
 pub use io::ManifestIo;
 pub use log::{

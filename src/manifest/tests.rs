@@ -760,3 +760,34 @@ fn clean_up_keeps_the_commits_a_kept_snapshot_still_waits_for() {
         .iter()
         .any(|(k, ids)| *k == 5 && ids == &["x"]));
 }
+
+#[test]
+fn a_chunk_without_index_is_described_from_its_gmeta_as_a_reader_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write_chunk(dir.path(), 0, &[("a", 3), ("b", 0), ("c", 1)]);
+    let paths = ChunkPaths::numbered(dir.path(), 0);
+    let meta = std::fs::read(&paths.meta).unwrap();
+    let gulp_len = std::fs::metadata(&paths.data).unwrap().len();
+    let indexed = describe_files(0, Op::Add, &paths).unwrap();
+    let plain = describe_unindexed(0, Op::Add, &meta, gulp_len).unwrap();
+    let counts = |c: &ChunkInput| -> Vec<(String, u32)> {
+        c.videos
+            .iter()
+            .map(|v| (v.id.clone(), v.frame_count))
+            .collect()
+    };
+    assert_eq!(counts(&plain), counts(&indexed));
+    assert!(plain
+        .videos
+        .iter()
+        .all(|v| (v.height, v.width, v.channels) == (0, 0, 0)));
+    let r = &plain.record;
+    assert_eq!((r.index_version, r.gidx_len, r.gulp_len), (0, 0, gulp_len));
+    assert_eq!(
+        (r.gmeta_len, r.gmeta_crc),
+        (meta.len() as u64, crc32fast::hash(&meta))
+    );
+    // What a reader refuses is refused: text that is not a gulpio .gmeta, a cut one.
+    assert!(describe_unindexed(0, Op::Add, b"{\"a\": 1}", gulp_len).is_err());
+    assert!(describe_unindexed(0, Op::Add, &meta[..meta.len() / 2], gulp_len).is_err());
+}

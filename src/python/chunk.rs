@@ -169,7 +169,7 @@ impl Chunk {
         Ok(self.inner.id(video))
     }
 
-    fn frame_count(&self, video: usize) -> PyResult<usize> {
+    pub(super) fn frame_count(&self, video: usize) -> PyResult<usize> {
         self.check(video)?;
         Ok(self.inner.frame_count(video))
     }

@@ -194,6 +194,23 @@ impl NativeDirectory {
         }
     }
 
+    /// The frame count of the video `id` (KeyError when unknown): through a manifest from its
+    /// video row, without opening the chunk.
+    fn num_frames(&self, py: Python<'_>, id: &Bound<'_, PyString>) -> PyResult<usize> {
+        if !matches!(self.inner.opened(), Opened::Manifest { .. }) {
+            // By listing the count is in the chunk's index, read through the chunk object
+            // (which warns once when that index had to be ignored).
+            let (chunk, video) = self.resolve(py, id)?;
+            return chunk.get().frame_count(video);
+        }
+        let found = match ids::stored(id) {
+            Some(stored) => self.off_gil(py, || self.inner.lookup(&stored))?,
+            None => None,
+        };
+        let g = found.ok_or_else(|| ids::unknown(id))?;
+        Ok(self.off_gil(py, || self.inner.frame_count(g))?)
+    }
+
     /// `(chunk position, video position in chunk)` of global video `g`.
     fn location(&self, py: Python<'_>, g: usize) -> PyResult<(usize, usize)> {
         self.off_gil(py, || self.inner.location(g))?

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from helpers import upload_tree
 
-from gulpio_rs import GulpChunk, GulpDirectory
+from gulpio_rs import GulpChunk, GulpDirectory, _native
 from gulpio_rs.cli import main
-from gulpio_rs.errors import ManifestWarning
+from gulpio_rs.errors import ManifestWarning, StaleIndexError
 
 
 def _write(folder: Path, k: int, ids: list[str]) -> None:
@@ -93,7 +93,9 @@ def test_a_compacted_remote_manifest_opens_in_four_requests(tmp_path, s3_server,
     # LATEST, the front, the probe for a newer commit, the canary: whatever the chunk count.
     assert proxy.requests == 4, proxy.log()
     proxy.reset_counters()
+    # From the manifest's rows (the whole small base came with the front): no chunk index.
     assert gd.num_frames("c17v0") == 2
+    assert proxy.requests <= 2, proxy.log()
     assert "missing" not in gd
 
 
@@ -143,3 +145,40 @@ def test_a_chunk_added_remotely_behind_the_manifest_is_found_by_the_canary(
     with pytest.warns(ManifestWarning, match="meta_12.gmeta"):
         gd = GulpDirectory(url, storage_options=options)
     assert "foreign" in gd
+
+
+def test_a_gulpio2_dataset_is_indexed_remotely_and_read_through_its_gmeta_files(
+    tmp_path, s3_server, fault_proxy
+):
+    local = tmp_path / "local"
+    local.mkdir()
+    for k in range(8):
+        _write(local, k, [f"c{k}v{v}" for v in range(3)])
+    for index in local.glob("*.gidx"):
+        index.unlink()  # as gulpio2 writes chunks
+    bucket = s3_server.make_bucket()
+    upload_tree(s3_server, local, bucket, "ds")
+    proxy = fault_proxy(s3_server.endpoint)
+    options = s3_server.storage_options(endpoint=proxy.url)
+    url = f"s3://{bucket}/ds"
+    report = _native.manifest_index(url, False, list(options.items()))
+    assert (report["chunks"], report["videos"]) == (8, 24)
+    assert not any(name.endswith(".gidx") for name in s3_server.keys(bucket, "ds/"))
+    proxy.reset_counters()
+    gd = _open(url, options)
+    assert gd.opened["how"] == "manifest", gd.opened
+    assert proxy.requests <= 5, proxy.log()
+    listed = GulpDirectory(str(local), manifest="off")
+    assert gd.keys() == listed.keys()
+    assert [gd.num_frames(i) for i in gd.keys()] == [2] * 24
+    for i, frames in _frames(listed, listed.keys()).items():
+        np.testing.assert_array_equal(np.stack(gd[i][0]), frames)
+    # A `.gmeta` replaced after indexing (another chunk's, other ids) is not read as the
+    # recorded chunk: rule M3 compares the recorded `.gmeta` CRC, then the ids.
+    client = s3_server.client()
+    client.upload_file(str(local / "meta_6.gmeta"), bucket, "ds/meta_5.gmeta")
+    client.upload_file(str(local / "data_6.gulp"), bucket, "ds/data_5.gulp")
+    gd = _open(url, options)
+    with pytest.raises(StaleIndexError, match="meta_5.gmeta"):
+        gd["c5v0"]
+    np.testing.assert_array_equal(np.stack(gd["c4v2"][0]), np.stack(listed["c4v2"][0]))

@@ -472,9 +472,13 @@ def test_cli_reads_urls_and_refuses_remote_changes(dataset, s3_server, monkeypat
     assert report["ok"] and report["videos"] == len(ids)
     assert main(["repair", url, "--apply"]) == 1
     assert "local directories only" in capsys.readouterr().err
-    # `gulpio index URL` only adds the manifest: chunks without an index are left to a local copy.
-    assert main(["index", url]) == 1
-    assert "has no index; run `gulpio index` on a local copy" in capsys.readouterr().err
+    # `gulpio index URL` writes no `.gidx` to the store: the chunk without one (as gulpio2
+    # leaves them) is recorded from its `.gmeta` and read through it, as a listing reads it.
+    assert main(["index", url]) == 0
+    capsys.readouterr()
+    remote = GulpDirectory(url)
+    assert remote.opened["how"] == "manifest", remote.opened
+    _same_everything(GulpDirectory(str(local_dir), manifest="off"), remote, ids)
     assert main(["index", url, "--no-manifest"]) == 1
     assert "local directories only" in capsys.readouterr().err
     assert main(["info", "s3://no-such-bucket-gulpio/x"]) == 1

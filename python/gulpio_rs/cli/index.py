@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
                 "index --no-manifest",
                 "index a local copy and upload the data_*.gidx files (they are only ever added)",
             )
-        # Only files under _gulpio/ are added: every chunk must have its index already.
+        # Only files under _gulpio/ are added: a chunk without an index is recorded from its
+        # .gmeta and read through it.
     else:
         gd = open_directory(args.directory, manifest="off")
         written = gd.write_indexes()
