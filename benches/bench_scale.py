@@ -21,15 +21,17 @@ the clock starts), medians of ``--repeats``:
    directory entries and inodes stay cached) and with every file read first; RSS growth from
    the open (``VmRSS`` before and after, split into anonymous and file-backed pages);
    ``len()``; random ids, one per chunk of up to 10,000 random chunks (``id in gd``;
-   ``gd.num_frames(id)``, the first touch of its chunk, then again warm); ``keys()`` (time and
+   ``gd.num_frames(id)``, the first ask of its chunk, then again warm: by listing the chunk's
+   index opens, through the manifest the video row answers); ``keys()`` (time and
    memory of every id as a Python string). The peers: their ``StreamingDataset`` constructor
    plus ``len()`` (LitData reads its index on first use), RSS growth; they have no lookup by
    id.
 2. DataLoader workers: ``--workers`` (8) workers started with ``multiprocessing_context=
    "spawn"`` over (a) a trivial dataset (the baseline: torch and gulpio_rs imported),
    (b) a dataset holding a pickled ``GulpDirectory`` (``gd.num_frames(id)`` per item: the
-   reopen alone) and (c) ``GulpVideoDataset(path, frames=1)`` (each worker reopens and lists
-   ``keys()`` for its index -> id map, as it does in training), at both local sizes (the
+   reopen alone) and (c) ``GulpVideoDataset(path, frames=1)`` (each worker opens the state
+   its parent opened and maps a sampler's index to an id by position, as in training), at
+   both local sizes (the
    baseline once). Each worker returns its pid from one item; the PSS of the live workers
    (``/proc/<pid>/smaps_rollup``) is summed, minus the baseline's.
 3. Remote: the S3 test server (``s3s-fs`` on 127.0.0.1; ``.ci/install-test-servers``) behind
@@ -446,7 +448,7 @@ class Probe:
             return (time.perf_counter() - t0) * 1e6 / len(ids)
 
         contains = timed(gd.__contains__)
-        first = timed(gd.num_frames)  # the first touch of each id's chunk
+        first = timed(gd.num_frames)  # the first ask of each id's chunk
         warm = timed(gd.num_frames)
         return {"contains_us": contains, "frames_first_us": first, "frames_warm_us": warm}
 
