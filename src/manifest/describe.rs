@@ -26,36 +26,62 @@ pub fn describe(number: u64, op: Op, index: &[u8], meta: &[u8]) -> Result<ChunkI
     }
     let index_version =
         u8::try_from(h.version).map_err(|_| format!("index version {}", h.version))?;
-    let mut videos = Vec::with_capacity(parsed.video_count());
-    for i in 0..parsed.video_count() {
-        let v = parsed.video(i);
-        let first = (v.frame_count > 0).then(|| parsed.frame(v.frame_start as usize));
-        videos.push(VideoInput {
-            id: parsed.id(i).to_owned(),
-            frame_count: v.frame_count,
-            height: first.map_or(0, |f| f.height),
-            width: first.map_or(0, |f| f.width),
-            channels: first.map_or(0, |f| f.channels),
-            segments: parsed.stream_of(i).is_some(),
-        });
-    }
     Ok(ChunkInput {
-        record: ChunkRecord {
+        record: record_of(
             number,
-            first: 0,
-            video_count: 0,
             op,
-            index_version,
-            gidx_len: index.len() as u64,
-            gidx_header_crc: u32_at(index, 124),
+            meta,
             gmeta_crc,
-            gmeta_len: meta.len() as u64,
-            gulp_len: h.gulp_len,
-            // `first`, `video_count` and `frame_count` follow from `videos` when written.
-            frame_count: 0,
-        },
-        videos,
+            h.gulp_len,
+            Some((index_version, index)),
+        ),
+        videos: videos_of(&parsed, |i| parsed.stream_of(i).is_some()),
     })
+}
+
+/// The videos of `parsed` (the first frame's shape for each; zero where unknown), each
+/// `segmented(i)` or not.
+fn videos_of(parsed: &Index, segmented: impl Fn(usize) -> bool) -> Vec<VideoInput> {
+    (0..parsed.video_count())
+        .map(|i| {
+            let v = parsed.video(i);
+            let first = (v.frame_count > 0).then(|| parsed.frame(v.frame_start as usize));
+            VideoInput {
+                id: parsed.id(i).to_owned(),
+                frame_count: v.frame_count,
+                height: first.map_or(0, |f| f.height),
+                width: first.map_or(0, |f| f.width),
+                channels: first.map_or(0, |f| f.channels),
+                segments: segmented(i),
+            }
+        })
+        .collect()
+}
+
+/// The record of chunk `number` with this `.gmeta` (and its CRC), `.gulp` length and index
+/// (its version and bytes; `None`: read through the `.gmeta`, version 0).
+fn record_of(
+    number: u64,
+    op: Op,
+    meta: &[u8],
+    gmeta_crc: u32,
+    gulp_len: u64,
+    index: Option<(u8, &[u8])>,
+) -> ChunkRecord {
+    ChunkRecord {
+        number,
+        first: 0,
+        video_count: 0,
+        op,
+        index_version: index.map_or(0, |(v, _)| v),
+        gidx_len: index.map_or(0, |(_, b)| b.len() as u64),
+        gidx_header_crc: index.map_or(0, |(_, b)| u32_at(b, 124)),
+        gmeta_crc,
+        gmeta_len: meta.len() as u64,
+        gulp_len,
+        // `first`, `video_count` and `frame_count` follow from `videos` when written.
+        frame_count: 0,
+    }
 }
 
 /// The record (op `op`) of chunk `number` that has no index, from its `.gmeta` bytes and its
@@ -76,31 +102,10 @@ pub fn describe_unindexed(
         .iter()
         .map(|e| e.segments.is_some())
         .collect();
-    let videos = (0..parsed.video_count())
-        .map(|i| VideoInput {
-            id: parsed.id(i).to_owned(),
-            frame_count: parsed.video(i).frame_count,
-            height: 0,
-            width: 0,
-            channels: 0,
-            segments: segmented.get(i).copied().unwrap_or(false),
-        })
-        .collect();
+    // The index built from the text knows no frame sizes: shapes are zero.
     Ok(ChunkInput {
-        record: ChunkRecord {
-            number,
-            first: 0,
-            video_count: 0,
-            op,
-            index_version: 0,
-            gidx_len: 0,
-            gidx_header_crc: 0,
-            gmeta_crc: crc32fast::hash(meta),
-            gmeta_len: meta.len() as u64,
-            gulp_len,
-            frame_count: 0,
-        },
-        videos,
+        record: record_of(number, op, meta, crc32fast::hash(meta), gulp_len, None),
+        videos: videos_of(&parsed, |i| segmented.get(i).copied().unwrap_or(false)),
     })
 }
 
