@@ -96,16 +96,15 @@ pub fn describe_unindexed(
     gulp_len: u64,
 ) -> Result<ChunkInput, String> {
     // The reader's own parse: what it will read is what is recorded, and it refuses the same.
-    let parsed = crate::chunk::reader::legacy_index(meta).map_err(|p| p.to_string())?;
-    let segmented: Vec<bool> = crate::format::gmeta::parse(meta)
-        .map_err(|p| p.to_string())?
-        .iter()
-        .map(|e| e.segments.is_some())
-        .collect();
+    let (parsed, segmented) =
+        crate::chunk::reader::legacy_index_of(meta).map_err(|p| p.to_string())?;
     // The index built from the text knows no frame sizes: shapes are zero.
     Ok(ChunkInput {
         record: record_of(number, op, meta, crc32fast::hash(meta), gulp_len, None),
-        videos: videos_of(&parsed, |i| segmented.get(i).copied().unwrap_or(false)),
+        // `segmented` lists the videos stored as segments, in order.
+        videos: videos_of(&parsed, |i| {
+            segmented.binary_search_by_key(&i, |(v, _)| *v).is_ok()
+        }),
     })
 }
 

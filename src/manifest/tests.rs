@@ -790,4 +790,16 @@ fn a_chunk_without_index_is_described_from_its_gmeta_as_a_reader_reads_it() {
     // What a reader refuses is refused: text that is not a gulpio .gmeta, a cut one.
     assert!(describe_unindexed(0, Op::Add, b"{\"a\": 1}", gulp_len).is_err());
     assert!(describe_unindexed(0, Op::Add, &meta[..meta.len() / 2], gulp_len).is_err());
+    // A video stored as segments says so, as its index would.
+    let seg = crate::chunk::testing::write_segment_chunk(dir.path(), 1);
+    let plain = describe_unindexed(1, Op::Add, &std::fs::read(&seg.meta).unwrap(), 0).unwrap();
+    let indexed = describe_files(1, Op::Add, &seg).unwrap();
+    let flags = |c: &ChunkInput| -> Vec<(u32, bool)> {
+        c.videos
+            .iter()
+            .map(|v| (v.frame_count, v.segments))
+            .collect()
+    };
+    assert_eq!(flags(&plain), vec![(2, false), (16, true)]);
+    assert_eq!(flags(&plain), flags(&indexed));
 }

@@ -12,10 +12,10 @@ pub fn legacy_index(text: &[u8]) -> Result<Index, Problem> {
 
 /// Videos read through the `.gmeta` that say they are stored as segments, with the text of
 /// their `segments` object.
-pub(super) type Unindexed = Vec<(usize, Vec<u8>)>;
+pub type Unindexed = Vec<(usize, Vec<u8>)>;
 
 /// [`legacy_index`], and the videos whose entries say they are stored as segments.
-pub(super) fn legacy_index_of(text: &[u8]) -> Result<(Index, Unindexed), Problem> {
+pub fn legacy_index_of(text: &[u8]) -> Result<(Index, Unindexed), Problem> {
     let entries = gmeta::parse(text)?;
     let segmented = entries
         .iter()

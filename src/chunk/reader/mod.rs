@@ -23,7 +23,7 @@ use crate::format::paths::ChunkPaths;
 use crate::io::DataSource;
 
 pub use fetch::{read_many, FrameData, FramePlan};
-pub use legacy::legacy_index;
+pub use legacy::{legacy_index, legacy_index_of};
 pub use open::ExpectedIndex;
 pub use trust::{judge_meta, MetaVerdict};
 
